@@ -1,0 +1,24 @@
+//===- SConvAttrs.h - sconv attributes and enums ----------------*- C++ -*-===//
+
+#ifndef INKLING_DIALECT_SCONV_IR_SCONVATTRS_H
+#define INKLING_DIALECT_SCONV_IR_SCONVATTRS_H
+
+#include "inkling/Runtime/Layout.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "inkling/Dialect/SConv/IR/SConvEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "inkling/Dialect/SConv/IR/SConvAttrDefs.h.inc"
+
+namespace inkling::sconv {
+/// The runtime's stream for a dialect stream (same order, same names).
+inline ::inkling::Stream toRuntime(Stream stream) {
+  return static_cast<::inkling::Stream>(static_cast<int>(stream));
+}
+} // namespace inkling::sconv
+
+#endif // INKLING_DIALECT_SCONV_IR_SCONVATTRS_H

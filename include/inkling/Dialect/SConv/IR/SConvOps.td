@@ -1,0 +1,197 @@
+//===- SConvOps.td - sconv operations --------------------------*- tablegen -*-===//
+
+#ifndef INKLING_DIALECT_SCONV_IR_SCONVOPS_TD
+#define INKLING_DIALECT_SCONV_IR_SCONVOPS_TD
+
+include "inkling/Dialect/SConv/IR/SConvAttrDefs.td"
+include "inkling/Dialect/SConv/IR/SConvTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+class SConv_Op<string mnemonic, list<Trait> traits = []>
+    : Op<SConv_Dialect, mnemonic, traits>;
+
+// Element types, shapes and strides are checked by each op's verifier against
+// the layout, so that the diagnostic names the operand and says what was
+// expected and what was found (ODS constraints would only say "operand #2").
+def SConv_MemRef : MemRefOf<[AnyType]>;
+
+//===----------------------------------------------------------------------===//
+// sconv.bind
+//===----------------------------------------------------------------------===//
+
+def SConv_BindOp : SConv_Op<"bind", [
+    Pure, DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
+  let summary = "View a raw byte buffer as the paged conv-state cache";
+  let description = [{
+    Binds the serving engine's cache allocation (`num_blocks` pages of
+    `page_bytes` each) to the strided cache view `[num_blocks, H, N, D]`
+    with strides `[page_bytes / 2, N*D, D, 1]`. `page_bytes` may exceed the
+    layout's own page `H*N*D*2` when the page was padded up to a unified page
+    size: every access goes through the block stride. The number of blocks
+    is the buffer size divided by `page_bytes` (rounded down).
+
+    ```mlir
+    %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+        head_dim = 128, hidden = 4096, kernel = 4, tp = 1> page_bytes 131072
+        : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
+    ```
+  }];
+  let arguments = (ins SConv_MemRef:$buffer,
+                       SConv_LayoutAttr:$layout,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$page_bytes);
+  let results = (outs SConv_MemRef:$cache);
+  let assemblyFormat = [{
+    $buffer `layout` $layout `page_bytes` $page_bytes attr-dict
+    `:` type($buffer) `->` type($cache)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$buffer, "LayoutAttr":$layout,
+                   "int64_t":$pageBytes)>
+  ];
+  let extraClassDeclaration = [{
+    /// The cache type bound for `layout` with a page of `pageBytes`.
+    static ::mlir::MemRefType getCacheType(LayoutAttr layout,
+                                           int64_t pageBytes);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.step
+//===----------------------------------------------------------------------===//
+
+def SConv_StepOp : SConv_Op<"step", [Pure]> {
+  let summary = "Bundle the metadata buffers of one forward step";
+  let description = [{
+    Names the four metadata buffers of a continuous-batching step (DESIGN
+    section 3) as one `!sconv.step` value:
+
+    - `query_start_loc` (i32, B+1): the tokens of sequence b are
+      `[qsl[b], qsl[b+1])`;
+    - `num_computed` (i32, B): tokens of sequence b processed before this
+      step; token t of b is at position `num_computed[b] + t - qsl[b]`;
+    - `block_table` (i32, B x M): logical block j of b -> physical block;
+    - `slot_mapping` (i64, >= T): physical slot of token t
+      (`block * N + position % N`), or -1 for "do not store".
+
+    The op reads nothing itself; the ops that take the step read the buffers
+    (they declare the read on the step operand). Sharing one step value is
+    how the fusion passes prove that an insert and a conv see the same
+    `num_computed`, so the insert writes only positions the conv never reads.
+
+    ```mlir
+    %step = sconv.step query_start_loc %qsl num_computed %nc
+        block_table %bt slot_mapping %slots
+        : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+    ```
+  }];
+  let arguments = (ins SConv_MemRef:$query_start_loc,
+                       SConv_MemRef:$num_computed,
+                       SConv_MemRef:$block_table,
+                       SConv_MemRef:$slot_mapping);
+  let results = (outs SConv_StepType:$step);
+  let assemblyFormat = [{
+    `query_start_loc` $query_start_loc `num_computed` $num_computed
+    `block_table` $block_table `slot_mapping` $slot_mapping attr-dict
+    `:` type($query_start_loc) `,` type($num_computed) `,`
+        type($block_table) `,` type($slot_mapping)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.insert
+//===----------------------------------------------------------------------===//
+
+def SConv_InsertOp : SConv_Op<"insert"> {
+  let summary = "Store one stream of a step's tokens into the cache";
+  let description = [{
+    For every token `t` with `slot = slot_mapping[t] >= 0`, every head `h`
+    and channel `c < w`:
+    `cache[slot / N, h, slot % N, offset + c] = x[t, h, c]`, where
+    `(offset, w)` is the stream's range in the head row. Nothing outside the
+    stream's range is written (in particular not the padding `[raw, D)`).
+
+    `x` is `[T, H, w]`, or `[T, H*w]` (the rank's hidden chunk of the
+    attn/mlp streams, the same memory); its token stride may be larger than
+    a row (a slice of a fused projection output).
+
+    ```mlir
+    sconv.insert %k into %cache[k] layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step
+        : memref<?x8x128xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
+    ```
+  }];
+  let arguments = (ins Arg<SConv_MemRef, "stream input", [MemRead]>:$x,
+                       Arg<SConv_MemRef, "the cache", [MemWrite]>:$cache,
+                       SConv_StreamAttr:$stream,
+                       Arg<SConv_StepType, "step metadata", [MemRead]>:$step,
+                       SConv_LayoutAttr:$layout);
+  let assemblyFormat = [{
+    $x `into` $cache `[` custom<StreamRef>($stream) `]` `layout` $layout
+    `step` $step attr-dict
+    `:` type($x) `,` type($cache)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.conv
+//===----------------------------------------------------------------------===//
+
+def SConv_ConvOp : SConv_Op<"conv"> {
+  let summary = "Causal depthwise short convolution over cache and step";
+  let description = [{
+    For token `t` of sequence `b` at position `p`, tap `j` in `[0, W)` reads
+    position `q = p - (W - 1) + j`: zero if `q < 0`; the step's own input
+    `x[qsl[b] + q - num_computed[b]]` if `q >= num_computed[b]`; otherwise
+    the cache, `cache[block_table[b][q / N], h, q % N, offset + c]`.
+
+    `out[t, h, c] = (residual ? x[t, h, c] : 0)
+                    + act(bias[ch] + sum_j weights[ch, j] * tap_j)`
+    with `ch = h * w + c`. All arithmetic is f32: the accumulator starts at
+    the bias (0 without), one fma per tap in ascending `j`, then the
+    activation, then the residual add, then one rounding to bf16.
+
+    `residual` defaults to true (the reference model), `activation` to
+    `none`. The conv reads the cache only below `num_computed`, so it commutes
+    with inserts of the same step.
+
+    ```mlir
+    sconv.conv %k, %wk history %cache[k] layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step into %y
+        : memref<?x8x128xbf16>, memref<1024x4xbf16>,
+          memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<?x8x128xbf16>
+    sconv.conv %a, %wa bias %ba history %cache[attn] layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step into %ya
+        activation silu {residual = false}
+        : memref<?x4096xbf16>, memref<4096x4xbf16>,
+          memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+          memref<4096xbf16> -> memref<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<SConv_MemRef, "stream input", [MemRead]>:$x,
+    Arg<SConv_MemRef, "weights [H*w, W]", [MemRead]>:$weights,
+    Arg<Optional<SConv_MemRef>, "bias [H*w]", [MemRead]>:$bias,
+    Arg<SConv_MemRef, "the cache (history)", [MemRead]>:$cache,
+    Arg<SConv_StepType, "step metadata", [MemRead]>:$step,
+    Arg<SConv_MemRef, "output, shaped like x", [MemWrite]>:$out,
+    SConv_StreamAttr:$stream,
+    SConv_LayoutAttr:$layout,
+    DefaultValuedAttr<BoolAttr, "true">:$residual,
+    DefaultValuedAttr<SConv_ActivationAttr, "Activation::None">:$activation);
+  let assemblyFormat = [{
+    $x `,` $weights (`bias` $bias^)? `history` $cache `[` custom<StreamRef>($stream) `]`
+    `layout` $layout `step` $step `into` $out
+    (`activation` $activation^)? attr-dict
+    `:` type($x) `,` type($weights) `,` type($cache) (`,` type($bias)^)?
+    `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // INKLING_DIALECT_SCONV_IR_SCONVOPS_TD

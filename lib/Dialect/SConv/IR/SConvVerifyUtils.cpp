@@ -1,0 +1,182 @@
+//===- SConvVerifyUtils.cpp - Operand checks against a layout -------------===//
+
+#include "SConvVerifyUtils.h"
+#include "inkling/Dialect/SConv/IR/SConvOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+
+namespace inkling::sconv::detail {
+
+namespace {
+
+std::string formatDims(ArrayRef<int64_t> dims) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (i)
+      text += ", ";
+    text += ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+  }
+  return text + "]";
+}
+
+InFlightDiagnostic operandError(Operation *op, StringRef name) {
+  return op->emitOpError() << "operand '" << name << "': ";
+}
+
+/// Checks that `type` is a ranked memref of `elementType`.
+FailureOr<MemRefType> memrefOf(Operation *op, StringRef name, Type type,
+                               Type elementType) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) {
+    operandError(op, name) << "expected a ranked memref of " << elementType
+                           << ", found " << type;
+    return failure();
+  }
+  if (memref.getElementType() != elementType) {
+    operandError(op, name) << "expected element type " << elementType
+                           << ", found " << memref.getElementType();
+    return failure();
+  }
+  return memref;
+}
+
+/// Compares static dims (a dynamic expected dim matches anything; a dynamic
+/// found dim matches nothing static).
+bool dimsMatch(ArrayRef<int64_t> found, ArrayRef<int64_t> expected) {
+  if (found.size() != expected.size())
+    return false;
+  for (auto [f, e] : llvm::zip(found, expected))
+    if (!ShapedType::isDynamic(e) && f != e)
+      return false;
+  return true;
+}
+
+LogicalResult checkStrides(Operation *op, StringRef name, MemRefType type,
+                           ArrayRef<int64_t> expected) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      !dimsMatch(strides, expected))
+    return operandError(op, name)
+           << "expected strides " << formatDims(expected) << ", found "
+           << (strides.empty() ? std::string("a non-strided layout")
+                               : formatDims(strides));
+  return success();
+}
+
+LogicalResult checkShape(Operation *op, StringRef name, MemRefType type,
+                         ArrayRef<int64_t> expected) {
+  if (!dimsMatch(type.getShape(), expected))
+    return operandError(op, name) << "expected shape " << formatDims(expected)
+                                  << ", found " << formatDims(type.getShape());
+  return success();
+}
+
+} // namespace
+
+LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
+                                 LayoutAttr layout) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  inkling::Layout derived = layout.getDerived();
+  int64_t dyn = ShapedType::kDynamic;
+  if (failed(checkShape(
+          op, name, *memref,
+          {dyn, derived.headsPerRank, derived.blockSize, derived.headSize})) ||
+      failed(checkStrides(op, name, *memref,
+                          {dyn, derived.headStride(), derived.headSize, 1})))
+    return failure();
+  int64_t blockStride = memref->getStridesAndOffset().first[0];
+  if (!ShapedType::isDynamic(blockStride) &&
+      blockStride < derived.pageElements())
+    return operandError(op, name)
+           << "block stride " << blockStride
+           << " is smaller than the page of H*N*D = " << derived.pageElements()
+           << " elements";
+  return success();
+}
+
+LogicalResult verifyStreamOperand(Operation *op, StringRef name, Type type,
+                                  LayoutAttr layout, Stream stream) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  int64_t heads = layout.getHeadsPerRank();
+  int64_t width = layout.getStreamWidth(stream);
+  int64_t dyn = ShapedType::kDynamic;
+  if (memref->getRank() == 3) {
+    if (failed(checkShape(op, name, *memref, {dyn, heads, width})))
+      return failure();
+    return checkStrides(op, name, *memref, {dyn, width, 1});
+  }
+  if (memref->getRank() == 2) {
+    if (failed(checkShape(op, name, *memref, {dyn, heads * width})))
+      return failure();
+    return checkStrides(op, name, *memref, {dyn, 1});
+  }
+  return operandError(op, name)
+         << "expected shape [T, " << heads << ", " << width << "] or [T, "
+         << heads * width << "] for stream '" << stringifyStream(stream)
+         << "', found " << formatDims(memref->getShape());
+}
+
+LogicalResult verifyWeightsOperand(Operation *op, StringRef name, Type type,
+                                   LayoutAttr layout, Stream stream) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  int64_t channels = layout.getHeadsPerRank() * layout.getStreamWidth(stream);
+  int64_t kernel = layout.getKernel();
+  if (failed(checkShape(op, name, *memref, {channels, kernel})))
+    return failure();
+  return checkStrides(op, name, *memref, {kernel, 1});
+}
+
+LogicalResult verifyBiasOperand(Operation *op, StringRef name, Type type,
+                                LayoutAttr layout, Stream stream) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  int64_t channels = layout.getHeadsPerRank() * layout.getStreamWidth(stream);
+  if (failed(checkShape(op, name, *memref, {channels})))
+    return failure();
+  return checkStrides(op, name, *memref, {1});
+}
+
+LogicalResult verifyMetadataOperand(Operation *op, StringRef name, Type type,
+                                    unsigned rank, unsigned bitWidth) {
+  auto memref = dyn_cast<MemRefType>(type);
+  Type expectedElement = IntegerType::get(op->getContext(), bitWidth);
+  if (!memref || memref.getElementType() != expectedElement ||
+      memref.getRank() != rank) {
+    std::string expected = "memref<";
+    for (unsigned i = 0; i < rank; ++i)
+      expected += "?x";
+    expected += "i" + std::to_string(bitWidth) + ">";
+    return operandError(op, name)
+           << "expected a rank-" << rank << " memref of i" << bitWidth << " ("
+           << expected << "), found " << type;
+  }
+  if (!memref.isLastDimUnitStride())
+    return operandError(op, name)
+           << "expected a unit innermost stride, found " << type;
+  return success();
+}
+
+LogicalResult verifyStepCoversTokens(Operation *op, Value stepValue,
+                                     int64_t tokens) {
+  auto step = stepValue.getDefiningOp<StepOp>();
+  if (!step || ShapedType::isDynamic(tokens))
+    return success();
+  int64_t slots = step.getSlotMapping().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(slots) && slots < tokens)
+    return operandError(op, "slot_mapping")
+           << "holds " << slots << " slots for " << tokens << " tokens";
+  return success();
+}
+
+} // namespace inkling::sconv::detail

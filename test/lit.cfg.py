@@ -1,0 +1,41 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "INKLING"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.inkling_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", ".so"))
+config.substitutions.append(("%inkling_src", config.inkling_src_root))
+config.substitutions.append(
+    (
+        "%mlir_runner_utils",
+        os.path.join(config.mlir_lib_dir, "libmlir_runner_utils.so"),
+    )
+)
+config.substitutions.append(
+    (
+        "%mlir_c_runner_utils",
+        os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils.so"),
+    )
+)
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.inkling_tools_dir, config.llvm_tools_dir]
+tools = ["inkling-opt", "mlir-opt", "mlir-runner"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# GPU code generation checks need no GPU; only the ptxas checks need ptxas.
+if config.ptxas_executable and os.path.exists(config.ptxas_executable):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas_executable))

@@ -1,0 +1,24 @@
+//===- inkling-opt.cpp - The mlir-opt of the Inkling project --------------===//
+
+#include "inkling/Dialect/SConv/IR/SConvDialect.h"
+#include "inkling/Dialect/SConv/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<inkling::sconv::SConvDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::memref::MemRefDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+  mlir::registerTransformsPasses();
+  inkling::sconv::registerSConvPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Inkling sconv optimizer\n", registry));
+}
