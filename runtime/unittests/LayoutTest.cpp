@@ -74,7 +74,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{8, 128, 4096, 4, 4}, Case{8, 128, 4096, 4, 8},
                       Case{4, 64, 1024, 3, 2}, Case{1, 1, 1, 1, 1},
                       Case{2, 8, 6, 2, 1}, Case{16, 96, 5120, 8, 4},
-                      Case{6, 100, 600, 5, 3}));
+                      Case{6, 100, 600, 5, 3}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      const Case &c = info.param;
+      return "kv" + std::to_string(c.kvHeads) + "_hd" +
+             std::to_string(c.headDim) + "_hidden" + std::to_string(c.hidden) +
+             "_k" + std::to_string(c.kernel) + "_tp" + std::to_string(c.tp);
+    });
 
 TEST(LayoutTest, RealModelValues) {
   StatusOr<Layout> layout = Layout::derive(config(8, 128, 4096, 4, 2));
