@@ -399,3 +399,122 @@ func.func @conv_cache_layout_mismatch(%k: memref<?x4x128xbf16>, %w: memref<512x4
         memref<?x4x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<?x4x128xbf16>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sconv.insert_packed
+//===----------------------------------------------------------------------===//
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @packed_count(%k: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.insert_packed' op expected one input per stream, found 1 inputs for 2 streams}}
+  sconv.insert_packed %k into %cache[k, v] layout #l step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>, memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @packed_same_stream_twice(%k: memref<?x8x128xbf16>, %k2: memref<?x8x128xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.insert_packed' op attribute 'streams': stream 'k' appears twice}}
+  sconv.insert_packed %k, %k2 into %cache[k, k] layout #l step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        memref<?x8x128xbf16>, memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @packed_input_shape(%k: memref<?x8x128xbf16>, %a: memref<?x8x128xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.insert_packed' op operand 'inputs[1]': expected shape [?, 8, 512], found [?, 8, 128]}}
+  sconv.insert_packed %k, %a into %cache[k, attn] layout #l step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        memref<?x8x128xbf16>, memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @packed_token_counts(%k: memref<4x8x128xbf16>, %v: memref<5x8x128xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.insert_packed' op operand 'inputs[1]': expected 4 tokens like 'inputs[0]', found 5}}
+  sconv.insert_packed %k, %v into %cache[k, v] layout #l step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        memref<4x8x128xbf16>, memref<5x8x128xbf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sconv.fused_conv
+//===----------------------------------------------------------------------===//
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_counts(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>, %yv: memref<?x8x128xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.fused_conv' op expected one input, weight, output (and bias, when biases are given) per stream; found 2 inputs, 1 weights, 0 biases, 2 outputs for 2 streams}}
+  sconv.fused_conv %k, %v weights %wk history %cache[k, v] layout #l step %step
+      into %yk, %yv
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>), (memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_same_stream(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>, %yv: memref<?x8x128xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.fused_conv' op attribute 'streams': stream 'v' appears twice}}
+  sconv.fused_conv %k, %v weights %wk, %wk history %cache[v, v] layout #l step %step
+      into %yk, %yv
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_weights(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %wv: memref<1024x2xbf16>, %yk: memref<?x8x128xbf16>,
+    %yv: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.fused_conv' op operand 'weights[1]': expected shape [1024, 4], found [1024, 2]}}
+  sconv.fused_conv %k, %v weights %wk, %wv history %cache[k, v] layout #l step %step
+      into %yk, %yv
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x2xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_out_is_input(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.fused_conv' op operand 'outs[1]' must not be an input}}
+  sconv.fused_conv %k, %v weights %wk, %wk history %cache[k, v] layout #l step %step
+      into %yk, %k
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}

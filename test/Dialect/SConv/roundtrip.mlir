@@ -96,3 +96,47 @@ func.func @layout_forms(%k: memref<?x8x128xbf16>, %k2: memref<?x4x128xbf16>,
       : memref<?x4x128xbf16>, memref<?x4x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
   return
 }
+
+// CHECK-LABEL: func @insert_packed
+// CHECK: sconv.insert_packed %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}[k, v, attn, mlp] layout #[[LAYOUT]] step %{{.*}} : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>, memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?x4096xbf16>, memref<?x4096xbf16>
+// CHECK: sconv.insert_packed %{{.*}}, %{{.*}} into %{{.*}}[mlp, k] layout
+func.func @insert_packed(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                         %attn: memref<?x4096xbf16>, %mlp: memref<?x4096xbf16>,
+                         %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+                         %step: !sconv.step) {
+  sconv.insert_packed %k, %v, %attn, %mlp into %cache[k, v, attn, mlp]
+      layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+      step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?x4096xbf16>,
+        memref<?x4096xbf16>
+  sconv.insert_packed %mlp, %k into %cache[mlp, k] layout #l step %step
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        memref<?x4096xbf16>, memref<?x8x128xbf16>
+  return
+}
+
+// CHECK-LABEL: func @fused_conv
+// CHECK: sconv.fused_conv %{{.*}}, %{{.*}} weights %{{.*}}, %{{.*}} history %{{.*}}[k, v] layout #[[LAYOUT]] step %{{.*}} into %{{.*}}, %{{.*}} and_insert : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>, (memref<?x8x128xbf16>, memref<?x8x128xbf16>), (memref<1024x4xbf16>, memref<1024x4xbf16>) -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+// CHECK: sconv.fused_conv %{{.*}} weights %{{.*}} biases %{{.*}} history %{{.*}}[attn] layout #[[LAYOUT]] step %{{.*}} into %{{.*}} activation silu {residual = false} : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>, (memref<?x4096xbf16>), (memref<4096x4xbf16>), (memref<4096xbf16>) -> (memref<?x4096xbf16>)
+func.func @fused_conv(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                      %wk: memref<1024x4xbf16>, %wv: memref<1024x4xbf16>,
+                      %yk: memref<?x8x128xbf16>, %yv: memref<?x8x128xbf16>,
+                      %a: memref<?x4096xbf16>, %wa: memref<4096x4xbf16>,
+                      %ba: memref<4096xbf16>, %ya: memref<?x4096xbf16>,
+                      %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+                      %step: !sconv.step) {
+  sconv.fused_conv %k, %v weights %wk, %wv history %cache[k, v]
+      layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+      step %step into %yk, %yv and_insert
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  sconv.fused_conv %a weights %wa biases %ba history %cache[attn] layout #l
+      step %step into %ya activation silu {residual = false}
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x4096xbf16>), (memref<4096x4xbf16>), (memref<4096xbf16>)
+        -> (memref<?x4096xbf16>)
+  return
+}

@@ -35,6 +35,52 @@ static void printStreamRef(OpAsmPrinter &printer, Operation *,
   printer << stringifyStream(stream.getValue());
 }
 
+/// `k, v, attn` as bare keywords.
+static ParseResult parseStreamList(OpAsmParser &parser, ArrayAttr &streams) {
+  SmallVector<Attribute> list;
+  auto parseOne = [&]() -> ParseResult {
+    StreamAttr stream;
+    if (parseStreamRef(parser, stream))
+      return failure();
+    list.push_back(stream);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(parseOne))
+    return failure();
+  streams = ArrayAttr::get(parser.getContext(), list);
+  return success();
+}
+
+static void printStreamList(OpAsmPrinter &printer, Operation *op,
+                            ArrayAttr streams) {
+  llvm::interleaveComma(streams, printer, [&](Attribute stream) {
+    printStreamRef(printer, op, cast<StreamAttr>(stream));
+  });
+}
+
+static SmallVector<Stream> streamsOf(ArrayAttr streams) {
+  return llvm::map_to_vector(streams, [](Attribute stream) {
+    return cast<StreamAttr>(stream).getValue();
+  });
+}
+
+/// Each stream at most once: fused ops write disjoint channel ranges.
+static LogicalResult verifyDistinctStreams(Operation *op, ArrayAttr streams) {
+  unsigned seen = 0;
+  for (Stream stream : streamsOf(streams)) {
+    unsigned bit = 1u << static_cast<unsigned>(stream);
+    if (seen & bit)
+      return op->emitOpError() << "attribute 'streams': stream '"
+                               << stringifyStream(stream) << "' appears twice";
+    seen |= bit;
+  }
+  return success();
+}
+
+static std::string indexedName(StringRef name, size_t index) {
+  return (name + "[" + Twine(index) + "]").str();
+}
+
 #define GET_OP_CLASSES
 #include "inkling/Dialect/SConv/IR/SConvOps.cpp.inc"
 
@@ -103,8 +149,18 @@ LogicalResult StepOp::verify() {
       failed(verifyMetadataOperand(*this, "block_table",
                                    getBlockTable().getType(), 2, 32)) ||
       failed(verifyMetadataOperand(*this, "slot_mapping",
-                                   getSlotMapping().getType(), 1, 64)))
+                                   getSlotMapping().getType(), 1, 64)) ||
+      (getStatus() && failed(verifyMetadataOperand(
+                          *this, "status", getStatus().getType(), 1, 64))))
     return failure();
+  if (getStatus()) {
+    int64_t words = cast<MemRefType>(getStatus().getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(words) && words < 5)
+      return emitOpError() << "operand 'status': expected at least 5 "
+                              "entries (count, kind, token, value, limit), "
+                              "found "
+                           << words;
+  }
   int64_t qsl = getQueryStartLoc().getType().getDimSize(0);
   int64_t batch = getNumComputed().getType().getDimSize(0);
   int64_t rows = getBlockTable().getType().getDimSize(0);
@@ -135,9 +191,17 @@ LogicalResult InsertOp::verify() {
                                 getX().getType().getDimSize(0));
 }
 
+bool InsertOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> InsertOp::getStepWrittenStreams() { return {getStream()}; }
+
 //===----------------------------------------------------------------------===//
 // ConvOp
 //===----------------------------------------------------------------------===//
+
+bool ConvOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> ConvOp::getStepWrittenStreams() { return {}; }
 
 LogicalResult ConvOp::verify() {
   LayoutAttr layout = getLayout();
@@ -162,5 +226,130 @@ LogicalResult ConvOp::verify() {
   if (getOut() == getX())
     return emitOpError() << "operand 'out' must not be operand 'x': the conv "
                             "reads x of earlier tokens after writing out";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// InsertPackedOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<Stream> InsertPackedOp::getStreamList() {
+  return streamsOf(getStreams());
+}
+
+bool InsertPackedOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> InsertPackedOp::getStepWrittenStreams() {
+  return getStreamList();
+}
+
+LogicalResult InsertPackedOp::verify() {
+  SmallVector<Stream> streams = getStreamList();
+  if (streams.empty() || streams.size() != getInputs().size())
+    return emitOpError() << "expected one input per stream, found "
+                         << getInputs().size() << " inputs for "
+                         << streams.size() << " streams";
+  if (failed(verifyDistinctStreams(*this, getStreams())) ||
+      failed(verifyCacheOperand(*this, "cache", getCache().getType(),
+                                getLayout())))
+    return failure();
+  int64_t tokens = ShapedType::kDynamic;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    std::string name = indexedName("inputs", i);
+    if (failed(verifyStreamOperand(*this, name, input.getType(), getLayout(),
+                                   streams[i])))
+      return failure();
+    int64_t count = cast<MemRefType>(input.getType()).getDimSize(0);
+    if (ShapedType::isDynamic(count))
+      continue;
+    if (!ShapedType::isDynamic(tokens) && count != tokens)
+      return emitOpError() << "operand '" << name << "': expected " << tokens
+                           << " tokens like 'inputs[0]', found " << count;
+    tokens = count;
+  }
+  return verifyStepCoversTokens(*this, getStep(), tokens);
+}
+
+//===----------------------------------------------------------------------===//
+// FusedConvOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<Stream> FusedConvOp::getStreamList() {
+  return streamsOf(getStreams());
+}
+
+bool FusedConvOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> FusedConvOp::getStepWrittenStreams() {
+  if (!getInsert())
+    return {};
+  return getStreamList();
+}
+
+void FusedConvOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto *read = MemoryEffects::Read::get();
+  auto *write = MemoryEffects::Write::get();
+  for (OpOperand &operand : getInputsMutable())
+    effects.emplace_back(read, &operand);
+  for (OpOperand &operand : getWeightsMutable())
+    effects.emplace_back(read, &operand);
+  for (OpOperand &operand : getBiasesMutable())
+    effects.emplace_back(read, &operand);
+  effects.emplace_back(read, &getCacheMutable());
+  effects.emplace_back(read, &getStepMutable());
+  if (getInsert())
+    effects.emplace_back(write, &getCacheMutable());
+  for (OpOperand &operand : getOutsMutable())
+    effects.emplace_back(write, &operand);
+}
+
+LogicalResult FusedConvOp::verify() {
+  SmallVector<Stream> streams = getStreamList();
+  size_t count = streams.size();
+  if (count == 0 || getInputs().size() != count ||
+      getWeights().size() != count || getOuts().size() != count ||
+      (!getBiases().empty() && getBiases().size() != count))
+    return emitOpError() << "expected one input, weight, output (and bias, "
+                            "when biases are given) per stream; found "
+                         << getInputs().size() << " inputs, "
+                         << getWeights().size() << " weights, "
+                         << getBiases().size() << " biases, "
+                         << getOuts().size() << " outputs for " << count
+                         << " streams";
+  LayoutAttr layout = getLayout();
+  if (failed(verifyDistinctStreams(*this, getStreams())) ||
+      failed(verifyCacheOperand(*this, "cache", getCache().getType(), layout)))
+    return failure();
+  for (size_t i = 0; i < count; ++i) {
+    Value input = getInputs()[i], out = getOuts()[i];
+    if (failed(verifyStreamOperand(*this, indexedName("inputs", i),
+                                   input.getType(), layout, streams[i])) ||
+        failed(verifyWeightsOperand(*this, indexedName("weights", i),
+                                    getWeights()[i].getType(), layout,
+                                    streams[i])) ||
+        (!getBiases().empty() &&
+         failed(verifyBiasOperand(*this, indexedName("biases", i),
+                                  getBiases()[i].getType(), layout,
+                                  streams[i]))) ||
+        failed(verifyStreamOperand(*this, indexedName("outs", i), out.getType(),
+                                   layout, streams[i])))
+      return failure();
+    if (cast<MemRefType>(out.getType()).getShape() !=
+        cast<MemRefType>(input.getType()).getShape())
+      return emitOpError() << "operand '" << indexedName("outs", i)
+                           << "': expected the shape of '"
+                           << indexedName("inputs", i) << "' ("
+                           << input.getType() << "), found " << out.getType();
+    if (llvm::is_contained(getInputs(), out))
+      return emitOpError() << "operand '" << indexedName("outs", i)
+                           << "' must not be an input: the conv reads x of "
+                              "earlier tokens after writing out";
+  }
+  if (getInsert())
+    return verifyStepCoversTokens(
+        *this, getStep(),
+        cast<MemRefType>(getInputs()[0].getType()).getDimSize(0));
   return success();
 }

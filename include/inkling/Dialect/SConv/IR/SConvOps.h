@@ -5,6 +5,7 @@
 
 #include "inkling/Dialect/SConv/IR/SConvAttrs.h"
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
+#include "inkling/Dialect/SConv/IR/SConvInterfaces.h"
 #include "inkling/Dialect/SConv/IR/SConvTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -4,6 +4,7 @@
 #define INKLING_DIALECT_SCONV_IR_SCONVOPS_TD
 
 include "inkling/Dialect/SConv/IR/SConvAttrDefs.td"
+include "inkling/Dialect/SConv/IR/SConvInterfaces.td"
 include "inkling/Dialect/SConv/IR/SConvTypes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
@@ -77,6 +78,13 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
     - `slot_mapping` (i64, >= T): physical slot of token t
       (`block * N + position % N`), or -1 for "do not store".
 
+    - `status` (optional, i64, at least 5 entries): where a lowering with
+      run-time checks (`sconv-lower-to-loops{checked=true}`) reports an
+      out-of-range slot or block id instead of accessing memory out of
+      bounds: `[0]` counts rejected accesses, `[1..4]` describe the first
+      one (kind: 1 slot, 2 block id, 3 logical block beyond the block table;
+      token; offending value; limit). The host zeroes it before the step.
+
     The op reads nothing itself; the ops that take the step read the buffers
     (they declare the read on the step operand). Sharing one step value is
     how the fusion passes prove that an insert and a conv see the same
@@ -91,13 +99,15 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
   let arguments = (ins SConv_MemRef:$query_start_loc,
                        SConv_MemRef:$num_computed,
                        SConv_MemRef:$block_table,
-                       SConv_MemRef:$slot_mapping);
+                       SConv_MemRef:$slot_mapping,
+                       Optional<SConv_MemRef>:$status);
   let results = (outs SConv_StepType:$step);
   let assemblyFormat = [{
     `query_start_loc` $query_start_loc `num_computed` $num_computed
-    `block_table` $block_table `slot_mapping` $slot_mapping attr-dict
+    `block_table` $block_table `slot_mapping` $slot_mapping
+    (`status` $status^)? attr-dict
     `:` type($query_start_loc) `,` type($num_computed) `,`
-        type($block_table) `,` type($slot_mapping)
+        type($block_table) `,` type($slot_mapping) (`,` type($status)^)?
   }];
   let hasVerifier = 1;
 }
@@ -106,7 +116,13 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
 // sconv.insert
 //===----------------------------------------------------------------------===//
 
-def SConv_InsertOp : SConv_Op<"insert"> {
+// Ops that access the cache through a step declare which positions they touch.
+class SConv_StepCacheAccessOp<string mnemonic, list<Trait> traits = []>
+    : SConv_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SConv_StepCacheAccessOpInterface,
+            ["readsOnlyHistory", "getStepWrittenStreams"]>])>;
+
+def SConv_InsertOp : SConv_StepCacheAccessOp<"insert"> {
   let summary = "Store one stream of a step's tokens into the cache";
   let description = [{
     For every token `t` with `slot = slot_mapping[t] >= 0`, every head `h`
@@ -142,7 +158,7 @@ def SConv_InsertOp : SConv_Op<"insert"> {
 // sconv.conv
 //===----------------------------------------------------------------------===//
 
-def SConv_ConvOp : SConv_Op<"conv"> {
+def SConv_ConvOp : SConv_StepCacheAccessOp<"conv"> {
   let summary = "Causal depthwise short convolution over cache and step";
   let description = [{
     For token `t` of sequence `b` at position `p`, tap `j` in `[0, W)` reads
@@ -192,6 +208,108 @@ def SConv_ConvOp : SConv_Op<"conv"> {
     `->` type($out)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.insert_packed
+//===----------------------------------------------------------------------===//
+
+def SConv_InsertPackedOp : SConv_StepCacheAccessOp<"insert_packed"> {
+  let summary = "Store several streams of a step's tokens in one packed write";
+  let description = [{
+    The inserts of several distinct streams into one cache, for the same step
+    and layout, as one op: for every token with a slot and every head, the
+    streams' channels are written into their ranges of the head row. When the
+    streams are all four (k, v, attn, mlp) the write covers the whole row
+    `[0, raw)` in one pass of 16-byte stores; the padding `[raw, D)` is never
+    written. Produced by `sconv-fuse-inserts`; semantically the same as the
+    separate inserts in any order (their channel ranges are disjoint).
+
+    ```mlir
+    sconv.insert_packed %k, %v, %attn, %mlp into %cache[k, v, attn, mlp]
+        layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step
+        : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+          memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?x4096xbf16>,
+          memref<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Variadic<SConv_MemRef>, "stream inputs", [MemRead]>:$inputs,
+    Arg<SConv_MemRef, "the cache", [MemWrite]>:$cache,
+    SConv_StreamArrayAttr:$streams,
+    Arg<SConv_StepType, "step metadata", [MemRead]>:$step,
+    SConv_LayoutAttr:$layout);
+  let assemblyFormat = [{
+    $inputs `into` $cache `[` custom<StreamList>($streams) `]`
+    `layout` $layout `step` $step attr-dict
+    `:` type($cache) `,` type($inputs)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The streams, in operand order.
+    ::llvm::SmallVector<Stream> getStreamList();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.fused_conv
+//===----------------------------------------------------------------------===//
+
+def SConv_FusedConvOp : SConv_StepCacheAccessOp<"fused_conv", [
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Convs of several streams in one loop nest, optionally storing";
+  let description = [{
+    The convs of several distinct streams over one cache, for the same step,
+    layout, residual and activation, as one op (one loop nest, one launch):
+    stream `i` convolves `inputs[i]` with `weights[i]` (and `biases[i]` when
+    biases are given, for every stream) into `outs[i]`, exactly as
+    `sconv.conv` defines.
+
+    With `and_insert`, the op also stores each stream's input at the step's
+    own positions, as `sconv.insert` would: the conv already reads every
+    token's input (its last tap), so the store reads `x` once. This is sound
+    inside one op because the conv reads the cache only below `num_computed`
+    and the insert writes only at or above it.
+
+    Produced by `sconv-fuse-conv-insert` and `sconv-fuse-convs`.
+
+    ```mlir
+    sconv.fused_conv %k, %v weights %wk, %wv history %cache[k, v]
+        layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step into %yk, %yv and_insert
+        : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+          (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+          (memref<1024x4xbf16>, memref<1024x4xbf16>)
+          -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+    ```
+  }];
+  let arguments = (ins
+    Variadic<SConv_MemRef>:$inputs,
+    Variadic<SConv_MemRef>:$weights,
+    Variadic<SConv_MemRef>:$biases,
+    SConv_MemRef:$cache,
+    SConv_StepType:$step,
+    Variadic<SConv_MemRef>:$outs,
+    SConv_StreamArrayAttr:$streams,
+    SConv_LayoutAttr:$layout,
+    DefaultValuedAttr<BoolAttr, "true">:$residual,
+    DefaultValuedAttr<SConv_ActivationAttr, "Activation::None">:$activation,
+    UnitAttr:$insert);
+  let assemblyFormat = [{
+    $inputs `weights` $weights (`biases` $biases^)?
+    `history` $cache `[` custom<StreamList>($streams) `]`
+    `layout` $layout `step` $step `into` $outs
+    (`and_insert` $insert^)? (`activation` $activation^)? attr-dict
+    `:` type($cache) `,` `(` type($inputs) `)` `,` `(` type($weights) `)`
+    (`,` `(` type($biases)^ `)`)? `->` `(` type($outs) `)`
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The streams, in operand order.
+    ::llvm::SmallVector<Stream> getStreamList();
+  }];
 }
 
 #endif // INKLING_DIALECT_SCONV_IR_SCONVOPS_TD
