@@ -49,8 +49,10 @@ int64_t elementBytesOf(const std::string &type) {
 
 StatusOr<Layout> Layout::derive(const LayoutConfig &config) {
   const std::pair<const char *, int64_t> sizes[] = {
-      {"kv_heads", config.kvHeads}, {"head_dim", config.headDim},
-      {"hidden", config.hidden},    {"kernel", config.kernel},
+      {"kv_heads", config.kvHeads},
+      {"head_dim", config.headDim},
+      {"hidden", config.hidden},
+      {"kernel", config.kernel},
       {"tp", config.tp},
   };
   for (const auto &[name, value] : sizes)

@@ -74,6 +74,7 @@ public:
   T &&value() && { return std::move(*value_); }
   const T &operator*() const & { return *value_; }
   T &operator*() & { return *value_; }
+  T &&operator*() && { return std::move(*value_); }
   const T *operator->() const { return &*value_; }
   T *operator->() { return &*value_; }
 

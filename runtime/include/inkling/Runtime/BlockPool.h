@@ -1,0 +1,154 @@
+//===- BlockPool.h - Fixed pool of cache pages with an LRU free queue -*- C++
+//-*-===//
+//
+// The physical pages of one sconv cache group. Block 0 is the null block: it
+// is never handed out, and block tables use it for "no block". Free blocks
+// wait in an intrusive doubly linked queue (no allocation per operation);
+// allocation takes the front. A freed block that holds a cached prefix goes
+// to the back and keeps its cache tag, so it can be revived by a prefix hit
+// until the pool needs it (LRU eviction); a freed block without a tag goes to
+// the front, because reusing it first loses nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_RUNTIME_BLOCKPOOL_H
+#define INKLING_RUNTIME_BLOCKPOOL_H
+
+#include "inkling/Runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace inkling {
+
+/// The null block: block tables hold it wherever no block is mapped.
+inline constexpr int32_t kNullBlock = 0;
+
+/// Told when a free block that carries a cache tag is handed out again, so
+/// the prefix cache can forget the tag's hash.
+class BlockEvictionListener {
+public:
+  virtual ~BlockEvictionListener() = default;
+  virtual void onEvict(int32_t block, uint64_t tag) = 0;
+};
+
+class BlockPool {
+public:
+  /// A pool of `numBlocks` pages including the null block (so
+  /// numBlocks - 1 usable); numBlocks must be in [2, 2^31 - 1].
+  static StatusOr<BlockPool> create(int64_t numBlocks);
+
+  int32_t numBlocks() const { return static_cast<int32_t>(nodes_.size()); }
+  int32_t numUsableBlocks() const { return numBlocks() - 1; }
+  int32_t numFreeBlocks() const { return numFree_; }
+  /// Blocks with a reference count > 0.
+  int32_t numHeldBlocks() const { return numUsableBlocks() - numFree_; }
+
+  /// Hands out `count` blocks with reference count 1 into `out`, evicting
+  /// cache tags as needed; all or nothing (OutOfBlocks leaves the pool
+  /// unchanged).
+  Status allocate(int64_t count, int32_t *out);
+  StatusOr<int32_t> allocate();
+
+  /// Adds a reference to a held block, or revives a free cached block
+  /// (taking it out of the free queue).
+  Status retain(int32_t block);
+  /// Drops a reference; the last one returns the block to the free queue.
+  /// Releasing a free block is a double free (FailedPrecondition).
+  Status release(int32_t block);
+
+  /// 0 for free blocks and for ids outside the pool.
+  int32_t refCount(int32_t block) const {
+    return isUsable(block) ? nodes_[block].refCount : 0;
+  }
+  bool isUsable(int32_t block) const {
+    return block > kNullBlock && block < numBlocks();
+  }
+
+  /// Cache tags: the prefix hash a block's contents are registered under.
+  /// Only a held block can be tagged.
+  Status setCacheTag(int32_t block, uint64_t tag);
+  bool hasCacheTag(int32_t block) const {
+    return isUsable(block) && nodes_[block].tagged;
+  }
+  uint64_t cacheTag(int32_t block) const {
+    return hasCacheTag(block) ? nodes_[block].tag : 0;
+  }
+  /// Forgets a tag without telling the listener (the caller already knows).
+  void clearCacheTag(int32_t block);
+
+  void setEvictionListener(BlockEvictionListener *listener) {
+    listener_ = listener;
+  }
+
+  /// The free queue in allocation order (front first); for tests and dumps.
+  std::vector<int32_t> freeQueue() const;
+  /// Checks the queue links, the free count and the reference counts.
+  Status checkInvariants() const;
+
+  // Fast paths for callers that validated their arguments already (the
+  // sequence manager); they do not check anything.
+  int32_t allocateUnchecked() {
+    int32_t block = nodes_[kNullBlock].next;
+    unlink(block);
+    Node &node = nodes_[block];
+    node.refCount = 1;
+    if (node.tagged) {
+      node.tagged = false;
+      if (listener_)
+        listener_->onEvict(block, node.tag);
+    }
+    return block;
+  }
+  void retainUnchecked(int32_t block) {
+    if (nodes_[block].refCount++ == 0)
+      unlink(block);
+  }
+  void releaseUnchecked(int32_t block) {
+    Node &node = nodes_[block];
+    if (--node.refCount == 0) {
+      if (node.tagged)
+        linkBefore(kNullBlock, block); // back: evicted last
+      else
+        linkBefore(nodes_[kNullBlock].next, block); // front: reused first
+    }
+  }
+
+private:
+  // The null block doubles as the queue's sentinel: it is never free, so its
+  // links are free to mean "front" (next) and "back" (prev).
+  struct Node {
+    int32_t prev = kNullBlock;
+    int32_t next = kNullBlock;
+    int32_t refCount = 0;
+    bool tagged = false;
+    uint64_t tag = 0;
+  };
+
+  BlockPool() = default;
+
+  void unlink(int32_t block) {
+    Node &node = nodes_[block];
+    nodes_[node.prev].next = node.next;
+    nodes_[node.next].prev = node.prev;
+    node.prev = node.next = kNullBlock;
+    --numFree_;
+  }
+  void linkBefore(int32_t successor, int32_t block) {
+    int32_t predecessor = nodes_[successor].prev;
+    nodes_[block].prev = predecessor;
+    nodes_[block].next = successor;
+    nodes_[predecessor].next = block;
+    nodes_[successor].prev = block;
+    ++numFree_;
+  }
+  Status checkBlock(int32_t block, const char *what) const;
+
+  std::vector<Node> nodes_;
+  int32_t numFree_ = 0;
+  BlockEvictionListener *listener_ = nullptr;
+};
+
+} // namespace inkling
+
+#endif // INKLING_RUNTIME_BLOCKPOOL_H

@@ -1,0 +1,279 @@
+//===- SequenceManager.h - Paged block tables of one sconv group -*- C++
+//-*-===//
+//
+// Owns the block pool, the prefix cache and the sequences of one group of
+// sconv layers (they share block ids), and produces each step's metadata
+// (DESIGN sections 3, 4 and 6).
+//
+// Positions and blocks. Block size N = kernel W (from Layout). Position p
+// lives in logical block p/N at offset p%N, slot = physical*N + p%N.
+//
+// A step of a sequence with num_computed c scheduling n tokens processes
+// [c, p1), p1 = c+n. Its conv reads history [max(0, c-(W-1)), c) through the
+// block table. It stores only the positions a later step may read,
+//   [st, p1), st = max(c, p1 - (W-1) - lookahead);
+// earlier tokens of the chunk get slot -1 (the conv reads them from x).
+// commit(k) accepts k of the n tokens (c' = c+k, at most `lookahead`
+// rejected) and, at once, returns every block that does not cover the next
+// step's history [c'-(W-1), c') to the pool. Hence:
+//   * between steps a sequence holds at most 2 blocks (<= 2 + ceil(L/W));
+//   * during a step at most 2 more plus the stored range's blocks:
+//     maxBlocksPerSequence() = 4 + ceil(L/N).
+//
+// Sharing. Fork and prefix hits share blocks by reference count, and a
+// shared block is never written. The only block a step can both read and
+// write is logical block c/N when c%N != 0 (history below c, stores from c);
+// if it is shared, schedule() gives the writer a fresh block and reports the
+// page copy (src, dst) in the step's block_copies, to run before the step's
+// kernels (copy-on-write). The writer keeps its reference on src until
+// commit, so src cannot be reused while the copy is pending.
+//
+// Errors. Every call validates everything before changing anything: a
+// failed call returns a Status naming the value and leaves the state exactly
+// as it was (the tests compare full state dumps around failing calls).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_RUNTIME_SEQUENCEMANAGER_H
+#define INKLING_RUNTIME_SEQUENCEMANAGER_H
+
+#include "inkling/Runtime/BlockPool.h"
+#include "inkling/Runtime/Layout.h"
+#include "inkling/Runtime/PrefixCache.h"
+#include "inkling/Runtime/Status.h"
+#include "inkling/Runtime/StepBuffers.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace inkling {
+
+/// An opaque, positive sequence handle: a slot index and a generation, so a
+/// handle of a finished sequence is reported as unknown, never aliased.
+using SequenceId = int64_t;
+
+struct SequenceManagerConfig {
+  Layout layout;         ///< Gives N = W (block size, sliding window).
+  int64_t numBlocks = 0; ///< Pool size including the null block 0.
+  int64_t lookahead = 0; ///< Max rejected speculative tokens per step.
+  bool enablePrefixCaching = true;
+  uint64_t prefixSeed = kDefaultPrefixSeed; ///< Root of the hash chains.
+};
+
+enum class SequenceState : uint8_t {
+  Idle,      ///< Between steps.
+  Scheduled, ///< Has a step; next: buildStep, then commit.
+  Preempted, ///< Holds no blocks; resume recomputes or hits the cache.
+};
+const char *sequenceStateName(SequenceState state);
+
+/// A page copy to run before the step's kernels (copy-on-write).
+struct BlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+};
+
+/// A snapshot of one sequence, for the engine's bookkeeping and for tests.
+struct SequenceInfo {
+  SequenceState state = SequenceState::Idle;
+  int64_t numComputed = 0;  ///< c
+  int64_t numTokens = 0;    ///< Token ids known (prompt + appended).
+  int64_t numScheduled = 0; ///< n of the pending step, or 0.
+  int64_t storeFrom = 0;    ///< st of the pending step.
+  /// Positions [validFrom, numComputed) hold accepted values (in held blocks
+  /// where >= numComputed - (W-1)).
+  int64_t validFrom = 0;
+  std::vector<MappedBlock> blocks; ///< Held blocks by logical index.
+  bool hasCopy = false;
+  BlockCopy copy; ///< The pending copy-on-write; src is held until commit.
+};
+
+/// Padded shapes of a step, for graph capture.
+struct StepShape {
+  int64_t numRows = 0;   ///< Rows to fill (>= batch size); 0: batch size.
+  int64_t numTokens = 0; ///< Padded token count (>= tokens); 0: tokens.
+};
+
+/// What buildStep wrote.
+struct StepInfo {
+  int64_t numSequences = 0;
+  int64_t numRows = 0;
+  int64_t numTokens = 0;       ///< Real tokens T.
+  int64_t numPaddedTokens = 0; ///< slot_mapping[T, numPaddedTokens) is -1.
+  int64_t numCopies = 0;
+};
+
+class SequenceManager {
+public:
+  /// Validates the config: layout kernel >= 2 (a kernel of 1 has no conv
+  /// state), numBlocks in [2, 2^31), lookahead in [0, 2^20].
+  static StatusOr<std::unique_ptr<SequenceManager>>
+  create(const SequenceManagerConfig &config);
+
+  SequenceManager(const SequenceManager &) = delete;
+  SequenceManager &operator=(const SequenceManager &) = delete;
+
+  // --- Sequences -----------------------------------------------------------
+
+  /// Adds a sequence with its prompt's token ids. startPosition 0 computes
+  /// the prompt from scratch; a positive startPosition resumes at a prefix
+  /// hit (a multiple of N, <= numTokens, whose block p/N - 1 is cached; see
+  /// longestCachedPrefix) and takes a reference on that one block.
+  StatusOr<SequenceId> addSequence(const int32_t *tokens, int64_t numTokens,
+                                   int64_t startPosition = 0);
+  StatusOr<SequenceId> addSequence(const std::vector<int32_t> &tokens,
+                                   int64_t startPosition = 0) {
+    return addSequence(tokens.data(), static_cast<int64_t>(tokens.size()),
+                       startPosition);
+  }
+
+  /// Appends known token ids (e.g. the token sampled by the last step).
+  Status appendTokens(SequenceId id, const int32_t *tokens, int64_t count);
+
+  /// Schedules the next `numTokens` positions [c, c+n) (n >= 1; 1 + drafts
+  /// for speculative decoding). Allocates the blocks of the stored range,
+  /// and the copy-on-write block if needed; OutOfBlocks changes nothing.
+  /// The step's first token (position c) must be known.
+  Status schedule(SequenceId id, int64_t numTokens);
+
+  /// Accepts `numAccepted` (k) of the scheduled tokens: c' = c + k, with
+  /// n - k <= lookahead (OutOfRange otherwise: the history of c' would not
+  /// be in the cache; commit a valid k or preempt). `newTokens` are appended
+  /// first (accepted drafts, then the sampled token); afterwards every
+  /// position < c' must have a known token id. Registers newly complete
+  /// blocks in the prefix cache and releases every block outside the next
+  /// step's history.
+  Status commit(SequenceId id, int64_t numAccepted,
+                const int32_t *newTokens = nullptr, int64_t numNewTokens = 0);
+
+  /// Releases every block (also of a scheduled step); c becomes 0. The token
+  /// ids stay, for resume.
+  Status preempt(SequenceId id);
+  /// Resumes a preempted sequence at 0 (recompute) or at a prefix hit.
+  Status resume(SequenceId id, int64_t startPosition = 0);
+  /// Releases everything and forgets the sequence.
+  Status finish(SequenceId id);
+  /// A child sharing the parent's blocks (reference counts) and tokens; the
+  /// parent must be idle.
+  StatusOr<SequenceId> fork(SequenceId parent);
+
+  // --- Prefix cache ----------------------------------------------------------
+
+  /// The largest p <= min(maxLength, numTokens), p a positive multiple of N,
+  /// such that block p/N - 1 of `tokens` is cached; 0 if none (or caching is
+  /// off). The engine intersects the result with its attention groups.
+  StatusOr<int64_t> longestCachedPrefix(const int32_t *tokens,
+                                        int64_t numTokens,
+                                        int64_t maxLength) const;
+  /// The same for a sequence's own known tokens (e.g. to resume it).
+  StatusOr<int64_t> longestCachedPrefix(SequenceId id, int64_t maxLength) const;
+
+  // --- Steps
+  // -------------------------------------------------------------------
+
+  /// Binds caller-owned step buffers sized for this manager's windows.
+  StatusOr<StepBuffers> bindStepBuffers(const StepBufferSpec &spec) const;
+
+  /// Writes the metadata of a step over the scheduled sequences `ids` (row b
+  /// = ids[b], tokens packed in that order): query_start_loc[0..numRows],
+  /// num_computed[0..numRows), block_table rows (null outside each window
+  /// and in padding rows), slot_mapping[0..numPaddedTokens) (-1 for tokens
+  /// not stored and for padding), block_copies. Validates everything first
+  /// (unknown or unscheduled or repeated ids, a window column >= numCols,
+  /// too many rows, tokens or copies); on error nothing is written. Does not
+  /// change the sequences: it may be called again before commit.
+  StatusOr<StepInfo> buildStep(const SequenceId *ids, int64_t numSequences,
+                               const StepShape &shape, StepBuffers &buffers);
+
+  // --- Introspection
+  // -----------------------------------------------------------
+
+  const Layout &layout() const { return config_.layout; }
+  const SequenceManagerConfig &config() const { return config_; }
+  int64_t blockSize() const { return blockSize_; }
+  int64_t lookahead() const { return lookahead_; }
+  /// Blocks a sequence can hold during a step: 4 + ceil(L/N).
+  int64_t maxBlocksPerSequence() const { return maxHeld_; }
+  /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
+  int64_t maxBlocksBetweenSteps() const;
+
+  const BlockPool &pool() const { return pool_; }
+  const PrefixCache &prefixCache() const { return cache_; }
+  int64_t numSequences() const { return numLive_; }
+  /// Live sequence ids in slot order.
+  std::vector<SequenceId> sequenceIds() const;
+  StatusOr<SequenceInfo> sequenceInfo(SequenceId id) const;
+
+  /// Cross-checks pool, cache and sequences (reference counts equal the
+  /// holders, no leaks, window bounds, cache tags match the map); Internal
+  /// with a description on the first violation.
+  Status checkInvariants() const;
+  /// A deterministic dump of the whole state (pool queue, tags, cache,
+  /// sequences); equal dumps mean equal states.
+  std::string debugString() const;
+
+private:
+  struct Sequence {
+    uint32_t generation = 0; // 0: slot unused
+    uint32_t lastGeneration = 0;
+    SequenceState state = SequenceState::Idle;
+    int32_t numHeld = 0;
+    int64_t numComputed = 0;
+    int64_t numTokens = 0;
+    int64_t validFrom = 0;
+    int64_t numScheduled = 0;
+    int64_t storeFrom = 0;
+    int32_t copySrc = -1; // -1: no pending copy-on-write
+    int32_t copyDst = -1;
+    uint64_t buildStamp = 0;
+    // Prefix caching only: the chain hashes of every whole block of known
+    // tokens, and the known tokens of the partial block after them.
+    std::vector<uint64_t> blockHashes;
+    std::vector<int32_t> tailTokens;
+  };
+
+  explicit SequenceManager(const SequenceManagerConfig &config, BlockPool pool);
+
+  StatusOr<Sequence *> lookup(SequenceId id, const char *operation);
+  StatusOr<const Sequence *> lookup(SequenceId id, const char *operation) const;
+  MappedBlock *heldBlocks(const Sequence &seq);
+  const MappedBlock *heldBlocks(const Sequence &seq) const;
+  Status checkStartPosition(const std::vector<uint64_t> &hashes,
+                            int64_t numTokens, int64_t startPosition,
+                            int32_t &block) const;
+  void appendTokensUnchecked(Sequence &seq, const int32_t *tokens,
+                             int64_t count);
+  void startAt(Sequence &seq, int64_t startPosition, int32_t block);
+  void releaseAll(Sequence &seq);
+  void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
+  void releaseOutsideHistory(Sequence &seq);
+  int32_t newSlot();
+
+  // Division by N for positions < 2^31 with a multiply (Lemire et al.,
+  // "Faster remainder by direct computation"): a step does several.
+  int64_t blockOf(int64_t position) const {
+    return static_cast<int64_t>((static_cast<__uint128_t>(divMagic_) *
+                                 static_cast<uint32_t>(position)) >>
+                                64);
+  }
+
+  SequenceManagerConfig config_;
+  int64_t blockSize_ = 0; // N
+  int64_t history_ = 0;   // W - 1
+  int64_t lookahead_ = 0; // L
+  int64_t maxHeld_ = 0;
+  uint64_t divMagic_ = 0;
+  BlockPool pool_;
+  PrefixCache cache_;
+  std::vector<Sequence> seqs_;
+  std::vector<MappedBlock> held_; // maxHeld_ per slot
+  std::vector<int32_t> freeSlots_;
+  int64_t numLive_ = 0;
+  uint64_t buildStamp_ = 0;
+};
+
+} // namespace inkling
+
+#endif // INKLING_RUNTIME_SEQUENCEMANAGER_H

@@ -1,0 +1,100 @@
+//===- StepBuffers.h - Caller-owned step metadata, updated in place -*- C++
+//-*-===//
+//
+// The serving engine owns fixed-shape step buffers (for graph capture):
+//   query_start_loc [maxRows + 1] int32
+//   num_computed    [maxRows]     int32
+//   block_table     [maxRows x numCols] int32, row-major, logical block index
+//   slot_mapping    [maxTokens]   int64
+//   block_copies    [maxCopies x 2] int32 (src, dst) copy-on-write pages
+// A block table row of a long sequence has thousands of columns but only a
+// few live (non-null) entries, so rewriting rows would cost O(M) per sequence
+// per step. StepBuffers instead keeps an invariant between builds:
+//   * block_table: row r holds non-null values only in the columns recorded
+//     for r (its last written window); every other entry is the null block;
+//   * slot_mapping: every entry at or past the last step's token count is -1.
+// A build then touches only the columns that changed and the tokens of the
+// step: O(window + tokens), independent of M and of the padded shapes.
+// The caller must not write into the buffers between bind and the last
+// build (read them freely); reset() restores the invariant if it did.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_RUNTIME_STEPBUFFERS_H
+#define INKLING_RUNTIME_STEPBUFFERS_H
+
+#include "inkling/Runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace inkling {
+
+/// Caller-owned storage for step metadata. The pointers must stay valid for
+/// the lifetime of the StepBuffers bound to them.
+struct StepBufferSpec {
+  int32_t *queryStartLoc = nullptr; ///< [maxRows + 1]
+  int32_t *numComputed = nullptr;   ///< [maxRows]
+  int32_t *blockTable = nullptr;    ///< [maxRows * numCols]
+  int64_t *slotMapping = nullptr;   ///< [maxTokens]
+  int32_t *blockCopies = nullptr;   ///< [maxCopies * 2]; may be null if 0
+  int64_t maxRows = 0;
+  int64_t numCols = 0; ///< M: logical blocks per row.
+  int64_t maxTokens = 0;
+  int64_t maxCopies = 0;
+};
+
+/// One mapped logical block of a sequence.
+struct MappedBlock {
+  int32_t logical = 0;
+  int32_t physical = 0;
+};
+
+/// Writes step metadata into bound buffers, touching only what changed.
+class StepBuffers {
+public:
+  /// Validates the spec, fills block_table with the null block and
+  /// slot_mapping with -1 once. `maxBlocksPerRow` bounds the live entries of
+  /// a row (the sequence manager's per-sequence block bound).
+  static StatusOr<StepBuffers> bind(const StepBufferSpec &spec,
+                                    int64_t maxBlocksPerRow);
+
+  const StepBufferSpec &spec() const { return spec_; }
+  int64_t maxBlocksPerRow() const { return maxBlocksPerRow_; }
+  /// Token count and rows of the last build (the invariant's watermarks).
+  int64_t lastNumTokens() const { return lastTokens_; }
+  int64_t lastNumRows() const { return lastRows_; }
+
+  /// Rewrites every buffer from scratch (null block, -1) and forgets the
+  /// rows; O(size). For callers that wrote into the buffers themselves.
+  void reset();
+
+  // The writer interface the sequence manager drives; arguments are
+  // validated by the caller.
+
+  /// Makes row `row` hold exactly `blocks` (sorted by logical index, each
+  /// logical < numCols, at most maxBlocksPerRow): nulls the columns that left,
+  /// writes the others.
+  void writeRow(int64_t row, const MappedBlock *blocks, int32_t count);
+  /// Nulls every row in [firstRow, lastNumRows()); call after the rows of a
+  /// step, then finishStep.
+  void clearRowsFrom(int64_t firstRow);
+  /// Re-establishes the slot invariant for a step of `numTokens` real tokens
+  /// and records the watermarks.
+  void finishStep(int64_t numRows, int64_t numTokens);
+
+private:
+  StepBuffers() = default;
+
+  StepBufferSpec spec_;
+  int64_t maxBlocksPerRow_ = 0;
+  // Per row: the count and the recorded columns (sorted) of its window.
+  std::vector<int32_t> rowCounts_;
+  std::vector<int32_t> rowCols_;
+  int64_t lastRows_ = 0;
+  int64_t lastTokens_ = 0;
+};
+
+} // namespace inkling
+
+#endif // INKLING_RUNTIME_STEPBUFFERS_H

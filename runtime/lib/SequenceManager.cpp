@@ -1,0 +1,847 @@
+//===- SequenceManager.cpp - Paged block tables of one sconv group --------===//
+
+#include "inkling/Runtime/SequenceManager.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+namespace inkling {
+
+namespace {
+
+/// Positions, token counts and step sizes stay below 2^31: num_computed and
+/// query_start_loc are int32 in the step metadata.
+constexpr int64_t kMaxPosition = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxLookahead = int64_t(1) << 20;
+constexpr uint32_t kMaxGeneration = 0x7fffffff;
+
+std::string str(int64_t value) { return std::to_string(value); }
+std::string seqName(SequenceId id) { return "sequence " + str(id); }
+
+Status failedPrecondition(std::string message) {
+  return Status(StatusCode::FailedPrecondition, std::move(message));
+}
+Status outOfRange(std::string message) {
+  return Status(StatusCode::OutOfRange, std::move(message));
+}
+Status internalError(std::string message) {
+  return Status(StatusCode::Internal, std::move(message));
+}
+
+} // namespace
+
+const char *sequenceStateName(SequenceState state) {
+  switch (state) {
+  case SequenceState::Idle:
+    return "idle";
+  case SequenceState::Scheduled:
+    return "scheduled";
+  case SequenceState::Preempted:
+    return "preempted";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Construction and lookup
+//===----------------------------------------------------------------------===//
+
+StatusOr<std::unique_ptr<SequenceManager>>
+SequenceManager::create(const SequenceManagerConfig &config) {
+  const Layout &layout = config.layout;
+  if (layout.blockSize < 2 || layout.blockSize > (int64_t(1) << 20))
+    return invalidArgument(
+        "kernel (" + str(layout.blockSize) +
+        ") must be in [2, 2^20] for a conv-state cache: a kernel of 1 has no "
+        "history to cache (derive the layout with Layout::derive)");
+  if (layout.slidingWindow != layout.blockSize)
+    return invalidArgument("sliding window (" + str(layout.slidingWindow) +
+                           ") must equal the block size (" +
+                           str(layout.blockSize) + "): both are the kernel");
+  if (config.lookahead < 0 || config.lookahead > kMaxLookahead)
+    return invalidArgument("lookahead (" + str(config.lookahead) +
+                           ") must be in [0, 2^20]");
+  StatusOr<BlockPool> pool = BlockPool::create(config.numBlocks);
+  if (!pool)
+    return pool.status();
+  return std::unique_ptr<SequenceManager>(
+      new SequenceManager(config, std::move(*pool)));
+}
+
+SequenceManager::SequenceManager(const SequenceManagerConfig &config,
+                                 BlockPool pool)
+    : config_(config), blockSize_(config.layout.blockSize),
+      history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
+      pool_(std::move(pool)), cache_(pool_.numBlocks()) {
+  // Blocks that a range of `count` positions can span, at worst alignment.
+  auto spanned = [&](int64_t count) {
+    return count == 0 ? 0 : (count + blockSize_ - 2) / blockSize_ + 1;
+  };
+  // History blocks plus stored blocks (the overlap is not subtracted).
+  maxHeld_ = spanned(history_) + spanned(history_ + lookahead_);
+  divMagic_ = std::numeric_limits<uint64_t>::max() / blockSize_ + 1;
+  pool_.setEvictionListener(&cache_);
+}
+
+int64_t SequenceManager::maxBlocksBetweenSteps() const {
+  return (history_ + blockSize_ - 2) / blockSize_ + 1;
+}
+
+StatusOr<SequenceManager::Sequence *>
+SequenceManager::lookup(SequenceId id, const char *operation) {
+  StatusOr<const Sequence *> found =
+      static_cast<const SequenceManager *>(this)->lookup(id, operation);
+  if (!found)
+    return found.status();
+  return const_cast<Sequence *>(*found);
+}
+
+StatusOr<const SequenceManager::Sequence *>
+SequenceManager::lookup(SequenceId id, const char *operation) const {
+  uint64_t slot = static_cast<uint64_t>(id) & 0xffffffffu;
+  uint64_t generation = static_cast<uint64_t>(id) >> 32;
+  if (id <= 0 || slot >= seqs_.size() || seqs_[slot].generation == 0 ||
+      seqs_[slot].generation != generation)
+    return Status(StatusCode::NotFound,
+                  std::string(operation) + ": unknown sequence id " + str(id) +
+                      " (never added, or already finished)");
+  return &seqs_[slot];
+}
+
+MappedBlock *SequenceManager::heldBlocks(const Sequence &seq) {
+  return held_.data() + (&seq - seqs_.data()) * maxHeld_;
+}
+const MappedBlock *SequenceManager::heldBlocks(const Sequence &seq) const {
+  return held_.data() + (&seq - seqs_.data()) * maxHeld_;
+}
+
+int32_t SequenceManager::newSlot() {
+  int32_t slot;
+  if (!freeSlots_.empty()) {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+  } else {
+    slot = static_cast<int32_t>(seqs_.size());
+    seqs_.emplace_back();
+    held_.resize(seqs_.size() * maxHeld_);
+  }
+  Sequence &seq = seqs_[slot];
+  uint32_t generation = seq.lastGeneration % kMaxGeneration + 1;
+  std::vector<uint64_t> hashes = std::move(seq.blockHashes);
+  std::vector<int32_t> tail = std::move(seq.tailTokens);
+  seq = Sequence();
+  seq.generation = seq.lastGeneration = generation;
+  // Keep the vectors' capacity: sequences come and go all the time.
+  seq.blockHashes = std::move(hashes);
+  seq.blockHashes.clear();
+  seq.tailTokens = std::move(tail);
+  seq.tailTokens.clear();
+  ++numLive_;
+  return slot;
+}
+
+//===----------------------------------------------------------------------===//
+// Tokens and prefix hits
+//===----------------------------------------------------------------------===//
+
+void SequenceManager::appendTokensUnchecked(Sequence &seq,
+                                            const int32_t *tokens,
+                                            int64_t count) {
+  seq.numTokens += count;
+  if (!config_.enablePrefixCaching)
+    return;
+  auto parent = [&] {
+    return seq.blockHashes.empty() ? config_.prefixSeed
+                                   : seq.blockHashes.back();
+  };
+  int64_t i = 0;
+  // Complete the partial block, then hash whole blocks in place.
+  while (i < count && !seq.tailTokens.empty()) {
+    seq.tailTokens.push_back(tokens[i++]);
+    if (static_cast<int64_t>(seq.tailTokens.size()) == blockSize_) {
+      seq.blockHashes.push_back(
+          chainBlockHash(parent(), seq.tailTokens.data(), blockSize_));
+      seq.tailTokens.clear();
+    }
+  }
+  for (; i + blockSize_ <= count; i += blockSize_)
+    seq.blockHashes.push_back(chainBlockHash(parent(), tokens + i, blockSize_));
+  seq.tailTokens.insert(seq.tailTokens.end(), tokens + i, tokens + count);
+}
+
+Status SequenceManager::checkStartPosition(const std::vector<uint64_t> &hashes,
+                                           int64_t numTokens,
+                                           int64_t startPosition,
+                                           int32_t &block) const {
+  block = -1;
+  if (startPosition == 0)
+    return Status::ok();
+  if (startPosition < 0 || startPosition % blockSize_ != 0)
+    return invalidArgument("start position (" + str(startPosition) +
+                           ") must be 0 or a positive multiple of the block "
+                           "size N (" +
+                           str(blockSize_) + ")");
+  if (startPosition > numTokens)
+    return outOfRange("start position (" + str(startPosition) +
+                      ") exceeds the " + str(numTokens) + " known tokens");
+  if (!config_.enablePrefixCaching)
+    return failedPrecondition("start position (" + str(startPosition) +
+                              ") needs a prefix-cache hit, but prefix caching "
+                              "is disabled");
+  int64_t logical = startPosition / blockSize_ - 1;
+  block = cache_.find(hashes[logical]);
+  if (block < 0)
+    return Status(StatusCode::NotFound,
+                  "no cached block for the prefix of length " +
+                      str(startPosition) + " (logical block " + str(logical) +
+                      "); ask longestCachedPrefix for a valid start position");
+  return Status::ok();
+}
+
+void SequenceManager::startAt(Sequence &seq, int64_t startPosition,
+                              int32_t block) {
+  seq.state = SequenceState::Idle;
+  seq.numComputed = startPosition;
+  seq.numScheduled = 0;
+  seq.numHeld = 0;
+  seq.validFrom = 0;
+  if (block >= 0) {
+    // The conv history of startPosition is the last W-1 positions, all in
+    // this one block (N = W).
+    pool_.retainUnchecked(block);
+    heldBlocks(seq)[0] = {static_cast<int32_t>(startPosition / blockSize_ - 1),
+                          block};
+    seq.numHeld = 1;
+    seq.validFrom = startPosition - history_;
+  }
+}
+
+StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
+                                                  int64_t numTokens,
+                                                  int64_t startPosition) {
+  if (numTokens < 0 || numTokens > kMaxPosition)
+    return invalidArgument("prompt length (" + str(numTokens) +
+                           ") must be in [0, 2^31)");
+  if (numTokens > 0 && tokens == nullptr)
+    return invalidArgument("prompt of " + str(numTokens) +
+                           " tokens has a null token pointer");
+  if (seqs_.size() - freeSlots_.size() >= kMaxGeneration)
+    return outOfRange("too many live sequences");
+  std::vector<uint64_t> hashes;
+  if (config_.enablePrefixCaching && startPosition > 0)
+    appendChainHashes(config_.prefixSeed, tokens,
+                      std::min(startPosition, numTokens), blockSize_, hashes);
+  int32_t block = -1;
+  if (Status status =
+          checkStartPosition(hashes, numTokens, startPosition, block);
+      !status)
+    return status;
+  int32_t slot = newSlot();
+  Sequence &seq = seqs_[slot];
+  appendTokensUnchecked(seq, tokens, numTokens);
+  startAt(seq, startPosition, block);
+  return (static_cast<SequenceId>(seq.generation) << 32) | slot;
+}
+
+Status SequenceManager::appendTokens(SequenceId id, const int32_t *tokens,
+                                     int64_t count) {
+  StatusOr<Sequence *> seq = lookup(id, "append tokens");
+  if (!seq)
+    return seq.status();
+  if (count < 0 || count > kMaxPosition - (*seq)->numTokens)
+    return invalidArgument("cannot append " + str(count) + " tokens to " +
+                           seqName(id) + " with " + str((*seq)->numTokens) +
+                           ": counts must be >= 0 and totals < 2^31");
+  if (count > 0 && tokens == nullptr)
+    return invalidArgument("appending " + str(count) +
+                           " tokens with a null token pointer");
+  appendTokensUnchecked(**seq, tokens, count);
+  return Status::ok();
+}
+
+StatusOr<int64_t>
+SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
+                                     int64_t maxLength) const {
+  if (numTokens < 0 || (numTokens > 0 && tokens == nullptr))
+    return invalidArgument("token count (" + str(numTokens) +
+                           ") must be >= 0 with a non-null pointer");
+  if (maxLength < 0)
+    return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
+  if (!config_.enablePrefixCaching)
+    return int64_t(0);
+  int64_t blocks = std::min(maxLength, numTokens) / blockSize_;
+  uint64_t hash = config_.prefixSeed;
+  int64_t best = 0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    hash = chainBlockHash(hash, tokens + j * blockSize_, blockSize_);
+    if (cache_.find(hash) >= 0)
+      best = (j + 1) * blockSize_;
+  }
+  return best;
+}
+
+StatusOr<int64_t>
+SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
+  StatusOr<const Sequence *> seq = lookup(id, "longest cached prefix");
+  if (!seq)
+    return seq.status();
+  if (maxLength < 0)
+    return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
+  if (!config_.enablePrefixCaching)
+    return int64_t(0);
+  const std::vector<uint64_t> &hashes = (*seq)->blockHashes;
+  int64_t blocks = std::min<int64_t>(maxLength / blockSize_, hashes.size());
+  for (int64_t j = blocks - 1; j >= 0; --j)
+    if (cache_.find(hashes[j]) >= 0)
+      return (j + 1) * blockSize_;
+  return int64_t(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
+  StatusOr<Sequence *> found = lookup(id, "schedule");
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
+  if (seq.state == SequenceState::Scheduled)
+    return failedPrecondition(
+        seqName(id) + " already has a scheduled step of " +
+        str(seq.numScheduled) + " tokens; commit it first");
+  if (seq.state == SequenceState::Preempted)
+    return failedPrecondition(seqName(id) + " is preempted; resume it first");
+  int64_t c = seq.numComputed;
+  if (numTokens < 1)
+    return invalidArgument("cannot schedule " + str(numTokens) +
+                           " tokens for " + seqName(id) + ": need >= 1");
+  if (numTokens > kMaxPosition - c)
+    return outOfRange("scheduling " + str(numTokens) + " tokens at position " +
+                      str(c) + " of " + seqName(id) +
+                      " passes the position limit 2^31 - 1");
+  if (c >= seq.numTokens)
+    return failedPrecondition(
+        "the first token of the step (position " + str(c) + ") of " +
+        seqName(id) + " is unknown: only " + str(seq.numTokens) +
+        " token ids are known; append the sampled token first");
+
+  int64_t end = c + numTokens;
+  int64_t storeFrom = std::max(c, end - history_ - lookahead_);
+  int64_t first = blockOf(storeFrom), last = blockOf(end - 1);
+  MappedBlock *held = heldBlocks(seq);
+  // Only the block of c (when c%N != 0) can hold history and be written.
+  bool overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == first;
+  bool copyOnWrite = false;
+  if (overlap) {
+    int32_t block = held[seq.numHeld - 1].physical;
+    copyOnWrite = pool_.refCount(block) > 1 || pool_.hasCacheTag(block);
+  }
+  int64_t newEntries = last - first + 1 - (overlap ? 1 : 0);
+  int64_t needed = newEntries + (copyOnWrite ? 1 : 0);
+  if (needed > pool_.numFreeBlocks())
+    return Status(StatusCode::OutOfBlocks,
+                  seqName(id) + " needs " + str(needed) +
+                      " blocks to store positions [" + str(storeFrom) + ", " +
+                      str(end) + "), but only " + str(pool_.numFreeBlocks()) +
+                      " are free");
+  if (seq.numHeld + newEntries > maxHeld_)
+    return internalError(seqName(id) + " would hold " +
+                         str(seq.numHeld + newEntries) +
+                         " blocks, more than the bound " + str(maxHeld_));
+
+  if (copyOnWrite) {
+    // Keep the reference on src until commit: the copy runs in the step.
+    MappedBlock &shared = held[seq.numHeld - 1];
+    seq.copySrc = shared.physical;
+    seq.copyDst = pool_.allocateUnchecked();
+    shared.physical = seq.copyDst;
+  }
+  for (int64_t j = first + (overlap ? 1 : 0); j <= last; ++j)
+    held[seq.numHeld++] = {static_cast<int32_t>(j), pool_.allocateUnchecked()};
+  seq.state = SequenceState::Scheduled;
+  seq.numScheduled = numTokens;
+  seq.storeFrom = storeFrom;
+  return Status::ok();
+}
+
+void SequenceManager::registerCompleteBlocks(Sequence &seq,
+                                             int64_t oldComputed) {
+  int64_t c = seq.numComputed;
+  if (!config_.enablePrefixCaching || blockOf(c) == blockOf(oldComputed))
+    return; // No block boundary crossed.
+  // Block j can be resumed from when its last W-1 positions hold accepted
+  // values: (j+1)N - (W-1) >= validFrom and (j+1)N <= c. Blocks ending at or
+  // before oldComputed were considered by earlier commits.
+  int64_t begin =
+      std::max(blockOf(oldComputed),
+               (seq.validFrom + history_ + blockSize_ - 1) / blockSize_ - 1);
+  int64_t endBlock = c / blockSize_;
+  const MappedBlock *held = heldBlocks(seq);
+  for (int64_t j = begin; j < endBlock; ++j) {
+    for (int32_t i = 0; i < seq.numHeld; ++i) {
+      if (held[i].logical != j)
+        continue;
+      int32_t block = held[i].physical;
+      if (!pool_.hasCacheTag(block) && cache_.insert(seq.blockHashes[j], block))
+        (void)pool_.setCacheTag(block, seq.blockHashes[j]);
+      break;
+    }
+  }
+}
+
+void SequenceManager::releaseOutsideHistory(Sequence &seq) {
+  int64_t c = seq.numComputed;
+  int64_t lo = c > history_ ? blockOf(c - history_) : 0;
+  int64_t hi = c > 0 ? blockOf(c - 1) : -1;
+  MappedBlock *held = heldBlocks(seq);
+  int32_t kept = 0;
+  for (int32_t i = 0; i < seq.numHeld; ++i) {
+    if (held[i].logical >= lo && held[i].logical <= hi)
+      held[kept++] = held[i];
+    else
+      pool_.releaseUnchecked(held[i].physical);
+  }
+  seq.numHeld = kept;
+  if (seq.copySrc >= 0) {
+    pool_.releaseUnchecked(seq.copySrc);
+    seq.copySrc = seq.copyDst = -1;
+  }
+}
+
+Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
+                               const int32_t *newTokens, int64_t numNewTokens) {
+  StatusOr<Sequence *> found = lookup(id, "commit");
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
+  if (seq.state != SequenceState::Scheduled)
+    return failedPrecondition(seqName(id) + " has no scheduled step (it is " +
+                              sequenceStateName(seq.state) + ")");
+  int64_t n = seq.numScheduled;
+  if (numAccepted < 0 || numAccepted > n)
+    return outOfRange("cannot accept " + str(numAccepted) + " tokens of " +
+                      seqName(id) + ": its step scheduled " + str(n));
+  if (n - numAccepted > lookahead_)
+    return outOfRange(
+        "accepting " + str(numAccepted) + " of " + str(n) + " tokens of " +
+        seqName(id) + " rejects " + str(n - numAccepted) +
+        ", more than the lookahead (" + str(lookahead_) +
+        "): the history of the next step would not be in the cache; raise "
+        "the lookahead to the number of draft tokens, or preempt");
+  if (numNewTokens < 0 || numNewTokens > kMaxPosition - seq.numTokens)
+    return invalidArgument("cannot append " + str(numNewTokens) +
+                           " tokens to " + seqName(id) + " with " +
+                           str(seq.numTokens));
+  if (numNewTokens > 0 && newTokens == nullptr)
+    return invalidArgument("appending " + str(numNewTokens) +
+                           " tokens with a null token pointer");
+  int64_t oldComputed = seq.numComputed;
+  int64_t computed = oldComputed + numAccepted;
+  if (seq.numTokens + numNewTokens < computed)
+    return invalidArgument(
+        "accepting " + str(numAccepted) + " tokens of " + seqName(id) +
+        " computes position " + str(computed - 1) + ", but only " +
+        str(seq.numTokens + numNewTokens) +
+        " token ids are known: pass the accepted draft tokens");
+
+  appendTokensUnchecked(seq, newTokens, numNewTokens);
+  seq.numComputed = computed;
+  // [storeFrom, computed) now holds accepted values; a gap below storeFrom
+  // (tokens of a long chunk got slot -1) restarts the valid range.
+  if (seq.storeFrom != oldComputed)
+    seq.validFrom = seq.storeFrom;
+  registerCompleteBlocks(seq, oldComputed);
+  releaseOutsideHistory(seq);
+  seq.state = SequenceState::Idle;
+  seq.numScheduled = 0;
+  seq.storeFrom = 0;
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Preemption, resume, finish, fork
+//===----------------------------------------------------------------------===//
+
+void SequenceManager::releaseAll(Sequence &seq) {
+  const MappedBlock *held = heldBlocks(seq);
+  for (int32_t i = 0; i < seq.numHeld; ++i)
+    pool_.releaseUnchecked(held[i].physical);
+  seq.numHeld = 0;
+  if (seq.copySrc >= 0)
+    pool_.releaseUnchecked(seq.copySrc);
+  seq.copySrc = seq.copyDst = -1;
+}
+
+Status SequenceManager::preempt(SequenceId id) {
+  StatusOr<Sequence *> found = lookup(id, "preempt");
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
+  if (seq.state == SequenceState::Preempted)
+    return failedPrecondition(seqName(id) + " is already preempted");
+  releaseAll(seq);
+  seq.state = SequenceState::Preempted;
+  seq.numComputed = seq.validFrom = seq.numScheduled = seq.storeFrom = 0;
+  return Status::ok();
+}
+
+Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
+  StatusOr<Sequence *> found = lookup(id, "resume");
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
+  if (seq.state != SequenceState::Preempted)
+    return failedPrecondition(seqName(id) + " is not preempted (it is " +
+                              sequenceStateName(seq.state) + ")");
+  int32_t block = -1;
+  if (Status status = checkStartPosition(seq.blockHashes, seq.numTokens,
+                                         startPosition, block);
+      !status)
+    return status;
+  startAt(seq, startPosition, block);
+  return Status::ok();
+}
+
+Status SequenceManager::finish(SequenceId id) {
+  StatusOr<Sequence *> found = lookup(id, "finish");
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
+  releaseAll(seq);
+  seq.generation = 0;
+  seq.blockHashes.clear();
+  seq.tailTokens.clear();
+  freeSlots_.push_back(static_cast<int32_t>(&seq - seqs_.data()));
+  --numLive_;
+  return Status::ok();
+}
+
+StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
+  StatusOr<Sequence *> found = lookup(parentId, "fork");
+  if (!found)
+    return found.status();
+  if ((*found)->state != SequenceState::Idle)
+    return failedPrecondition("cannot fork " + seqName(parentId) + ": it is " +
+                              sequenceStateName((*found)->state) +
+                              ", forks need an idle sequence");
+  if (seqs_.size() - freeSlots_.size() >= kMaxGeneration)
+    return outOfRange("too many live sequences");
+  size_t parentSlot = *found - seqs_.data();
+  int32_t slot = newSlot(); // may move seqs_ and held_
+  const Sequence &parent = seqs_[parentSlot];
+  Sequence &child = seqs_[slot];
+  child.numComputed = parent.numComputed;
+  child.numTokens = parent.numTokens;
+  child.validFrom = parent.validFrom;
+  child.blockHashes = parent.blockHashes;
+  child.tailTokens = parent.tailTokens;
+  child.numHeld = parent.numHeld;
+  const MappedBlock *from = heldBlocks(parent);
+  MappedBlock *to = heldBlocks(child);
+  for (int32_t i = 0; i < parent.numHeld; ++i) {
+    to[i] = from[i];
+    pool_.retainUnchecked(from[i].physical);
+  }
+  return (static_cast<SequenceId>(child.generation) << 32) | slot;
+}
+
+//===----------------------------------------------------------------------===//
+// Step metadata
+//===----------------------------------------------------------------------===//
+
+StatusOr<StepBuffers>
+SequenceManager::bindStepBuffers(const StepBufferSpec &spec) const {
+  return StepBuffers::bind(spec, maxHeld_);
+}
+
+StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
+                                              int64_t numSequences,
+                                              const StepShape &shape,
+                                              StepBuffers &buffers) {
+  const StepBufferSpec &spec = buffers.spec();
+  if (buffers.maxBlocksPerRow() < maxHeld_)
+    return invalidArgument("step buffers track " +
+                           str(buffers.maxBlocksPerRow()) +
+                           " blocks per row, this manager needs " +
+                           str(maxHeld_) + ": bind them with bindStepBuffers");
+  if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
+    return invalidArgument("batch of " + str(numSequences) +
+                           " sequences needs a non-null id array");
+  int64_t numRows = shape.numRows == 0 ? numSequences : shape.numRows;
+  if (numRows < numSequences)
+    return invalidArgument("padded row count (" + str(shape.numRows) +
+                           ") is smaller than the batch (" + str(numSequences) +
+                           " sequences)");
+  if (numRows > spec.maxRows)
+    return outOfRange("step needs " + str(numRows) +
+                      " rows, but the buffers have " + str(spec.maxRows));
+
+  // Validate everything before writing anything.
+  ++buildStamp_;
+  int64_t numTokens = 0, numCopies = 0;
+  for (int64_t b = 0; b < numSequences; ++b) {
+    StatusOr<Sequence *> found = lookup(ids[b], "build step");
+    if (!found)
+      return found.status();
+    Sequence &seq = **found;
+    if (seq.state != SequenceState::Scheduled)
+      return failedPrecondition(seqName(ids[b]) + " at row " + str(b) +
+                                " has no scheduled step (it is " +
+                                sequenceStateName(seq.state) + ")");
+    if (seq.buildStamp == buildStamp_)
+      return invalidArgument(seqName(ids[b]) +
+                             " appears twice in the batch (again at row " +
+                             str(b) + ")");
+    seq.buildStamp = buildStamp_;
+    numTokens += seq.numScheduled;
+    int64_t lastColumn = heldBlocks(seq)[seq.numHeld - 1].logical;
+    if (lastColumn >= spec.numCols)
+      return outOfRange(seqName(ids[b]) + " needs block table column " +
+                        str(lastColumn) + ", but the table has " +
+                        str(spec.numCols) + " columns");
+    numCopies += seq.copySrc >= 0;
+  }
+  int64_t paddedTokens = shape.numTokens == 0 ? numTokens : shape.numTokens;
+  if (paddedTokens < numTokens)
+    return invalidArgument("padded token count (" + str(shape.numTokens) +
+                           ") is smaller than the step's " + str(numTokens) +
+                           " tokens");
+  if (paddedTokens > spec.maxTokens)
+    return outOfRange("step needs " + str(paddedTokens) +
+                      " slot_mapping entries, but the buffer has " +
+                      str(spec.maxTokens));
+  if (numCopies > spec.maxCopies)
+    return outOfRange("step has " + str(numCopies) +
+                      " copy-on-write copies, but block_copies has room for " +
+                      str(spec.maxCopies));
+
+  int32_t *queryStartLoc = spec.queryStartLoc;
+  int32_t *numComputed = spec.numComputed;
+  int64_t token = 0, copy = 0;
+  for (int64_t b = 0; b < numSequences; ++b) {
+    const Sequence &seq = seqs_[static_cast<uint64_t>(ids[b]) & 0xffffffffu];
+    const MappedBlock *held = heldBlocks(seq);
+    int64_t c = seq.numComputed, end = c + seq.numScheduled;
+    queryStartLoc[b] = static_cast<int32_t>(token);
+    numComputed[b] = static_cast<int32_t>(c);
+    buffers.writeRow(b, held, seq.numHeld);
+
+    // Tokens before storeFrom are not stored; the stored range's blocks are
+    // the last entries of the window, in order.
+    int64_t *slots = spec.slotMapping + token;
+    std::fill(slots, slots + (seq.storeFrom - c), int64_t(-1));
+    int64_t p = seq.storeFrom;
+    int32_t i =
+        seq.numHeld - 1 - static_cast<int32_t>(blockOf(end - 1) - blockOf(p));
+    for (; p < end; ++i) {
+      int64_t base = int64_t(held[i].logical) * blockSize_;
+      int64_t slotBase = int64_t(held[i].physical) * blockSize_ - base;
+      int64_t blockEnd = std::min(end, base + blockSize_);
+      for (; p < blockEnd; ++p)
+        slots[p - c] = slotBase + p;
+    }
+    token += seq.numScheduled;
+    if (seq.copySrc >= 0) {
+      spec.blockCopies[2 * copy] = seq.copySrc;
+      spec.blockCopies[2 * copy + 1] = seq.copyDst;
+      ++copy;
+    }
+  }
+  for (int64_t b = numSequences; b < numRows; ++b)
+    numComputed[b] = 0;
+  for (int64_t b = numSequences; b <= numRows; ++b)
+    queryStartLoc[b] = static_cast<int32_t>(numTokens);
+  buffers.clearRowsFrom(numSequences);
+  buffers.finishStep(numSequences, numTokens);
+
+  StepInfo info;
+  info.numSequences = numSequences;
+  info.numRows = numRows;
+  info.numTokens = numTokens;
+  info.numPaddedTokens = paddedTokens;
+  info.numCopies = numCopies;
+  return info;
+}
+
+//===----------------------------------------------------------------------===//
+// Introspection
+//===----------------------------------------------------------------------===//
+
+std::vector<SequenceId> SequenceManager::sequenceIds() const {
+  std::vector<SequenceId> ids;
+  for (size_t slot = 0; slot < seqs_.size(); ++slot)
+    if (seqs_[slot].generation != 0)
+      ids.push_back((static_cast<SequenceId>(seqs_[slot].generation) << 32) |
+                    slot);
+  return ids;
+}
+
+StatusOr<SequenceInfo> SequenceManager::sequenceInfo(SequenceId id) const {
+  StatusOr<const Sequence *> found = lookup(id, "sequence info");
+  if (!found)
+    return found.status();
+  const Sequence &seq = **found;
+  SequenceInfo info;
+  info.state = seq.state;
+  info.numComputed = seq.numComputed;
+  info.numTokens = seq.numTokens;
+  info.numScheduled = seq.numScheduled;
+  info.storeFrom = seq.storeFrom;
+  info.validFrom = seq.validFrom;
+  const MappedBlock *held = heldBlocks(seq);
+  info.blocks.assign(held, held + seq.numHeld);
+  info.hasCopy = seq.copySrc >= 0;
+  if (info.hasCopy)
+    info.copy = {seq.copySrc, seq.copyDst};
+  return info;
+}
+
+Status SequenceManager::checkInvariants() const {
+  if (Status status = pool_.checkInvariants(); !status)
+    return status;
+  std::vector<int64_t> references(pool_.numBlocks(), 0);
+  int64_t live = 0;
+  for (size_t slot = 0; slot < seqs_.size(); ++slot) {
+    const Sequence &seq = seqs_[slot];
+    if (seq.generation == 0)
+      continue;
+    ++live;
+    std::string name = "sequence slot " + str(slot);
+    const MappedBlock *held = heldBlocks(seq);
+    int64_t c = seq.numComputed;
+    if (seq.numHeld < 0 || seq.numHeld > maxHeld_)
+      return internalError(name + " holds " + str(seq.numHeld) + " blocks");
+    if (c > seq.numTokens && seq.state != SequenceState::Preempted)
+      return internalError(name + " computed " + str(c) + " of " +
+                           str(seq.numTokens) + " known tokens");
+    if (seq.validFrom > std::max<int64_t>(0, c - history_))
+      return internalError(name + ": history [" + str(c - history_) + ", " +
+                           str(c) + ") is not all valid (valid from " +
+                           str(seq.validFrom) + ")");
+    // The expected window: the history blocks, plus the stored blocks of a
+    // scheduled step.
+    std::vector<int64_t> expected;
+    if (seq.state != SequenceState::Preempted && c > 0)
+      for (int64_t j = std::max<int64_t>(0, c - history_) / blockSize_;
+           j <= (c - 1) / blockSize_; ++j)
+        expected.push_back(j);
+    if (seq.state == SequenceState::Scheduled) {
+      int64_t end = c + seq.numScheduled;
+      for (int64_t j = seq.storeFrom / blockSize_; j <= (end - 1) / blockSize_;
+           ++j)
+        if (expected.empty() || expected.back() < j)
+          expected.push_back(j);
+    }
+    if (expected.size() != static_cast<size_t>(seq.numHeld))
+      return internalError(name + " holds " + str(seq.numHeld) +
+                           " blocks, its window needs " + str(expected.size()));
+    for (int32_t i = 0; i < seq.numHeld; ++i) {
+      if (held[i].logical != expected[i])
+        return internalError(name + " maps logical block " +
+                             str(held[i].logical) + ", expected " +
+                             str(expected[i]));
+      if (!pool_.isUsable(held[i].physical))
+        return internalError(name + " maps logical block " +
+                             str(held[i].logical) + " to block " +
+                             str(held[i].physical));
+      for (int32_t k = 0; k < i; ++k)
+        if (held[k].physical == held[i].physical)
+          return internalError(name + " maps two logical blocks to block " +
+                               str(held[i].physical));
+      ++references[held[i].physical];
+    }
+    if (seq.copySrc >= 0) {
+      if (seq.state != SequenceState::Scheduled)
+        return internalError(name + " has a copy outside a step");
+      ++references[seq.copySrc];
+    }
+    if (seq.state == SequenceState::Scheduled) {
+      for (int32_t i = 0; i < seq.numHeld; ++i) {
+        if (held[i].logical < seq.storeFrom / blockSize_)
+          continue;
+        int32_t block = held[i].physical;
+        if (pool_.refCount(block) != 1 || pool_.hasCacheTag(block))
+          return internalError(name + " writes into shared or cached block " +
+                               str(block));
+      }
+    }
+    if (config_.enablePrefixCaching &&
+        (static_cast<int64_t>(seq.blockHashes.size()) !=
+             seq.numTokens / blockSize_ ||
+         static_cast<int64_t>(seq.tailTokens.size()) !=
+             seq.numTokens % blockSize_))
+      return internalError(name + " has a hash chain out of step with its " +
+                           str(seq.numTokens) + " tokens");
+  }
+  if (live != numLive_)
+    return internalError("live sequence count " + str(numLive_) +
+                         " but found " + str(live));
+  for (int32_t block = 1; block < pool_.numBlocks(); ++block)
+    if (references[block] != pool_.refCount(block))
+      return internalError("block " + str(block) + " has reference count " +
+                           str(pool_.refCount(block)) + " but " +
+                           str(references[block]) + " holders");
+  int64_t tagged = 0;
+  for (int32_t block = 1; block < pool_.numBlocks(); ++block) {
+    if (!pool_.hasCacheTag(block))
+      continue;
+    ++tagged;
+    if (cache_.find(pool_.cacheTag(block)) != block)
+      return internalError("cached block " + str(block) +
+                           " is not in the prefix map under its tag");
+  }
+  if (tagged != cache_.size())
+    return internalError("prefix map has " + str(cache_.size()) +
+                         " entries, the pool " + str(tagged) +
+                         " tagged blocks");
+  return Status::ok();
+}
+
+std::string SequenceManager::debugString() const {
+  std::ostringstream os;
+  os << "pool free=" << pool_.numFreeBlocks() << " queue=[";
+  for (int32_t block : pool_.freeQueue())
+    os << block << ' ';
+  os << "]\nblocks:";
+  for (int32_t block = 1; block < pool_.numBlocks(); ++block) {
+    if (pool_.refCount(block) == 0 && !pool_.hasCacheTag(block))
+      continue;
+    os << ' ' << block << "(rc=" << pool_.refCount(block);
+    if (pool_.hasCacheTag(block))
+      os << " tag=" << std::hex << pool_.cacheTag(block) << std::dec;
+    os << ')';
+  }
+  os << "\ncache:";
+  for (auto [hash, block] : cache_.entries())
+    os << ' ' << std::hex << hash << std::dec << "->" << block;
+  os << "\nsequences=" << numLive_ << '\n';
+  for (size_t slot = 0; slot < seqs_.size(); ++slot) {
+    const Sequence &seq = seqs_[slot];
+    if (seq.generation == 0)
+      continue;
+    os << "  slot " << slot << " gen " << seq.generation << ' '
+       << sequenceStateName(seq.state) << " c=" << seq.numComputed
+       << " tokens=" << seq.numTokens << " valid=" << seq.validFrom
+       << " n=" << seq.numScheduled << " st=" << seq.storeFrom
+       << " copy=" << seq.copySrc << "->" << seq.copyDst << " blocks=[";
+    const MappedBlock *held = heldBlocks(seq);
+    for (int32_t i = 0; i < seq.numHeld; ++i)
+      os << held[i].logical << ':' << held[i].physical << ' ';
+    os << "] hashes=" << seq.blockHashes.size();
+    if (!seq.blockHashes.empty())
+      os << '/' << std::hex << seq.blockHashes.back() << std::dec;
+    os << " tail=[";
+    for (int32_t token : seq.tailTokens)
+      os << token << ' ';
+    os << "]\n";
+  }
+  os << "free slots=[";
+  for (int32_t slot : freeSlots_)
+    os << slot << ' ';
+  os << "]\n";
+  return os.str();
+}
+
+} // namespace inkling

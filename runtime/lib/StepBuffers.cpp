@@ -1,0 +1,100 @@
+//===- StepBuffers.cpp - Caller-owned step metadata, updated in place -----===//
+
+#include "inkling/Runtime/StepBuffers.h"
+#include "inkling/Runtime/BlockPool.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace inkling {
+
+StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
+                                        int64_t maxBlocksPerRow) {
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  auto positive = [](const char *name, int64_t value) -> Status {
+    if (value < 1 || value > kInt32Max)
+      return invalidArgument(std::string(name) + " (" + std::to_string(value) +
+                             ") must be in [1, 2^31)");
+    return Status::ok();
+  };
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"max_rows", spec.maxRows},
+        {"num_cols", spec.numCols},
+        {"max_tokens", spec.maxTokens},
+        {"max_blocks_per_row", maxBlocksPerRow}})
+    if (Status status = positive(name, value); !status)
+      return status;
+  if (spec.maxCopies < 0 || spec.maxCopies > kInt32Max)
+    return invalidArgument("max_copies (" + std::to_string(spec.maxCopies) +
+                           ") must be in [0, 2^31)");
+  if (spec.maxRows * spec.numCols > (int64_t(1) << 40))
+    return invalidArgument("block table of " + std::to_string(spec.maxRows) +
+                           " x " + std::to_string(spec.numCols) +
+                           " entries is too large");
+  if (!spec.queryStartLoc || !spec.numComputed || !spec.blockTable ||
+      !spec.slotMapping || (spec.maxCopies > 0 && !spec.blockCopies))
+    return invalidArgument(
+        "a step buffer pointer is null (query_start_loc, num_computed, "
+        "block_table, slot_mapping, or block_copies with max_copies > 0)");
+  StepBuffers buffers;
+  buffers.spec_ = spec;
+  buffers.maxBlocksPerRow_ = maxBlocksPerRow;
+  buffers.rowCounts_.assign(spec.maxRows, 0);
+  buffers.rowCols_.assign(spec.maxRows * maxBlocksPerRow, 0);
+  buffers.reset();
+  return buffers;
+}
+
+void StepBuffers::reset() {
+  std::fill_n(spec_.queryStartLoc, spec_.maxRows + 1, 0);
+  std::fill_n(spec_.numComputed, spec_.maxRows, 0);
+  std::fill_n(spec_.blockTable, spec_.maxRows * spec_.numCols, kNullBlock);
+  std::fill_n(spec_.slotMapping, spec_.maxTokens, int64_t(-1));
+  if (spec_.maxCopies > 0)
+    std::fill_n(spec_.blockCopies, spec_.maxCopies * 2, kNullBlock);
+  std::fill(rowCounts_.begin(), rowCounts_.end(), 0);
+  lastRows_ = 0;
+  lastTokens_ = 0;
+}
+
+void StepBuffers::writeRow(int64_t row, const MappedBlock *blocks,
+                           int32_t count) {
+  int32_t *table = spec_.blockTable + row * spec_.numCols;
+  int32_t *cols = rowCols_.data() + row * maxBlocksPerRow_;
+  int32_t oldCount = rowCounts_[row];
+  // Both column lists are sorted: null the old columns the new window lacks.
+  int32_t next = 0;
+  for (int32_t i = 0; i < oldCount; ++i) {
+    int32_t col = cols[i];
+    while (next < count && blocks[next].logical < col)
+      ++next;
+    if (next == count || blocks[next].logical != col)
+      table[col] = kNullBlock;
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    table[blocks[i].logical] = blocks[i].physical;
+    cols[i] = blocks[i].logical;
+  }
+  rowCounts_[row] = count;
+}
+
+void StepBuffers::clearRowsFrom(int64_t firstRow) {
+  for (int64_t row = firstRow; row < lastRows_; ++row) {
+    int32_t *table = spec_.blockTable + row * spec_.numCols;
+    const int32_t *cols = rowCols_.data() + row * maxBlocksPerRow_;
+    for (int32_t i = 0; i < rowCounts_[row]; ++i)
+      table[cols[i]] = kNullBlock;
+    rowCounts_[row] = 0;
+  }
+}
+
+void StepBuffers::finishStep(int64_t numRows, int64_t numTokens) {
+  if (lastTokens_ > numTokens)
+    std::fill(spec_.slotMapping + numTokens, spec_.slotMapping + lastTokens_,
+              int64_t(-1));
+  lastRows_ = numRows;
+  lastTokens_ = numTokens;
+}
+
+} // namespace inkling

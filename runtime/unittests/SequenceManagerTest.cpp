@@ -1,0 +1,533 @@
+//===- SequenceManagerTest.cpp - Window allocation, steps, sharing --------===//
+
+#include "TestEngine.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace inkling;
+using namespace inkling::testing;
+
+namespace {
+
+std::vector<int32_t> iota(int64_t count, int32_t first = 1) {
+  std::vector<int32_t> tokens(count);
+  std::iota(tokens.begin(), tokens.end(), first);
+  return tokens;
+}
+
+std::vector<int32_t> logicals(const SequenceInfo &info) {
+  std::vector<int32_t> result;
+  for (const MappedBlock &block : info.blocks)
+    result.push_back(block.logical);
+  return result;
+}
+
+TEST(SequenceManagerTest, CreateRejectsBadConfigs) {
+  SequenceManagerConfig config;
+  config.layout = testLayout(4);
+  config.numBlocks = 1;
+  EXPECT_EQ(SequenceManager::create(config).status().code(),
+            StatusCode::InvalidArgument);
+  config.numBlocks = 8;
+  config.lookahead = -1;
+  EXPECT_EQ(SequenceManager::create(config).status().code(),
+            StatusCode::InvalidArgument);
+  config.lookahead = 0;
+  config.layout = testLayout(1);
+  StatusOr<std::unique_ptr<SequenceManager>> noHistory =
+      SequenceManager::create(config);
+  ASSERT_FALSE(noHistory.isOk());
+  EXPECT_NE(noHistory.status().message().find("kernel (1)"), std::string::npos);
+}
+
+TEST(SequenceManagerTest, BlockBoundsFollowTheLookahead) {
+  for (int64_t lookahead : {0, 1, 3, 4, 5, 9}) {
+    SequenceManagerConfig config;
+    config.layout = testLayout(4);
+    config.numBlocks = 8;
+    config.lookahead = lookahead;
+    auto manager = std::move(*SequenceManager::create(config));
+    int64_t ceilLW = (lookahead + 3) / 4;
+    EXPECT_EQ(manager->maxBlocksBetweenSteps(), 2);
+    EXPECT_LE(manager->maxBlocksPerSequence(), 4 + ceilLW) << lookahead;
+  }
+}
+
+TEST(SequenceManagerTest, PrefillStoresOnlyTheLastWindow) {
+  TestEngine engine;
+  SequenceId id = *engine.add(iota(10));
+  ASSERT_TRUE(engine.manager().schedule(id, 10).isOk());
+  SequenceInfo info = *engine.manager().sequenceInfo(id);
+  // W = 4: positions [7, 10) are stored, in logical blocks 1 and 2.
+  EXPECT_EQ(info.storeFrom, 7);
+  EXPECT_EQ(logicals(info), (std::vector<int32_t>{1, 2}));
+  SequenceId ids[] = {id};
+  StatusOr<StepInfo> step =
+      engine.manager().buildStep(ids, 1, {2, 16}, engine.stepBuffers());
+  ASSERT_TRUE(step.isOk()) << step.status().toString();
+  EXPECT_EQ(step->numTokens, 10);
+  EXPECT_EQ(step->numPaddedTokens, 16);
+  const StepBufferSpec &spec = engine.spec();
+  for (int t = 0; t < 7; ++t)
+    EXPECT_EQ(spec.slotMapping[t], -1) << t;
+  int32_t b1 = info.blocks[0].physical, b2 = info.blocks[1].physical;
+  EXPECT_EQ(spec.slotMapping[7], b1 * 4 + 3);
+  EXPECT_EQ(spec.slotMapping[8], b2 * 4 + 0);
+  EXPECT_EQ(spec.slotMapping[9], b2 * 4 + 1);
+  for (int t = 10; t < 16; ++t)
+    EXPECT_EQ(spec.slotMapping[t], -1) << t;
+  EXPECT_EQ(spec.queryStartLoc[0], 0);
+  EXPECT_EQ(spec.queryStartLoc[1], 10);
+  EXPECT_EQ(spec.queryStartLoc[2], 10) << "padding row is empty";
+  EXPECT_EQ(spec.numComputed[0], 0);
+  EXPECT_EQ(spec.numComputed[1], 0);
+  EXPECT_EQ(checkBlockTable(engine.manager(), spec, {id}), "");
+}
+
+TEST(SequenceManagerTest, CommitReturnsBlocksLeavingTheWindowAtOnce) {
+  TestEngine engine;
+  SequenceId id = *engine.add(iota(10));
+  ASSERT_EQ(engine.step({{id, 10}}), "");
+  SequenceInfo info = *engine.manager().sequenceInfo(id);
+  EXPECT_EQ(info.numComputed, 10);
+  EXPECT_EQ(logicals(info), (std::vector<int32_t>{1, 2}));
+  int32_t leaving = info.blocks[0].physical;
+  ASSERT_TRUE(engine.manager().schedule(id, 1).isOk());
+  EXPECT_EQ(engine.manager().pool().refCount(leaving), 1)
+      << "the step at 10 reads history [7, 10) from block 1";
+  ASSERT_TRUE(engine.manager().preempt(id).isOk());
+  ASSERT_TRUE(engine.manager().resume(id).isOk());
+  ASSERT_EQ(engine.step({{id, 10}}), "");
+  leaving = engine.manager().sequenceInfo(id)->blocks[0].physical;
+  // Committing position 10 makes c = 11: history [8, 11) is block 2 only.
+  ASSERT_EQ(engine.decode(id, 1), "");
+  info = *engine.manager().sequenceInfo(id);
+  EXPECT_EQ(logicals(info), (std::vector<int32_t>{2}));
+  EXPECT_EQ(engine.manager().pool().refCount(leaving), 0)
+      << "freed at commit, not a step later";
+  EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 1);
+}
+
+TEST(SequenceManagerTest, DecodeNeverHoldsMoreThanTheBound) {
+  for (int64_t kernel : {2, 3, 4, 5}) {
+    EngineOptions options;
+    options.kernel = kernel;
+    TestEngine engine(options);
+    SequenceId id = *engine.add(iota(3));
+    ASSERT_EQ(engine.step({{id, 3}}), "");
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(engine.manager().schedule(id, 1).isOk());
+      SequenceInfo during = *engine.manager().sequenceInfo(id);
+      EXPECT_LE(static_cast<int64_t>(during.blocks.size()),
+                engine.manager().maxBlocksPerSequence());
+      ASSERT_TRUE(engine.manager().preempt(id).isOk());
+      ASSERT_TRUE(engine.manager().resume(id, 0).isOk());
+      // Re-prefill the whole sequence, then decode one more token.
+      ASSERT_EQ(
+          engine.step({{id, static_cast<int64_t>(engine.tokens(id).size())}}),
+          "");
+      SequenceInfo between = *engine.manager().sequenceInfo(id);
+      EXPECT_LE(static_cast<int64_t>(between.blocks.size()),
+                engine.manager().maxBlocksBetweenSteps());
+      ASSERT_EQ(engine.decode(id, 1), "");
+    }
+  }
+}
+
+TEST(SequenceManagerTest, LongPromptHoldsTwoBlocksNotTheChunk) {
+  EngineOptions options;
+  options.numBlocks = 8; // a 32K prompt fits only because of the window
+  options.numCols = 8192 + 64;
+  options.maxTokens = 32768 + 8;
+  options.maxRows = 2;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(32768));
+  ASSERT_TRUE(engine.manager().schedule(id, 32768).isOk());
+  SequenceInfo during = *engine.manager().sequenceInfo(id);
+  EXPECT_EQ(during.blocks.size(), 1u) << "positions [32765, 32768)";
+  EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 1);
+  ASSERT_TRUE(engine.manager().preempt(id).isOk());
+  ASSERT_TRUE(engine.manager().resume(id).isOk());
+  ASSERT_EQ(engine.step({{id, 32768}}), "");
+  EXPECT_EQ(engine.spec().slotMapping[32764], -1);
+  EXPECT_NE(engine.spec().slotMapping[32765], -1);
+  ASSERT_EQ(engine.decode(id, 9), "");
+  EXPECT_LE(engine.manager().pool().numHeldBlocks(), 2);
+}
+
+TEST(SequenceManagerTest, BlockTableColumnsAreCheckedAgainstM) {
+  EngineOptions options;
+  options.numCols = 4;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(40));
+  ASSERT_TRUE(engine.manager().schedule(id, 40).isOk());
+  std::string before = engine.manager().debugString();
+  SequenceId ids[] = {id};
+  StatusOr<StepInfo> step =
+      engine.manager().buildStep(ids, 1, {}, engine.stepBuffers());
+  ASSERT_FALSE(step.isOk());
+  EXPECT_EQ(step.status().code(), StatusCode::OutOfRange);
+  EXPECT_NE(step.status().message().find("column 9"), std::string::npos)
+      << step.status().message();
+  EXPECT_EQ(engine.manager().debugString(), before);
+  EXPECT_EQ(engine.spec().slotMapping[0], -1) << "nothing written";
+}
+
+TEST(SequenceManagerTest, ChunkedPrefillReadsThePreviousChunk) {
+  TestEngine engine;
+  SequenceId id = *engine.add(iota(23));
+  ASSERT_EQ(engine.step({{id, 6}}), "");
+  ASSERT_EQ(engine.step({{id, 1}}), "");
+  ASSERT_EQ(engine.step({{id, 9}}), "");
+  ASSERT_EQ(engine.step({{id, 7}}), "");
+  ASSERT_EQ(engine.decode(id, 5), "");
+}
+
+TEST(SequenceManagerTest, BatchRowsMoveBetweenSequences) {
+  TestEngine engine;
+  SequenceId a = *engine.add(iota(13, 100));
+  SequenceId b = *engine.add(iota(6, 200));
+  SequenceId c = *engine.add(iota(9, 300));
+  ASSERT_EQ(engine.step({{a, 13}, {b, 6}, {c, 9}}, {6, 40}), "");
+  EXPECT_EQ(engine.lastInfo().numTokens, 28);
+  ASSERT_EQ(engine.step({{c, 1}, {a, 1}}, {4, 8}), "");
+  ASSERT_EQ(engine.step({{b, 1}}), "");
+  ASSERT_EQ(engine.step({{a, 1}, {b, 1}, {c, 1}}), "");
+  ASSERT_TRUE(engine.manager().finish(b).isOk());
+  ASSERT_EQ(engine.step({{c, 1}, {a, 1}}, {3, 4}), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Speculative decoding
+//===----------------------------------------------------------------------===//
+
+TEST(SequenceManagerTest, SpeculativeDecodingEveryAcceptanceLength) {
+  for (int64_t drafts : {1, 2, 3, 5, 8}) {
+    for (int64_t accepted = 1; accepted <= drafts + 1; ++accepted) {
+      EngineOptions options;
+      options.lookahead = drafts;
+      TestEngine engine(options);
+      SequenceId id = *engine.add(iota(11));
+      ASSERT_EQ(engine.step({{id, 11}}), "");
+      ASSERT_EQ(engine.step(
+                    {{id, 1 + drafts, accepted, {7, 7, 7, 7, 7, 7, 7, 7}, 42}}),
+                "")
+          << drafts << " drafts, " << accepted << " accepted";
+      SequenceInfo info = *engine.manager().sequenceInfo(id);
+      EXPECT_EQ(info.numComputed, 11 + accepted);
+      EXPECT_LE(static_cast<int64_t>(info.blocks.size()), 2);
+      // The next steps read the accepted history: no copy, no recompute.
+      ASSERT_EQ(engine.step({{id, 1 + drafts, 1, {}, 43}}), "");
+      ASSERT_EQ(engine.decode(id, 6), "");
+    }
+  }
+}
+
+TEST(SequenceManagerTest, RejectingMoreThanTheLookaheadIsAnError) {
+  EngineOptions options;
+  options.lookahead = 2;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(9));
+  ASSERT_EQ(engine.step({{id, 9}}), "");
+  ASSERT_TRUE(engine.manager().schedule(id, 4).isOk());
+  std::string before = engine.manager().debugString();
+  Status status = engine.manager().commit(id, 1);
+  EXPECT_EQ(status.code(), StatusCode::OutOfRange);
+  EXPECT_NE(status.message().find("rejects 3"), std::string::npos);
+  EXPECT_EQ(engine.manager().debugString(), before);
+  // Within the lookahead it succeeds.
+  int32_t tokens[] = {5, 6};
+  EXPECT_TRUE(engine.manager().commit(id, 2, tokens, 2).isOk());
+}
+
+//===----------------------------------------------------------------------===//
+// Fork and copy-on-write
+//===----------------------------------------------------------------------===//
+
+TEST(SequenceManagerTest, ForkSharesBlocksAndCopiesOnWrite) {
+  TestEngine engine;
+  SequenceId parent = *engine.add(iota(10));
+  ASSERT_EQ(engine.step({{parent, 10}}), "");
+  SequenceId child = *engine.fork(parent);
+  SequenceInfo before = *engine.manager().sequenceInfo(parent);
+  for (const MappedBlock &block : before.blocks)
+    EXPECT_EQ(engine.manager().pool().refCount(block.physical), 2);
+  EXPECT_EQ(engine.manager().sequenceInfo(child)->blocks.size(), 2u);
+  // c = 11 after the prompt's sampled token? No: c = 10, block 2 holds
+  // history 8, 9 and receives position 10: the writer copies it.
+  int32_t shared = before.blocks[1].physical;
+  ASSERT_TRUE(engine.manager().schedule(parent, 1).isOk());
+  SequenceInfo scheduled = *engine.manager().sequenceInfo(parent);
+  ASSERT_TRUE(scheduled.hasCopy);
+  EXPECT_EQ(scheduled.copy.src, shared);
+  EXPECT_NE(scheduled.copy.dst, shared);
+  EXPECT_EQ(scheduled.blocks[1].physical, scheduled.copy.dst);
+  ASSERT_TRUE(engine.manager().preempt(parent).isOk());
+  EXPECT_EQ(engine.manager().pool().refCount(shared), 1) << "copy source freed";
+  ASSERT_TRUE(engine.manager().resume(parent).isOk());
+  ASSERT_EQ(engine.step({{parent, 11}}), "");
+  // Now fork again and run both branches in one step with different tokens.
+  SequenceId sibling = *engine.fork(parent);
+  ASSERT_EQ(engine.step({{parent, 1, -1, {}, 71}, {sibling, 1, -1, {}, 72}}),
+            "");
+  EXPECT_EQ(engine.lastInfo().numCopies, 2)
+      << "both writers copy: the source stays referenced until commit";
+  ASSERT_EQ(engine.step({{sibling, 1, -1, {}, 73}, {parent, 1, -1, {}, 74}}),
+            "");
+  EXPECT_EQ(engine.lastInfo().numCopies, 0);
+  ASSERT_EQ(engine.decode(child, 3), "");
+  ASSERT_EQ(engine.decode(sibling, 3), "");
+  ASSERT_EQ(engine.decode(parent, 3), "");
+}
+
+TEST(SequenceManagerTest, ForkAtABlockBoundaryNeedsNoCopy) {
+  TestEngine engine;
+  SequenceId parent = *engine.add(iota(12));
+  ASSERT_EQ(engine.step({{parent, 12}}), "");
+  SequenceId child = *engine.fork(parent);
+  ASSERT_EQ(engine.step({{parent, 1, -1, {}, 5}, {child, 1, -1, {}, 6}}), "");
+  EXPECT_EQ(engine.lastInfo().numCopies, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Prefix caching
+//===----------------------------------------------------------------------===//
+
+TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
+  TestEngine engine;
+  std::vector<int32_t> prompt = iota(16);
+  SequenceId first = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{first, 16}}), "");
+  ASSERT_TRUE(engine.manager().finish(first).isOk());
+
+  std::vector<int32_t> longer = prompt;
+  longer.insert(longer.end(), {90, 91, 92});
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(longer.data(), 19, 100), 16);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(longer.data(), 19, 15), 0)
+      << "block 2 was never fully stored: only [13, 16) were";
+  SequenceId second = *engine.add(longer, 16);
+  SequenceInfo info = *engine.manager().sequenceInfo(second);
+  EXPECT_EQ(info.numComputed, 16);
+  ASSERT_EQ(info.blocks.size(), 1u);
+  EXPECT_EQ(info.blocks[0].logical, 3);
+  ASSERT_EQ(engine.step({{second, 3}}), "");
+  ASSERT_EQ(engine.decode(second, 6), "");
+}
+
+TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
+  EngineOptions options;
+  options.numBlocks = 6;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(5);
+  SequenceId id = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{id, 5}}), "");
+  ASSERT_EQ(engine.decode(id, 8), "");
+  std::vector<int32_t> all = engine.tokens(id);
+  ASSERT_TRUE(engine.manager().finish(id).isOk());
+  // Blocks ending at 8 and 12 were completed by decoding.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 100),
+            12);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 11),
+            8);
+  // Fill the pool with an unrelated sequence: the oldest cached block goes.
+  SequenceId other = *engine.add(iota(40, 1000));
+  ASSERT_EQ(engine.step({{other, 40}}), "");
+  ASSERT_EQ(engine.decode(other, 12), "");
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 11),
+            0);
+  EXPECT_EQ(engine.manager().addSequence(all, 8).status().code(),
+            StatusCode::NotFound);
+}
+
+TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
+  TestEngine engine;
+  SequenceId id = *engine.add(iota(7));
+  ASSERT_EQ(engine.step({{id, 7}}), "");
+  ASSERT_EQ(engine.decode(id, 6), ""); // c = 13, block [8, 12) cached
+  ASSERT_TRUE(engine.manager().preempt(id).isOk());
+  EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 0);
+  int64_t hit = *engine.manager().longestCachedPrefix(id, 100);
+  EXPECT_EQ(hit, 12);
+  ASSERT_TRUE(engine.manager().resume(id, hit).isOk());
+  EXPECT_EQ(engine.manager().sequenceInfo(id)->blocks.size(), 1u);
+  ASSERT_EQ(engine.step({{id, 2}}), "");
+  ASSERT_EQ(engine.decode(id, 4), "");
+}
+
+TEST(SequenceManagerTest, ChunkWithGapIsNotCachedBelowItsWindow) {
+  // A block whose tail was skipped (slot -1) must not be registered.
+  TestEngine engine;
+  std::vector<int32_t> prompt = iota(14);
+  SequenceId id = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{id, 14}}), ""); // stores [11, 14)
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 14, 14), 0);
+  ASSERT_EQ(engine.decode(id, 2), ""); // completes block 3 = [12, 16)
+  std::vector<int32_t> all = engine.tokens(id);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 99),
+            16);
+}
+
+TEST(SequenceManagerTest, PrefixCachingOff) {
+  EngineOptions options;
+  options.prefixCaching = false;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(16);
+  SequenceId id = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{id, 16}}), "");
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 16, 16), 0);
+  EXPECT_EQ(engine.manager().addSequence(prompt, 16).status().code(),
+            StatusCode::FailedPrecondition);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors change nothing
+//===----------------------------------------------------------------------===//
+
+class ErrorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    EngineOptions options;
+    options.numBlocks = 5;
+    options.numCols = 8;
+    options.maxTokens = 12;
+    options.maxRows = 2;
+    options.maxCopies = 0;
+    engine = std::make_unique<TestEngine>(options);
+    idle = *engine->add(iota(9));
+    ASSERT_EQ(engine->step({{idle, 9}}), "");
+    scheduled = *engine->add(iota(6, 50));
+    ASSERT_TRUE(engine->manager().schedule(scheduled, 2).isOk());
+  }
+
+  /// Runs `call`, expects `code` and a message containing `needle`, and an
+  /// unchanged state.
+  void expectError(const std::function<Status()> &call, StatusCode code,
+                   const std::string &needle) {
+    std::string before = engine->manager().debugString();
+    Status status = call();
+    EXPECT_EQ(status.code(), code) << status.toString();
+    EXPECT_NE(status.message().find(needle), std::string::npos)
+        << "message: " << status.message() << "\nmissing: " << needle;
+    EXPECT_EQ(engine->manager().debugString(), before);
+    EXPECT_TRUE(engine->manager().checkInvariants().isOk());
+  }
+
+  std::unique_ptr<TestEngine> engine;
+  SequenceId idle = 0, scheduled = 0;
+};
+
+TEST_F(ErrorTest, FailingCallsLeaveTheStateUnchanged) {
+  SequenceManager &m = engine->manager();
+  SequenceId unknown = idle + 12345;
+  int32_t token = 3;
+  expectError([&] { return m.schedule(unknown, 1); }, StatusCode::NotFound,
+              std::to_string(unknown));
+  expectError([&] { return m.schedule(scheduled, 1); },
+              StatusCode::FailedPrecondition, "already has a scheduled step");
+  expectError([&] { return m.schedule(idle, 0); }, StatusCode::InvalidArgument,
+              "schedule 0 tokens");
+  expectError([&] { return m.schedule(idle, int64_t(1) << 31); },
+              StatusCode::OutOfRange, "position limit");
+  expectError([&] { return m.commit(idle, 1); }, StatusCode::FailedPrecondition,
+              "no scheduled step");
+  expectError([&] { return m.commit(scheduled, 3); }, StatusCode::OutOfRange,
+              "cannot accept 3");
+  expectError([&] { return m.commit(scheduled, -1); }, StatusCode::OutOfRange,
+              "cannot accept -1");
+  expectError([&] { return m.commit(scheduled, 2, nullptr, 2); },
+              StatusCode::InvalidArgument, "null token pointer");
+  expectError([&] { return m.appendTokens(idle, &token, -1); },
+              StatusCode::InvalidArgument, "-1");
+  expectError([&] { return m.resume(idle, 0); }, StatusCode::FailedPrecondition,
+              "not preempted");
+  expectError([&] { return m.finish(unknown); }, StatusCode::NotFound,
+              "unknown sequence id");
+  expectError([&] { return m.fork(scheduled).status(); },
+              StatusCode::FailedPrecondition, "cannot fork");
+  expectError([&] { return m.addSequence(nullptr, 3).status(); },
+              StatusCode::InvalidArgument, "null token pointer");
+  expectError([&] { return m.addSequence(iota(8), 6).status(); },
+              StatusCode::InvalidArgument, "start position (6)");
+  expectError([&] { return m.addSequence(iota(8), 12).status(); },
+              StatusCode::OutOfRange, "exceeds the 8 known tokens");
+  expectError([&] { return m.addSequence(iota(8, 70), 8).status(); },
+              StatusCode::NotFound, "no cached block");
+  expectError([&] { return m.longestCachedPrefix(idle, -2).status(); },
+              StatusCode::InvalidArgument, "max length (-2)");
+}
+
+TEST_F(ErrorTest, OutOfBlocksChangesNothing) {
+  SequenceManager &m = engine->manager();
+  // 4 usable blocks: idle holds 2, scheduled holds 1 (positions [5, 8)? no:
+  // [3, 8) minus... ) -- ask the pool rather than guess.
+  int64_t free = m.pool().numFreeBlocks();
+  SequenceId hungry = *engine->add(iota(12, 80));
+  // 12 tokens store [9, 12): logical block 2 only; make it need 2 blocks.
+  for (int64_t i = 0; i < free; ++i) {
+    SequenceId filler = *engine->add(iota(4, 90 + int32_t(i)));
+    ASSERT_TRUE(m.schedule(filler, 4).isOk());
+  }
+  ASSERT_EQ(m.pool().numFreeBlocks(), 0);
+  expectError([&] { return m.schedule(hungry, 12); }, StatusCode::OutOfBlocks,
+              "only 0 are free");
+}
+
+TEST_F(ErrorTest, BuildStepValidatesBeforeWriting) {
+  SequenceManager &m = engine->manager();
+  StepBuffers &buffers = engine->stepBuffers();
+  auto build = [&](std::vector<SequenceId> ids, StepShape shape) {
+    return [&m, &buffers, ids, shape] {
+      return m.buildStep(ids.data(), ids.size(), shape, buffers).status();
+    };
+  };
+  std::vector<int32_t> tableBefore(engine->spec().blockTable,
+                                   engine->spec().blockTable + 16);
+  expectError(build({idle}, {}), StatusCode::FailedPrecondition,
+              "has no scheduled step");
+  expectError(build({scheduled, scheduled}, {}), StatusCode::InvalidArgument,
+              "appears twice");
+  expectError(build({scheduled}, {1, 1}), StatusCode::InvalidArgument,
+              "padded token count (1)");
+  expectError(build({scheduled}, {1, 13}), StatusCode::OutOfRange,
+              "13 slot_mapping entries");
+  expectError(build({scheduled}, {3, 0}), StatusCode::OutOfRange, "3 rows");
+  expectError(build({scheduled, idle + 99}, {}), StatusCode::NotFound,
+              "unknown sequence id");
+  EXPECT_EQ(std::vector<int32_t>(engine->spec().blockTable,
+                                 engine->spec().blockTable + 16),
+            tableBefore);
+}
+
+TEST(SequenceManagerTest, CopiesNeedRoomInTheCopyBuffer) {
+  EngineOptions options;
+  options.maxCopies = 0;
+  TestEngine engine(options);
+  SequenceId parent = *engine.add(iota(10));
+  ASSERT_EQ(engine.step({{parent, 10}}), "");
+  SequenceId child = *engine.fork(parent);
+  (void)child;
+  ASSERT_TRUE(engine.manager().schedule(parent, 1).isOk());
+  SequenceId ids[] = {parent};
+  StatusOr<StepInfo> step =
+      engine.manager().buildStep(ids, 1, {}, engine.stepBuffers());
+  EXPECT_EQ(step.status().code(), StatusCode::OutOfRange);
+  EXPECT_NE(step.status().message().find("copy-on-write"), std::string::npos);
+}
+
+TEST(SequenceManagerTest, FinishedIdsAreNeverReused) {
+  TestEngine engine;
+  SequenceId a = *engine.add(iota(3));
+  ASSERT_TRUE(engine.manager().finish(a).isOk());
+  SequenceId b = *engine.add(iota(3));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(engine.manager().schedule(a, 1).code(), StatusCode::NotFound);
+  EXPECT_TRUE(engine.manager().schedule(b, 3).isOk());
+  // Finishing a scheduled sequence releases its step's blocks too.
+  ASSERT_TRUE(engine.manager().finish(b).isOk());
+  EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 0);
+  EXPECT_TRUE(engine.manager().checkInvariants().isOk());
+}
+
+} // namespace
