@@ -117,6 +117,9 @@ public:
     return "";
   }
 
+  /// The value last stored in `slot` (0: never written).
+  uint64_t value(int64_t slot) const { return cache_[slot]; }
+
 private:
   std::vector<uint64_t> cache_;
   int64_t numBlocks_, blockSize_, kernel_;

@@ -1,0 +1,715 @@
+//===- ModelCheckTest.cpp - Random operation sequences against a model ----===//
+//
+// Thousands of random operation sequences (add with and without prefix hits,
+// schedule, run the step, commit with random acceptance, append, preempt,
+// resume, fork, finish, and calls that must fail), each checked after every
+// operation against a small executable model:
+//   * the model predicts success or the error code of every call; a failed
+//     call must leave the full state dump unchanged (and the step buffers);
+//   * every sequence's state, num_computed, token count and step size match;
+//   * every sequence holds exactly the blocks of its live window (history,
+//     plus the stored range during a step), within the block bounds;
+//   * every live window position has an allocated slot, and a slot written
+//     by a step is mapped by no other live position;
+//   * reference counts equal the holders counted from the sequences; free
+//     plus held blocks equal the capacity (nothing leaks);
+//   * the cache contents (simulated per slot) at every idle sequence's
+//     history are the values its own token prefix produced, which checks
+//     copy-on-write, prefix hits and speculative rollback by effect.
+// INKLING_MODEL_CHECK_OPS overrides the operations per configuration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepSimulator.h"
+#include "TestEngine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+
+using namespace inkling;
+using namespace inkling::testing;
+
+namespace {
+
+struct ModelConfig {
+  int64_t kernel;
+  int64_t lookahead;
+  int64_t numBlocks;
+  uint64_t seed;
+};
+
+std::ostream &operator<<(std::ostream &os, const ModelConfig &config) {
+  return os << "kernel " << config.kernel << " lookahead " << config.lookahead
+            << " blocks " << config.numBlocks << " seed " << config.seed;
+}
+
+constexpr int64_t kMaxSequences = 8;
+constexpr int64_t kMaxLength = 110;
+constexpr int64_t kMaxRows = 10;
+constexpr int64_t kNumCols = 64;
+constexpr int64_t kMaxTokens = 320;
+
+int64_t opsPerConfig() {
+  if (const char *env = std::getenv("INKLING_MODEL_CHECK_OPS"))
+    return std::max<long long>(1, std::atoll(env));
+  return 12000;
+}
+
+class ModelChecker {
+public:
+  explicit ModelChecker(const ModelConfig &config)
+      : config_(config), n_(config.kernel), rng_(config.seed),
+        buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
+        simulator_(config.numBlocks, config.kernel, config.kernel) {
+    SequenceManagerConfig managerConfig;
+    managerConfig.layout = testLayout(config.kernel);
+    managerConfig.numBlocks = config.numBlocks;
+    managerConfig.lookahead = config.lookahead;
+    manager_ = std::move(*SequenceManager::create(managerConfig));
+    step_ = std::make_unique<StepBuffers>(
+        std::move(*manager_->bindStepBuffers(buffers_.spec)));
+    for (auto &base : bases_)
+      for (int i = 0; i < 64; ++i)
+        base.push_back(static_cast<int32_t>(rng_() % 3));
+  }
+
+  /// Runs until `ops` calls were made (picks that find no target make
+  /// none); "" or the first violation, with the state.
+  std::string run(int64_t ops) {
+    for (op_ = 0; calls() < ops && op_ < 20 * ops; ++op_) {
+      std::string err = randomOperation();
+      if (err.empty())
+        err = checkAll();
+      if (!err.empty())
+        return "op " + std::to_string(op_) + " (" + lastOp_ + "): " + err +
+               "\n" + manager_->debugString();
+    }
+    // Finishing everything returns every block.
+    for (const ModelSeq &seq : seqs_)
+      if (!manager_->finish(seq.id))
+        return "final finish failed";
+    if (manager_->pool().numHeldBlocks() != 0)
+      return "blocks leaked after finishing every sequence";
+    return "";
+  }
+
+  int64_t calls() const { return successes_ + failures_; }
+  int64_t successes() const { return successes_; }
+  int64_t failures() const { return failures_; }
+  int64_t prefixHits() const { return prefixHits_; }
+  int64_t copies() const { return copies_; }
+
+private:
+  enum class State { Idle, Scheduled, Preempted };
+  struct ModelSeq {
+    SequenceId id = 0;
+    State state = State::Idle;
+    int64_t computed = 0;
+    std::vector<int32_t> tokens; // known token ids
+    int64_t scheduled = 0;
+    bool ran = false;                // the scheduled step's kernels ran
+    std::vector<int32_t> stepTokens; // tokens of [0, c + n), drafts included
+  };
+
+  int64_t uniform(int64_t lo, int64_t hi) { // [lo, hi]
+    return lo + static_cast<int64_t>(rng_() % uint64_t(hi - lo + 1));
+  }
+  bool chance(double p) {
+    return std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+  }
+  int64_t history() const { return config_.kernel - 1; }
+
+  // --- Predictions --------------------------------------------------------
+
+  /// Runs `call`, which the model predicts to fail with `code` (or succeed
+  /// for Ok); checks the outcome and that failures change nothing.
+  template <typename Call>
+  std::string expect(StatusCode code, Call &&call, Status *out = nullptr) {
+    std::string before = code == StatusCode::Ok ? "" : manager_->debugString();
+    Status status = call();
+    if (out)
+      *out = status;
+    if (status.code() != code)
+      return "expected " + std::string(statusCodeName(code)) + ", got " +
+             status.toString();
+    if (code == StatusCode::Ok) {
+      ++successes_;
+      return "";
+    }
+    ++failures_;
+    if (status.message().empty())
+      return "error without a message";
+    if (manager_->debugString() != before)
+      return "failed call changed the state: " + status.toString();
+    return "";
+  }
+
+  /// Blocks a schedule of n tokens needs, computed from the model's window.
+  int64_t blocksNeeded(const ModelSeq &seq, int64_t n) {
+    int64_t c = seq.computed, end = c + n;
+    int64_t st = std::max(c, end - history() - config_.lookahead);
+    int64_t first = st / n_, last = (end - 1) / n_;
+    int64_t needed = last - first + 1;
+    SequenceInfo info = *manager_->sequenceInfo(seq.id);
+    if (!info.blocks.empty() && info.blocks.back().logical == first) {
+      int32_t block = info.blocks.back().physical;
+      bool shared = manager_->pool().refCount(block) > 1 ||
+                    manager_->pool().hasCacheTag(block);
+      if (!shared)
+        --needed; // written in place
+    }
+    return needed;
+  }
+
+  // --- Operations ----------------------------------------------------------
+
+  std::string randomOperation() {
+    // Long sequences finish, to keep positions within the buffers.
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (static_cast<int64_t>(seqs_[i].tokens.size()) >= kMaxLength - 10)
+        return finish(i);
+    int64_t pick = uniform(0, 99);
+    if (pick < 10)
+      return add();
+    if (pick < 32)
+      return schedule();
+    if (pick < 50)
+      return runStep();
+    if (pick < 72)
+      return commit();
+    if (pick < 77)
+      return append();
+    if (pick < 81)
+      return preempt();
+    if (pick < 86)
+      return resume();
+    if (pick < 90)
+      return fork();
+    if (pick < 94)
+      return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
+    return staleIdOperation();
+  }
+
+  std::string add() {
+    lastOp_ = "add";
+    if (static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
+      return "";
+    const auto &base = bases_[uniform(0, 2)];
+    std::vector<int32_t> prompt(base.begin(), base.begin() + uniform(1, 40));
+    if (chance(0.3))
+      for (int64_t i = uniform(0, 5); i > 0; --i)
+        prompt.push_back(static_cast<int32_t>(rng_() % 3));
+    int64_t len = prompt.size();
+    int64_t start = 0;
+    StatusCode code = StatusCode::Ok;
+    if (chance(0.5)) {
+      int64_t maxLength = uniform(0, len);
+      StatusOr<int64_t> hit =
+          manager_->longestCachedPrefix(prompt.data(), len, maxLength);
+      if (!hit)
+        return "longestCachedPrefix: " + hit.status().toString();
+      if (*hit > maxLength || *hit % n_ != 0)
+        return "bad prefix hit " + std::to_string(*hit);
+      start = *hit;
+      prefixHits_ += start > 0;
+    } else if (chance(0.1)) {
+      start = uniform(1, len + n_);
+      if (start % n_ != 0)
+        code = StatusCode::InvalidArgument;
+      else if (start > len)
+        code = StatusCode::OutOfRange;
+      else if (*manager_->longestCachedPrefix(prompt.data(), start, start) !=
+               start)
+        code = StatusCode::NotFound;
+    }
+    lastOp_ = "add len " + std::to_string(len) + " at " + std::to_string(start);
+    StatusOr<SequenceId> id = SequenceId(0);
+    if (std::string err = expect(code,
+                                 [&] {
+                                   id = manager_->addSequence(prompt, start);
+                                   return id.status();
+                                 });
+        !err.empty())
+      return err;
+    if (code == StatusCode::Ok) {
+      ModelSeq seq;
+      seq.id = *id;
+      seq.computed = start;
+      seq.tokens = prompt;
+      seqs_.push_back(seq);
+    }
+    return "";
+  }
+
+  std::string schedule() {
+    lastOp_ = "schedule";
+    if (seqs_.empty())
+      return "";
+    size_t index = uniform(0, seqs_.size() - 1);
+    std::vector<size_t> idle;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (seqs_[i].state == State::Idle)
+        idle.push_back(i);
+    if (!idle.empty() && chance(0.85))
+      index = idle[uniform(0, idle.size() - 1)];
+    ModelSeq &seq = seqs_[index];
+    int64_t c = seq.computed, known = seq.tokens.size();
+    int64_t n = 1;
+    int64_t kind = uniform(0, 9);
+    if (kind < 3 && config_.lookahead > 0)
+      n = 1 + uniform(1, config_.lookahead);
+    else if (kind < 6)
+      n = uniform(1, std::max<int64_t>(1, known - c));
+    else if (kind == 6)
+      n = uniform(-1, 0);
+    n = std::min(n, kMaxLength - c);
+    StatusCode code = StatusCode::Ok;
+    if (seq.state == State::Scheduled || seq.state == State::Preempted)
+      code = StatusCode::FailedPrecondition;
+    else if (n < 1)
+      code = StatusCode::InvalidArgument;
+    else if (c >= known)
+      code = StatusCode::FailedPrecondition;
+    else if (blocksNeeded(seq, n) > manager_->pool().numFreeBlocks())
+      code = StatusCode::OutOfBlocks;
+    lastOp_ = "schedule seq " + std::to_string(index) + " n " +
+              std::to_string(n) + " at " + std::to_string(c);
+    if (std::string err =
+            expect(code, [&] { return manager_->schedule(seq.id, n); });
+        !err.empty())
+      return err;
+    if (code != StatusCode::Ok)
+      return "";
+    seq.state = State::Scheduled;
+    seq.scheduled = n;
+    seq.ran = false;
+    seq.stepTokens.assign(seq.tokens.begin(),
+                          seq.tokens.begin() + std::min(known, c + n));
+    while (static_cast<int64_t>(seq.stepTokens.size()) < c + n)
+      seq.stepTokens.push_back(static_cast<int32_t>(rng_() % 2)); // drafts
+    return "";
+  }
+
+  std::string runStep() {
+    lastOp_ = "run step";
+    std::vector<size_t> ready;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (seqs_[i].state == State::Scheduled && !seqs_[i].ran)
+        ready.push_back(i);
+    if (ready.empty())
+      return "";
+    std::shuffle(ready.begin(), ready.end(), rng_);
+    ready.resize(uniform(1, ready.size()));
+    std::vector<SequenceId> ids;
+    int64_t tokens = 0;
+    for (size_t i : ready) {
+      ids.push_back(seqs_[i].id);
+      tokens += seqs_[i].scheduled;
+    }
+    StepShape shape;
+    shape.numRows = std::min<int64_t>(kMaxRows, ids.size() + uniform(0, 2));
+    shape.numTokens = std::min<int64_t>(kMaxTokens, tokens + uniform(0, 5));
+
+    if (chance(0.1)) {
+      // A bad batch: a repeated, unscheduled or finished id.
+      std::vector<SequenceId> bad = ids;
+      StatusCode code = StatusCode::InvalidArgument;
+      int64_t kind = uniform(0, 2);
+      if (kind == 0) {
+        bad.push_back(bad[0]);
+      } else if (kind == 1 && !finished_.empty()) {
+        bad.push_back(finished_[uniform(0, finished_.size() - 1)]);
+        code = StatusCode::NotFound;
+      } else {
+        bad.push_back(bad[0]);
+      }
+      std::vector<int32_t> table = buffers_.blockTable;
+      std::vector<int64_t> slots = buffers_.slotMapping;
+      lastOp_ = "bad build";
+      if (std::string err = expect(code,
+                                   [&] {
+                                     return manager_
+                                         ->buildStep(bad.data(), bad.size(),
+                                                     StepShape(), *step_)
+                                         .status();
+                                   });
+          !err.empty())
+        return err;
+      if (table != buffers_.blockTable || slots != buffers_.slotMapping)
+        return "failed build wrote into the buffers";
+    }
+
+    lastOp_ = "build " + std::to_string(ids.size()) + " rows";
+    StatusOr<StepInfo> info =
+        manager_->buildStep(ids.data(), ids.size(), shape, *step_);
+    if (!info)
+      return "build: " + info.status().toString();
+    ++successes_;
+    if (info->numTokens != tokens || info->numPaddedTokens != shape.numTokens)
+      return "build reported wrong token counts";
+    copies_ += info->numCopies;
+    std::vector<std::vector<uint64_t>> identities;
+    for (size_t i : ready)
+      identities.push_back(prefixIdentities(seqs_[i].stepTokens));
+    if (std::string err = simulator_.run(buffers_.spec, *info, identities);
+        !err.empty())
+      return "kernel: " + err;
+    for (int64_t b = 0; b < shape.numRows; ++b) {
+      int64_t begin = buffers_.queryStartLoc[b],
+              end = buffers_.queryStartLoc[b + 1];
+      int64_t expected = b < static_cast<int64_t>(ready.size())
+                             ? seqs_[ready[b]].scheduled
+                             : 0;
+      if (end - begin != expected)
+        return "query_start_loc of row " + std::to_string(b) + " is wrong";
+      int64_t computed =
+          b < static_cast<int64_t>(ready.size()) ? seqs_[ready[b]].computed : 0;
+      if (buffers_.numComputed[b] != computed)
+        return "num_computed of row " + std::to_string(b) + " is wrong";
+    }
+    if (std::string err = checkBlockTable(*manager_, buffers_.spec, ids);
+        !err.empty())
+      return err;
+    for (size_t i : ready)
+      seqs_[i].ran = true;
+    return "";
+  }
+
+  std::string commit() {
+    lastOp_ = "commit";
+    std::vector<size_t> ran;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (seqs_[i].state == State::Scheduled && seqs_[i].ran)
+        ran.push_back(i);
+    if (ran.empty())
+      return "";
+    size_t index = ran[uniform(0, ran.size() - 1)];
+    ModelSeq &seq = seqs_[index];
+    int64_t n = seq.scheduled, c = seq.computed;
+    int64_t lowest = std::max<int64_t>(0, n - config_.lookahead);
+    int64_t k = uniform(lowest, n);
+    StatusCode code = StatusCode::Ok;
+    if (chance(0.04)) {
+      k = chance(0.5) ? n + 1 : lowest - 1;
+      code = StatusCode::OutOfRange;
+    }
+    std::vector<int32_t> fresh;
+    for (int64_t p = seq.tokens.size(); p < c + k && p < c + n; ++p)
+      fresh.push_back(seq.stepTokens[p]);
+    bool sample =
+        c + k >= static_cast<int64_t>(seq.tokens.size() + fresh.size()) &&
+        code == StatusCode::Ok;
+    if (sample && chance(0.8))
+      fresh.push_back(static_cast<int32_t>(rng_() % 2));
+    if (code == StatusCode::Ok && !fresh.empty() && chance(0.03) &&
+        c + k > static_cast<int64_t>(seq.tokens.size())) {
+      fresh.clear(); // accepted drafts withheld
+      code = StatusCode::InvalidArgument;
+    }
+    lastOp_ = "commit seq " + std::to_string(index) + " k " +
+              std::to_string(k) + " of " + std::to_string(n);
+    if (std::string err = expect(code,
+                                 [&] {
+                                   return manager_->commit(
+                                       seq.id, k, fresh.data(),
+                                       static_cast<int64_t>(fresh.size()));
+                                 });
+        !err.empty())
+      return err;
+    if (code != StatusCode::Ok)
+      return "";
+    seq.tokens.insert(seq.tokens.end(), fresh.begin(), fresh.end());
+    seq.computed = c + k;
+    seq.state = State::Idle;
+    seq.scheduled = 0;
+    return "";
+  }
+
+  std::string append() {
+    lastOp_ = "append";
+    if (seqs_.empty())
+      return "";
+    ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+    // Appending inside a running step would contradict its drafts.
+    if (seq.state == State::Scheduled)
+      return "";
+    int32_t token = static_cast<int32_t>(rng_() % 2);
+    if (std::string err =
+            expect(StatusCode::Ok,
+                   [&] { return manager_->appendTokens(seq.id, &token, 1); });
+        !err.empty())
+      return err;
+    seq.tokens.push_back(token);
+    return "";
+  }
+
+  std::string preempt() {
+    lastOp_ = "preempt";
+    if (seqs_.empty())
+      return "";
+    ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+    StatusCode code = seq.state == State::Preempted
+                          ? StatusCode::FailedPrecondition
+                          : StatusCode::Ok;
+    if (std::string err =
+            expect(code, [&] { return manager_->preempt(seq.id); });
+        !err.empty())
+      return err;
+    seq.state = State::Preempted;
+    seq.computed = seq.scheduled = 0;
+    return "";
+  }
+
+  std::string resume() {
+    lastOp_ = "resume";
+    if (seqs_.empty())
+      return "";
+    ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+    int64_t start = 0;
+    StatusCode code = seq.state == State::Preempted
+                          ? StatusCode::Ok
+                          : StatusCode::FailedPrecondition;
+    if (chance(0.6)) {
+      int64_t maxLength = uniform(0, seq.tokens.size());
+      StatusOr<int64_t> hit = manager_->longestCachedPrefix(seq.id, maxLength);
+      if (!hit || *hit > maxLength || *hit % n_ != 0)
+        return "bad prefix hit for a sequence";
+      start = *hit;
+      prefixHits_ += start > 0 && code == StatusCode::Ok;
+    }
+    lastOp_ = "resume at " + std::to_string(start);
+    if (std::string err =
+            expect(code, [&] { return manager_->resume(seq.id, start); });
+        !err.empty())
+      return err;
+    if (code == StatusCode::Ok) {
+      seq.state = State::Idle;
+      seq.computed = start;
+    }
+    return "";
+  }
+
+  std::string fork() {
+    lastOp_ = "fork";
+    if (seqs_.empty() || static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
+      return "";
+    size_t index = uniform(0, seqs_.size() - 1);
+    StatusCode code = seqs_[index].state == State::Idle
+                          ? StatusCode::Ok
+                          : StatusCode::FailedPrecondition;
+    StatusOr<SequenceId> child = SequenceId(0);
+    if (std::string err = expect(code,
+                                 [&] {
+                                   child = manager_->fork(seqs_[index].id);
+                                   return child.status();
+                                 });
+        !err.empty())
+      return err;
+    if (code == StatusCode::Ok) {
+      ModelSeq copy = seqs_[index];
+      copy.id = *child;
+      seqs_.push_back(copy);
+    }
+    return "";
+  }
+
+  std::string finish(size_t index) {
+    lastOp_ = "finish";
+    SequenceId id = seqs_[index].id;
+    if (std::string err =
+            expect(StatusCode::Ok, [&] { return manager_->finish(id); });
+        !err.empty())
+      return err;
+    seqs_.erase(seqs_.begin() + index);
+    finished_.push_back(id);
+    return "";
+  }
+
+  std::string staleIdOperation() {
+    lastOp_ = "stale id";
+    if (finished_.empty())
+      return "";
+    SequenceId id = finished_[uniform(0, finished_.size() - 1)];
+    int32_t token = 1;
+    switch (uniform(0, 4)) {
+    case 0:
+      return expect(StatusCode::NotFound,
+                    [&] { return manager_->schedule(id, 1); });
+    case 1:
+      return expect(StatusCode::NotFound,
+                    [&] { return manager_->commit(id, 1); });
+    case 2:
+      return expect(StatusCode::NotFound,
+                    [&] { return manager_->fork(id).status(); });
+    case 3:
+      return expect(StatusCode::NotFound,
+                    [&] { return manager_->appendTokens(id, &token, 1); });
+    default:
+      return expect(StatusCode::NotFound, [&] { return manager_->finish(id); });
+    }
+  }
+
+  // --- Checks --------------------------------------------------------------
+
+  std::string checkAll() {
+    const BlockPool &pool = manager_->pool();
+    std::vector<int64_t> holders(pool.numBlocks(), 0);
+    std::vector<std::pair<int64_t, size_t>> liveSlots; // (slot, seq)
+    std::vector<int64_t> writtenSlots;
+    int64_t ceilLW = (config_.lookahead + n_ - 1) / n_;
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+      const ModelSeq &seq = seqs_[i];
+      StatusOr<SequenceInfo> found = manager_->sequenceInfo(seq.id);
+      if (!found)
+        return "live sequence lost: " + found.status().toString();
+      const SequenceInfo &info = *found;
+      std::string name = "seq " + std::to_string(i);
+      std::vector<uint64_t> identities = prefixIdentities(seq.tokens);
+      SequenceState want = seq.state == State::Idle ? SequenceState::Idle
+                           : seq.state == State::Scheduled
+                               ? SequenceState::Scheduled
+                               : SequenceState::Preempted;
+      if (info.state != want || info.numComputed != seq.computed ||
+          info.numTokens != static_cast<int64_t>(seq.tokens.size()) ||
+          info.numScheduled != seq.scheduled)
+        return name + " differs from the model";
+
+      // The live window, from the model alone.
+      int64_t c = seq.computed;
+      std::vector<int64_t> positions; // history, then stored positions
+      if (seq.state != State::Preempted)
+        for (int64_t q = std::max<int64_t>(0, c - history()); q < c; ++q)
+          positions.push_back(q);
+      int64_t numHistory = positions.size();
+      if (seq.state == State::Scheduled) {
+        int64_t end = c + seq.scheduled;
+        for (int64_t q = std::max(c, end - history() - config_.lookahead);
+             q < end; ++q)
+          positions.push_back(q);
+      }
+      std::vector<int32_t> logicals;
+      for (int64_t q : positions)
+        if (logicals.empty() || logicals.back() != q / n_)
+          logicals.push_back(static_cast<int32_t>(q / n_));
+      std::sort(logicals.begin(), logicals.end());
+      logicals.erase(std::unique(logicals.begin(), logicals.end()),
+                     logicals.end());
+      if (logicals.size() != info.blocks.size())
+        return name + " holds " + std::to_string(info.blocks.size()) +
+               " blocks, its window spans " + std::to_string(logicals.size());
+      for (size_t k = 0; k < logicals.size(); ++k)
+        if (info.blocks[k].logical != logicals[k])
+          return name + " maps the wrong logical blocks";
+      int64_t held = info.blocks.size() + (info.hasCopy ? 1 : 0);
+      int64_t bound = seq.state == State::Scheduled ? 4 + ceilLW : 2 + ceilLW;
+      if (held > bound)
+        return name + " holds " + std::to_string(held) + " blocks, bound " +
+               std::to_string(bound);
+      if (info.hasCopy && seq.state != State::Scheduled)
+        return name + " has a copy outside a step";
+
+      for (const MappedBlock &block : info.blocks) {
+        if (!pool.isUsable(block.physical))
+          return name + " maps an unusable block";
+        ++holders[block.physical];
+      }
+      if (info.hasCopy)
+        ++holders[info.copy.src];
+      for (size_t k = 0; k < positions.size(); ++k) {
+        int64_t q = positions[k];
+        int32_t block = 0;
+        for (const MappedBlock &mapped : info.blocks)
+          if (mapped.logical == q / n_)
+            block = mapped.physical;
+        int64_t slot = int64_t(block) * n_ + q % n_;
+        if (static_cast<int64_t>(k) < numHistory) {
+          liveSlots.emplace_back(slot, i);
+          // Idle: the history holds this sequence's own values.
+          if (seq.state == State::Idle &&
+              simulator_.value(slot) != identities[q])
+            return name + " history position " + std::to_string(q) +
+                   " holds a wrong value in slot " + std::to_string(slot);
+        } else if (q >= c) {
+          writtenSlots.push_back(slot);
+        }
+      }
+    }
+    std::sort(writtenSlots.begin(), writtenSlots.end());
+    if (std::adjacent_find(writtenSlots.begin(), writtenSlots.end()) !=
+        writtenSlots.end())
+      return "two stored positions share a slot";
+    for (auto [slot, owner] : liveSlots)
+      if (std::binary_search(writtenSlots.begin(), writtenSlots.end(), slot))
+        return "slot " + std::to_string(slot) +
+               " is live history and written by a step";
+    int64_t distinct = 0;
+    for (int32_t block = 1; block < pool.numBlocks(); ++block) {
+      if (holders[block] != pool.refCount(block))
+        return "block " + std::to_string(block) + " has reference count " +
+               std::to_string(pool.refCount(block)) + " and " +
+               std::to_string(holders[block]) + " holders";
+      distinct += holders[block] > 0;
+    }
+    if (distinct + pool.numFreeBlocks() != pool.numUsableBlocks())
+      return "held + free != capacity: a block leaked";
+    if (distinct > pool.numUsableBlocks())
+      return "capacity exceeded";
+    return "";
+  }
+
+  ModelConfig config_;
+  int64_t n_;
+  std::mt19937_64 rng_;
+  OwnedStepBuffers buffers_;
+  StepSimulator simulator_;
+  std::unique_ptr<SequenceManager> manager_;
+  std::unique_ptr<StepBuffers> step_;
+  std::vector<int32_t> bases_[3];
+  std::vector<ModelSeq> seqs_;
+  std::vector<SequenceId> finished_;
+  int64_t op_ = 0;
+  std::string lastOp_;
+  int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
+};
+
+class ModelCheckTest : public ::testing::TestWithParam<ModelConfig> {};
+
+TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
+  ModelChecker checker(GetParam());
+  std::string err = checker.run(opsPerConfig());
+  ASSERT_EQ(err, "") << GetParam();
+  // The run must have exercised the interesting paths.
+  EXPECT_GT(checker.failures(), 100);
+  EXPECT_GT(checker.prefixHits(), 10);
+  EXPECT_GE(checker.calls(), opsPerConfig());
+  std::cout << "[ model    ] " << GetParam() << ": " << checker.calls()
+            << " calls, " << checker.successes() << " succeeded, "
+            << checker.failures() << " failed as predicted, "
+            << checker.prefixHits() << " prefix hits, " << checker.copies()
+            << " copy-on-write copies\n";
+  RecordProperty("successes", std::to_string(checker.successes()));
+  RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
+  RecordProperty("copies", std::to_string(checker.copies()));
+}
+
+// 9 configurations x 12000 calls = 108,000 checked operations per run.
+INSTANTIATE_TEST_SUITE_P(
+    Configs, ModelCheckTest,
+    ::testing::Values(ModelConfig{4, 0, 24, 1}, ModelConfig{4, 3, 24, 2},
+                      ModelConfig{4, 6, 40, 3}, ModelConfig{2, 0, 12, 4},
+                      ModelConfig{2, 3, 20, 5}, ModelConfig{3, 1, 16, 6},
+                      ModelConfig{5, 4, 30, 7}, ModelConfig{4, 1, 10, 8},
+                      ModelConfig{3, 0, 64, 9}),
+    [](const ::testing::TestParamInfo<ModelConfig> &info) {
+      const ModelConfig &c = info.param;
+      return "k" + std::to_string(c.kernel) + "_la" +
+             std::to_string(c.lookahead) + "_blocks" +
+             std::to_string(c.numBlocks) + "_seed" + std::to_string(c.seed);
+    });
+
+} // namespace
