@@ -1,10 +1,15 @@
 //===- inkling-opt.cpp - The mlir-opt of the Inkling project --------------===//
 
+#include "inkling/Conversion/Passes.h"
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -17,8 +22,13 @@ int main(int argc, char **argv) {
   registry.insert<inkling::sconv::SConvDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+  // The lowering's dialects, so that its output parses back.
+  registry.insert<mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect>();
   mlir::registerTransformsPasses();
   inkling::sconv::registerSConvPasses();
+  inkling::registerInklingConversionPasses();
+  inkling::registerPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Inkling sconv optimizer\n", registry));
 }

@@ -37,6 +37,18 @@ func.func @step(%qsl: memref<?xi32>, %nc: memref<?xi32>,
   return %step : !sconv.step
 }
 
+// The optional status buffer of the checked lowering.
+// CHECK-LABEL: func @step_status
+// CHECK: sconv.step query_start_loc %{{.*}} num_computed %{{.*}} block_table %{{.*}} slot_mapping %{{.*}} status %{{.*}} : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+func.func @step_status(%qsl: memref<?xi32>, %nc: memref<?xi32>,
+                       %bt: memref<?x?xi32>, %slots: memref<?xi64>,
+                       %status: memref<5xi64>) -> !sconv.step {
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+  return %step : !sconv.step
+}
+
 // CHECK-LABEL: func @insert
 // CHECK: sconv.insert %{{.*}} into %{{.*}}[k] layout #[[LAYOUT]] step %{{.*}} : memref<?x8x128xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
 // CHECK: sconv.insert %{{.*}} into %{{.*}}[mlp] layout #[[LAYOUT]] step %{{.*}} : memref<?x4096xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>

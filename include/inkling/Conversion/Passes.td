@@ -1,0 +1,67 @@
+//===- Passes.td - Inkling conversion passes -------------------*- tablegen -*-===//
+
+#ifndef INKLING_CONVERSION_PASSES_TD
+#define INKLING_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
+  let summary = "Lower sconv ops to scf.parallel + vector + memref + arith loops";
+  let description = [{
+    Lowers `sconv.bind`, `sconv.insert` and `sconv.conv` to loop nests that
+    run on the CPU and map to GPU blocks and threads later (DESIGN section
+    5): an outer `scf.parallel` over (token, head) and an inner `scf.parallel`
+    over 16-byte chunks (8 bf16 channels) of the stream's width.
+
+    - `sconv.bind` becomes `memref.view` of the byte buffer plus
+      `memref.reinterpret_cast` to `[num_blocks, H, N, D]` with the op's
+      strides (`num_blocks = buffer bytes / page_bytes`).
+    - `sconv.insert`: tokens with `slot_mapping[t] < 0` are skipped; the row
+      is `cache[slot / N, h, slot % N, offset + c]`.
+    - `sconv.conv`: DESIGN section 4's taps (zero below position 0, the
+      step's input at or above `num_computed[b]`, else the cache through the
+      block table), `math.fma` in f32 in ascending tap order starting from
+      the bias (or 0), then the activation, the residual add, and one
+      `arith.truncf` to bf16.
+    - `sconv.step` carries no computation: it is erased once unused. An
+      insert or conv whose step is not produced by a visible `sconv.step`
+      (e.g. a block argument) is reported as an error.
+
+    Every cache access indexes the cache memref, so it goes through the
+    memref's block stride (possibly a padded page), never through H*N*D.
+    Channels move as `vector<8xbf16>`; a stream whose width is not a
+    multiple of 8 gets a scalar tail loop in its last chunk.
+
+    Alignment contract: the base (aligned pointer) of every memref operand
+    is 16-byte aligned. Under that contract a vector access carries
+    `{alignment = 16}` when its element offset is provably a multiple of 8
+    from the static strides and offsets of the memref type (for the cache,
+    also looking through `memref.cast` to a statically strided source such
+    as `sconv.bind`); otherwise it is emitted without an alignment (still a
+    vector access, unaligned).
+
+    With `checked`, slot ids (`-1 <= slot`, `slot / N < num_blocks`) and the
+    block ids read from the block table (`0 <= id < num_blocks`, logical
+    block within the table) are guarded: an offending access is skipped (a
+    history tap reads 0) and reported. When the step has a `status` buffer,
+    the report goes there (`[0]` += 1 per rejected token or tap; the first
+    one's kind, token, value and limit in `[1..4]`) and the host process
+    continues; without one, a `cf.assert` stops the program with a message.
+  }];
+  let options = [
+    Option<"checked", "checked", "bool", /*default=*/"false",
+           "Guard slot and block ids against the cache size and report "
+           "out-of-range ids at run time instead of accessing memory out of "
+           "bounds">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+#endif // INKLING_CONVERSION_PASSES_TD

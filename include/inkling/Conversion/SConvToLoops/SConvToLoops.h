@@ -1,0 +1,32 @@
+//===- SConvToLoops.h - sconv to scf/vector/memref loops --------*- C++ -*-===//
+//
+// The loop-level lowering of the sconv dialect (DESIGN section 5): one loop
+// nest per op, shared by the CPU and GPU backends.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_CONVERSION_SCONVTOLOOPS_SCONVTOLOOPS_H
+#define INKLING_CONVERSION_SCONVTOLOOPS_SCONVTOLOOPS_H
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace inkling {
+
+struct SConvToLoopsOptions {
+  /// Guard slot and block ids against the cache size at run time (see the
+  /// `sconv-lower-to-loops` pass description).
+  bool checked = false;
+};
+
+/// Patterns lowering `sconv.bind`, `sconv.insert` and `sconv.conv` to
+/// `scf.parallel` + `vector` + `memref` + `arith` + `math`, and erasing
+/// unused `sconv.step` ops. An insert or conv whose step is not produced by
+/// a visible `sconv.step` does not match.
+void populateSConvToLoopsPatterns(mlir::RewritePatternSet &patterns,
+                                  const SConvToLoopsOptions &options = {});
+
+} // namespace inkling
+
+#endif // INKLING_CONVERSION_SCONVTOLOOPS_SCONVTOLOOPS_H
