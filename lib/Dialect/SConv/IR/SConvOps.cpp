@@ -35,6 +35,30 @@ static void printStreamRef(OpAsmPrinter &printer, Operation *,
   printer << stringifyStream(stream.getValue());
 }
 
+/// `activation silu`, or nothing for the default (none).
+static ParseResult parseOptionalActivation(OpAsmParser &parser,
+                                           ActivationAttr &activation) {
+  if (failed(parser.parseOptionalKeyword("activation")))
+    return success();
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<Activation> value = symbolizeActivation(keyword);
+  if (!value)
+    return parser.emitError(loc)
+           << "expected an activation (none or silu), found '" << keyword
+           << "'";
+  activation = ActivationAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printOptionalActivation(OpAsmPrinter &printer, Operation *,
+                                    ActivationAttr activation) {
+  if (activation && activation.getValue() != Activation::None)
+    printer << " activation " << stringifyActivation(activation.getValue());
+}
+
 /// `k, v, attn` as bare keywords.
 static ParseResult parseStreamList(OpAsmParser &parser, ArrayAttr &streams) {
   SmallVector<Attribute> list;

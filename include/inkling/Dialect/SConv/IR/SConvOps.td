@@ -203,7 +203,7 @@ def SConv_ConvOp : SConv_StepCacheAccessOp<"conv"> {
   let assemblyFormat = [{
     $x `,` $weights (`bias` $bias^)? `history` $cache `[` custom<StreamRef>($stream) `]`
     `layout` $layout `step` $step `into` $out
-    (`activation` $activation^)? attr-dict
+    `` custom<OptionalActivation>($activation) attr-dict
     `:` type($x) `,` type($weights) `,` type($cache) (`,` type($bias)^)?
     `->` type($out)
   }];
@@ -301,7 +301,7 @@ def SConv_FusedConvOp : SConv_StepCacheAccessOp<"fused_conv", [
     $inputs `weights` $weights (`biases` $biases^)?
     `history` $cache `[` custom<StreamList>($streams) `]`
     `layout` $layout `step` $step `into` $outs
-    (`and_insert` $insert^)? (`activation` $activation^)? attr-dict
+    (`and_insert` $insert^)? `` custom<OptionalActivation>($activation) attr-dict
     `:` type($cache) `,` `(` type($inputs) `)` `,` `(` type($weights) `)`
     (`,` `(` type($biases)^ `)`)? `->` `(` type($outs) `)`
   }];

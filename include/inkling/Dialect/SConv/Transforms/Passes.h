@@ -13,6 +13,30 @@ namespace inkling::sconv {
 #define GEN_PASS_REGISTRATION
 #include "inkling/Dialect/SConv/Transforms/Passes.h.inc"
 
+/// How a layer's per-stream inserts and convs are fused.
+enum class FusionStrategy {
+  /// Each insert folds into the conv reading the same input, and the convs
+  /// of one step fuse: a decoder layer is one loop nest per group of convs
+  /// that are ready together (3 for K+V / ATTN / MLP). The default: fewest
+  /// launches, and x is read once for both the conv and the insert.
+  ConvInsert,
+  /// Inserts are deferred and packed into one write of the whole head row;
+  /// convs fuse separately. One more launch per layer, but the packed
+  /// insert moves whole rows.
+  PackedInserts,
+  /// No fusion: one loop nest per op.
+  None,
+};
+
+/// Parses "conv-insert", "packed-inserts" or "none".
+std::optional<FusionStrategy> parseFusionStrategy(llvm::StringRef name);
+
+/// Adds the fusion passes of `strategy` (nested on every function-like op).
+void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy);
+
+/// Registers `sconv-fuse{strategy=...}`.
+void registerFusionPipeline();
+
 } // namespace inkling::sconv
 
 #endif // INKLING_DIALECT_SCONV_TRANSFORMS_PASSES_H

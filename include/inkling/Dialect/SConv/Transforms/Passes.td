@@ -20,4 +20,64 @@ def SConvPrintLayouts : Pass<"sconv-print-layouts"> {
   }];
 }
 
+def SConvDeferInserts : Pass<"sconv-defer-inserts"> {
+  let summary = "Move each cache insert to the latest point where it is legal";
+  let description = [{
+    Moves every `sconv.insert` / `sconv.insert_packed` later in its block,
+    past ops it provably commutes with, up to the first op it does not (or
+    the terminator, or another insert on the same cache, whose order is
+    kept). An insert commutes with a conv of the same step, cache and layout
+    because the conv reads only positions below `num_computed` and the insert
+    writes only positions at or above it; with anything else it commutes only
+    if their memory effects do not conflict (alias analysis, with
+    `llvm.noalias` function arguments known distinct). An op with unknown
+    effects (a call, an op without a memory-effect interface), a write to the
+    insert's input or the step's metadata, or another step's access to the
+    same cache stops the motion.
+
+    After this pass the inserts of a layer sit together, ready for
+    `sconv-fuse-inserts`.
+  }];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
+def SConvFuseInserts : Pass<"sconv-fuse-inserts"> {
+  let summary = "Fuse adjacent inserts of distinct streams into one packed insert";
+  let description = [{
+    Replaces each maximal run of adjacent inserts (`sconv.insert` or
+    `sconv.insert_packed`) into the same cache with the same step and layout
+    and pairwise distinct streams by one `sconv.insert_packed`, its streams
+    in head-row order. With all four streams the result writes the whole row
+    `[0, raw)` of each (token, head) in one pass. Inserts of the same stream
+    twice, of different steps (slots), caches or layouts are not fused.
+  }];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
+def SConvFuseConvInsert : Pass<"sconv-fuse-conv-insert"> {
+  let summary = "Fold an insert into the conv that reads the same input";
+  let description = [{
+    A `sconv.insert` and a `sconv.conv` of the same input, stream, step,
+    cache and layout become one `sconv.fused_conv ... and_insert` at the
+    conv's place, which reads the input once. Legal when the insert commutes
+    with every op between the two (see `sconv-defer-inserts`).
+  }];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
+def SConvFuseConvs : Pass<"sconv-fuse-convs"> {
+  let summary = "Fuse convs of distinct streams of one step into one loop nest";
+  let description = [{
+    Convs (`sconv.conv`, `sconv.fused_conv`) over the same cache with the
+    same step, layout, residual, activation, bias presence and insert flag,
+    on distinct streams, become one `sconv.fused_conv` - one loop nest, one
+    launch - when the later one can move up to the earlier one: it commutes
+    with every op in between and with the earlier conv itself (so a conv
+    that reads another's output is never fused with it), and its operands are
+    defined above. K and V, both produced by the QKV projection, fuse this
+    way; ATTN and MLP convs, separated by attention and the MLP, do not.
+  }];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
 #endif // INKLING_DIALECT_SCONV_TRANSFORMS_PASSES_TD
