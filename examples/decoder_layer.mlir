@@ -6,6 +6,9 @@
 // stream (residual on, no bias, no activation, as the reference model) and
 // stores the step's tokens into the packed cache for later steps.
 //
+// The arguments are distinct engine buffers (`llvm.noalias`): that is what
+// lets the fusion passes prove an insert commutes with the convs.
+//
 //   inkling-opt examples/decoder_layer.mlir --sconv-print-layouts -o /dev/null
 
 #layout = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
@@ -13,15 +16,15 @@
 !cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
 
 func.func @decoder_layer(
-    %buffer: memref<?xi8>,
-    %qsl: memref<?xi32>, %num_computed: memref<?xi32>,
-    %block_table: memref<?x?xi32>, %slots: memref<?xi64>,
-    %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
-    %attn: memref<?x4096xbf16>, %mlp: memref<?x4096xbf16>,
-    %wk: memref<1024x4xbf16>, %wv: memref<1024x4xbf16>,
-    %wattn: memref<4096x4xbf16>, %wmlp: memref<4096x4xbf16>,
-    %yk: memref<?x8x128xbf16>, %yv: memref<?x8x128xbf16>,
-    %yattn: memref<?x4096xbf16>, %ymlp: memref<?x4096xbf16>) {
+    %buffer: memref<?xi8> {llvm.noalias},
+    %qsl: memref<?xi32> {llvm.noalias}, %num_computed: memref<?xi32> {llvm.noalias},
+    %block_table: memref<?x?xi32> {llvm.noalias}, %slots: memref<?xi64> {llvm.noalias},
+    %k: memref<?x8x128xbf16> {llvm.noalias}, %v: memref<?x8x128xbf16> {llvm.noalias},
+    %attn: memref<?x4096xbf16> {llvm.noalias}, %mlp: memref<?x4096xbf16> {llvm.noalias},
+    %wk: memref<1024x4xbf16> {llvm.noalias}, %wv: memref<1024x4xbf16> {llvm.noalias},
+    %wattn: memref<4096x4xbf16> {llvm.noalias}, %wmlp: memref<4096x4xbf16> {llvm.noalias},
+    %yk: memref<?x8x128xbf16> {llvm.noalias}, %yv: memref<?x8x128xbf16> {llvm.noalias},
+    %yattn: memref<?x4096xbf16> {llvm.noalias}, %ymlp: memref<?x4096xbf16> {llvm.noalias}) {
   %cache = sconv.bind %buffer layout #layout page_bytes 131072
       : memref<?xi8> -> !cache
   %step = sconv.step query_start_loc %qsl num_computed %num_computed
