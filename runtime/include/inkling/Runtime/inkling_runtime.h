@@ -1,0 +1,298 @@
+/*===- inkling_runtime.h - C API of the Inkling sconv runtime -----*- C -*-===*\
+|*                                                                            *|
+|* Paged block tables for the sconv conv-state cache, for embedding in a      *|
+|* serving engine (through ctypes, cffi or a binding).                        *|
+|*                                                                            *|
+|* Conventions                                                                *|
+|*  - Every fallible call returns an inkling_status_t (the numbers of the C++ *|
+|*    StatusCode); INKLING_OK is 0. Nothing aborts on bad input. *|
+|*  - A manager keeps the message of its last failed call:                    *|
+|*    inkling_manager_last_error(). Calls without a manager take a caller-    *|
+|*    owned `error` buffer (may be NULL) and write a NUL-terminated message,  *|
+|*    truncated to `error_capacity` bytes.                                    *|
+|*  - A failed call changes nothing (also no output parameter).               *|
+|*  - Handles are opaque. Output arrays are owned by the caller.              *|
+|*  - Thread-compatible: distinct handles may be used from distinct threads   *|
+|*    at once; one handle needs external synchronization. No global state.   *|
+|*  - Sequence ids are positive int64 values; ids of finished sequences are  *|
+|*    never reused (they are reported as INKLING_NOT_FOUND).                  *|
+|*  - Step metadata dtypes: query_start_loc and num_computed int32,           *|
+|*    block_table int32 (0 = the null block), slot_mapping int64 (-1 = do not *|
+|*    store), block_copies int32 pairs (src, dst).                            *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef INKLING_RUNTIME_INKLING_RUNTIME_H
+#define INKLING_RUNTIME_INKLING_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define INKLING_API __declspec(dllexport)
+#else
+#define INKLING_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INKLING_RUNTIME_API_VERSION 1
+
+typedef int32_t inkling_status_t;
+enum {
+  INKLING_OK = 0,
+  INKLING_INVALID_ARGUMENT = 1,
+  INKLING_OUT_OF_BLOCKS = 2,
+  INKLING_NOT_FOUND = 3,
+  INKLING_FAILED_PRECONDITION = 4,
+  INKLING_OUT_OF_RANGE = 5,
+  INKLING_UNAVAILABLE = 6,
+  INKLING_INTERNAL = 7
+};
+
+/* Sequence states (inkling_sequence_info_t.state). */
+enum {
+  INKLING_SEQUENCE_IDLE = 0,
+  INKLING_SEQUENCE_SCHEDULED = 1,
+  INKLING_SEQUENCE_PREEMPTED = 2
+};
+
+/* Page adjustments (inkling_unified_spec_t.adjustment). */
+enum {
+  INKLING_PAGE_UNCHANGED = 0,
+  INKLING_PAGE_SCALED_BLOCK_SIZE = 1,
+  INKLING_PAGE_PADDED = 2
+};
+
+typedef struct inkling_manager inkling_manager_t;
+typedef struct inkling_step_buffers inkling_step_buffers_t;
+
+/* ---- Layout -------------------------------------------------------------- */
+
+typedef struct {
+  int64_t kv_heads;
+  int64_t head_dim;
+  int64_t hidden;
+  int64_t kernel;
+  int64_t tp;
+  const char *element_type; /* NULL means "bf16", the only supported type */
+} inkling_layout_config_t;
+
+/* Stream order: 0 k, 1 v, 2 attn, 3 mlp. */
+typedef struct {
+  int64_t heads_per_rank;
+  int64_t hidden_per_head;
+  int64_t raw_width;
+  int64_t head_size;
+  int64_t block_size;
+  int64_t sliding_window;
+  int64_t element_bytes;
+  int64_t page_bytes;
+  int64_t stream_offset[4];
+  int64_t stream_width[4];
+} inkling_layout_t;
+
+INKLING_API int32_t inkling_runtime_api_version(void);
+/* "ok", "invalid argument", ...; "unknown" for other numbers. */
+INKLING_API const char *inkling_status_name(inkling_status_t status);
+
+INKLING_API inkling_status_t inkling_layout_derive(
+    const inkling_layout_config_t *config, inkling_layout_t *out, char *error,
+    size_t error_capacity);
+
+/* ---- Manager: one group of sconv layers ---------------------------------- */
+
+typedef struct {
+  inkling_layout_config_t layout;
+  int64_t num_blocks; /* including the null block 0 */
+  int64_t lookahead;  /* max rejected speculative tokens per step */
+  int32_t enable_prefix_caching;
+  uint64_t prefix_seed; /* root of the hash chains; 0 means the default */
+} inkling_manager_config_t;
+
+INKLING_API inkling_status_t inkling_manager_create(
+    const inkling_manager_config_t *config, inkling_manager_t **out,
+    char *error, size_t error_capacity);
+INKLING_API void inkling_manager_destroy(inkling_manager_t *manager);
+/* The message of the last failed call on `manager` ("" if none); valid until
+   the next call on it. */
+INKLING_API const char *
+inkling_manager_last_error(const inkling_manager_t *manager);
+
+typedef struct {
+  int64_t num_blocks;      /* including the null block */
+  int64_t num_free_blocks; /* free, cached or not */
+  int64_t num_held_blocks;
+  int64_t num_cached_blocks; /* entries of the prefix cache */
+  int64_t num_sequences;
+  int64_t block_size;
+  int64_t lookahead;
+  int64_t max_blocks_per_sequence; /* during a step: a block_table row's
+                                      live entries */
+  int64_t max_blocks_between_steps;
+} inkling_manager_stats_t;
+
+INKLING_API inkling_status_t
+inkling_manager_stats(inkling_manager_t *manager, inkling_manager_stats_t *out);
+/* Cross-checks the whole state; INKLING_INTERNAL on a violation. */
+INKLING_API inkling_status_t
+inkling_manager_check_invariants(inkling_manager_t *manager);
+
+/* ---- Sequences ------------------------------------------------------------
+ */
+
+/* start_position: 0, or a prefix hit from inkling_longest_cached_prefix. */
+INKLING_API inkling_status_t inkling_add_sequence(inkling_manager_t *manager,
+                                                  const int32_t *tokens,
+                                                  int64_t num_tokens,
+                                                  int64_t start_position,
+                                                  int64_t *out_sequence);
+INKLING_API inkling_status_t inkling_append_tokens(inkling_manager_t *manager,
+                                                   int64_t sequence,
+                                                   const int32_t *tokens,
+                                                   int64_t num_tokens);
+INKLING_API inkling_status_t inkling_schedule(inkling_manager_t *manager,
+                                              int64_t sequence,
+                                              int64_t num_tokens);
+/* Accepts num_accepted of the scheduled tokens after appending `tokens`
+   (accepted drafts, then the sampled token; may be NULL if 0). */
+INKLING_API inkling_status_t inkling_commit(inkling_manager_t *manager,
+                                            int64_t sequence,
+                                            int64_t num_accepted,
+                                            const int32_t *tokens,
+                                            int64_t num_tokens);
+INKLING_API inkling_status_t inkling_preempt(inkling_manager_t *manager,
+                                             int64_t sequence);
+INKLING_API inkling_status_t inkling_resume(inkling_manager_t *manager,
+                                            int64_t sequence,
+                                            int64_t start_position);
+INKLING_API inkling_status_t inkling_finish(inkling_manager_t *manager,
+                                            int64_t sequence);
+INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
+                                          int64_t parent, int64_t *out_child);
+
+/* Largest p <= min(max_length, num_tokens), a multiple of the block size,
+   at which a new sequence with these tokens can start (0: none). */
+INKLING_API inkling_status_t inkling_longest_cached_prefix(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t max_length, int64_t *out_length);
+/* The same over a sequence's own known tokens (e.g. to resume it). */
+INKLING_API inkling_status_t inkling_sequence_longest_cached_prefix(
+    inkling_manager_t *manager, int64_t sequence, int64_t max_length,
+    int64_t *out_length);
+
+typedef struct {
+  int32_t state; /* INKLING_SEQUENCE_* */
+  int64_t num_computed;
+  int64_t num_tokens;
+  int64_t num_scheduled;
+  int64_t num_blocks; /* held blocks (window) */
+} inkling_sequence_info_t;
+
+INKLING_API inkling_status_t inkling_sequence_info(
+    inkling_manager_t *manager, int64_t sequence, inkling_sequence_info_t *out);
+
+/* ---- Steps ------------------------------------------------------------------
+ */
+
+/* Caller-owned buffers; they must outlive the step buffers handle, and only
+   the runtime writes them while it exists (it updates them in place). */
+typedef struct {
+  int32_t *query_start_loc; /* [max_rows + 1] */
+  int32_t *num_computed;    /* [max_rows] */
+  int32_t *block_table;     /* [max_rows * num_cols], row-major */
+  int64_t *slot_mapping;    /* [max_tokens] */
+  int32_t *block_copies;    /* [max_copies * 2]; may be NULL if 0 */
+  int64_t max_rows;
+  int64_t num_cols;
+  int64_t max_tokens;
+  int64_t max_copies;
+} inkling_step_buffer_spec_t;
+
+typedef struct {
+  int64_t num_sequences;
+  int64_t num_rows;
+  int64_t num_tokens;
+  int64_t num_padded_tokens;
+  int64_t num_copies;
+} inkling_step_info_t;
+
+INKLING_API inkling_status_t inkling_step_buffers_create(
+    inkling_manager_t *manager, const inkling_step_buffer_spec_t *spec,
+    inkling_step_buffers_t **out);
+INKLING_API void inkling_step_buffers_destroy(inkling_step_buffers_t *buffers);
+
+/* Writes the metadata of the scheduled sequences `sequences` (row b =
+   sequences[b]). num_rows >= num_sequences pads the batch (0: none);
+   num_padded_tokens >= the step's tokens pads slot_mapping with -1 (0:
+   none). Run the block copies (whole pages, every layer of the group)
+   before the step's kernels. */
+INKLING_API inkling_status_t inkling_build_step(
+    inkling_manager_t *manager, inkling_step_buffers_t *buffers,
+    const int64_t *sequences, int64_t num_sequences, int64_t num_rows,
+    int64_t num_padded_tokens, inkling_step_info_t *out);
+
+/* ---- Page-size unification
+ * ---------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  int64_t block_size;
+  int64_t page_bytes;
+  int32_t reads_through_block_stride;
+  int32_t fixed_block_size;
+  int64_t stride_alignment; /* bytes; a padded stride is a multiple */
+} inkling_cache_spec_t;
+
+typedef struct {
+  int64_t block_size; /* after scaling */
+  int64_t page_bytes; /* bytes used per block */
+  int64_t block_stride_bytes;
+  int32_t adjustment; /* INKLING_PAGE_* */
+  int64_t scale;
+} inkling_unified_spec_t;
+
+/* The sconv cache of a layout (`name` must outlive the spec's use). */
+INKLING_API inkling_status_t inkling_cache_spec_sconv(
+    const inkling_layout_config_t *config, const char *name,
+    inkling_cache_spec_t *out, char *error, size_t error_capacity);
+INKLING_API inkling_status_t inkling_cache_spec_attention(
+    const char *name, int64_t block_size, int64_t num_kv_heads,
+    int64_t head_size, int64_t dtype_bytes, int32_t reads_through_block_stride,
+    int64_t tensors_per_page, inkling_cache_spec_t *out, char *error,
+    size_t error_capacity);
+/* out[i] for specs[i]; out_page_bytes: the unified page size. */
+INKLING_API inkling_status_t
+inkling_unify_page_sizes(const inkling_cache_spec_t *specs, int64_t num_specs,
+                         inkling_unified_spec_t *out, int64_t *out_page_bytes,
+                         char *error, size_t error_capacity);
+
+/* ---- Tensor parallelism
+ * --------------------------------------------------------- */
+
+typedef struct {
+  int64_t rank;
+  int64_t tp;
+  int64_t head_begin;
+  int64_t head_end;
+  int64_t hidden_begin;
+  int64_t hidden_end;
+  inkling_layout_t layout;
+} inkling_rank_layout_t;
+
+/* Fills out[0, config->tp); capacity must be >= tp. */
+INKLING_API inkling_status_t inkling_rank_layouts(
+    const inkling_layout_config_t *config, inkling_rank_layout_t *out,
+    int64_t capacity, char *error, size_t error_capacity);
+/* Checks that `ranks` tile the unsharded layout of `config` exactly. */
+INKLING_API inkling_status_t inkling_check_rank_tiling(
+    const inkling_layout_config_t *config, const inkling_rank_layout_t *ranks,
+    int64_t num_ranks, char *error, size_t error_capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INKLING_RUNTIME_INKLING_RUNTIME_H */

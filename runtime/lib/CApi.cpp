@@ -1,0 +1,574 @@
+//===- CApi.cpp - C API of the Inkling sconv runtime ----------------------===//
+//
+// Thin wrappers: convert C structs, call the C++ API, turn Status into a
+// code plus a message. No C++ exception crosses the boundary (allocation
+// failures become INKLING_INTERNAL).
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Runtime/inkling_runtime.h"
+
+#include "inkling/Runtime/PageUnification.h"
+#include "inkling/Runtime/SequenceManager.h"
+#include "inkling/Runtime/TensorParallel.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+using namespace inkling;
+
+struct inkling_manager {
+  std::unique_ptr<SequenceManager> manager;
+  std::string lastError;
+};
+
+struct inkling_step_buffers {
+  inkling_manager *owner = nullptr;
+  std::unique_ptr<StepBuffers> buffers;
+};
+
+namespace {
+
+static_assert(INKLING_OK == int(StatusCode::Ok) &&
+                  INKLING_INVALID_ARGUMENT ==
+                      int(StatusCode::InvalidArgument) &&
+                  INKLING_OUT_OF_BLOCKS == int(StatusCode::OutOfBlocks) &&
+                  INKLING_NOT_FOUND == int(StatusCode::NotFound) &&
+                  INKLING_FAILED_PRECONDITION ==
+                      int(StatusCode::FailedPrecondition) &&
+                  INKLING_OUT_OF_RANGE == int(StatusCode::OutOfRange) &&
+                  INKLING_UNAVAILABLE == int(StatusCode::Unavailable) &&
+                  INKLING_INTERNAL == int(StatusCode::Internal),
+              "C status codes must equal StatusCode");
+
+void writeError(char *error, size_t capacity, const std::string &message) {
+  if (!error || capacity == 0)
+    return;
+  size_t length = std::min(message.size(), capacity - 1);
+  std::memcpy(error, message.data(), length);
+  error[length] = '\0';
+}
+
+/// Reports `status` into a caller buffer; returns its code.
+inkling_status_t report(const Status &status, char *error, size_t capacity) {
+  writeError(error, capacity, status.isOk() ? "" : status.message());
+  return static_cast<inkling_status_t>(status.code());
+}
+
+/// Reports `status` into the manager's last error; returns its code.
+inkling_status_t report(inkling_manager *m, const Status &status) {
+  if (!status.isOk())
+    m->lastError = status.message();
+  return static_cast<inkling_status_t>(status.code());
+}
+
+/// Runs `body` (returning a Status) on a valid manager, catching
+/// allocation failures.
+template <typename Body>
+inkling_status_t withManager(inkling_manager *m, Body &&body) {
+  if (!m || !m->manager)
+    return INKLING_INVALID_ARGUMENT;
+  try {
+    return report(m, body(*m->manager));
+  } catch (const std::bad_alloc &) {
+    return report(m, Status(StatusCode::Internal, "out of memory"));
+  } catch (...) {
+    return report(m, Status(StatusCode::Internal, "unexpected C++ exception"));
+  }
+}
+
+template <typename Body>
+inkling_status_t guarded(char *error, size_t capacity, Body &&body) {
+  try {
+    return report(body(), error, capacity);
+  } catch (const std::bad_alloc &) {
+    return report(Status(StatusCode::Internal, "out of memory"), error,
+                  capacity);
+  } catch (...) {
+    return report(Status(StatusCode::Internal, "unexpected C++ exception"),
+                  error, capacity);
+  }
+}
+
+Status nullArgument(const char *name) {
+  return invalidArgument(std::string(name) + " is NULL");
+}
+
+StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config) {
+  if (!config)
+    return nullArgument("layout config");
+  LayoutConfig result;
+  result.kvHeads = config->kv_heads;
+  result.headDim = config->head_dim;
+  result.hidden = config->hidden;
+  result.kernel = config->kernel;
+  result.tp = config->tp;
+  if (config->element_type)
+    result.elementType = config->element_type;
+  return result;
+}
+
+void toC(const Layout &layout, inkling_layout_t &out) {
+  out.heads_per_rank = layout.headsPerRank;
+  out.hidden_per_head = layout.hiddenPerHead;
+  out.raw_width = layout.rawWidth;
+  out.head_size = layout.headSize;
+  out.block_size = layout.blockSize;
+  out.sliding_window = layout.slidingWindow;
+  out.element_bytes = layout.elementBytes;
+  out.page_bytes = layout.pageBytes();
+  for (int s = 0; s < kNumStreams; ++s) {
+    out.stream_offset[s] = layout.streams[s].offset;
+    out.stream_width[s] = layout.streams[s].width;
+  }
+}
+
+/// The C++ layout a caller's C struct describes (derived, then overwritten
+/// with the struct's values, so a doctored struct is checked as given).
+Layout fromC(const LayoutConfig &config, const inkling_layout_t &in) {
+  Layout layout;
+  layout.config = config;
+  layout.headsPerRank = in.heads_per_rank;
+  layout.hiddenPerHead = in.hidden_per_head;
+  layout.rawWidth = in.raw_width;
+  layout.headSize = in.head_size;
+  layout.blockSize = in.block_size;
+  layout.slidingWindow = in.sliding_window;
+  layout.elementBytes = in.element_bytes;
+  for (int s = 0; s < kNumStreams; ++s)
+    layout.streams[s] = StreamRange{in.stream_offset[s], in.stream_width[s]};
+  return layout;
+}
+
+void toC(const CacheSpec &spec, const char *name, inkling_cache_spec_t &out) {
+  out.name = name;
+  out.block_size = spec.blockSize;
+  out.page_bytes = spec.pageBytes;
+  out.reads_through_block_stride = spec.readsThroughBlockStride;
+  out.fixed_block_size = spec.fixedBlockSize;
+  out.stride_alignment = spec.strideAlignment;
+}
+
+} // namespace
+
+extern "C" {
+
+int32_t inkling_runtime_api_version(void) {
+  return INKLING_RUNTIME_API_VERSION;
+}
+
+const char *inkling_status_name(inkling_status_t status) {
+  if (status < INKLING_OK || status > INKLING_INTERNAL)
+    return "unknown";
+  return statusCodeName(static_cast<StatusCode>(status));
+}
+
+inkling_status_t inkling_layout_derive(const inkling_layout_config_t *config,
+                                       inkling_layout_t *out, char *error,
+                                       size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    StatusOr<LayoutConfig> c = toConfig(config);
+    if (!c)
+      return c.status();
+    if (!out)
+      return nullArgument("output layout");
+    StatusOr<Layout> layout = Layout::derive(*c);
+    if (!layout)
+      return layout.status();
+    toC(*layout, *out);
+    return Status::ok();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Manager
+//===----------------------------------------------------------------------===//
+
+inkling_status_t inkling_manager_create(const inkling_manager_config_t *config,
+                                        inkling_manager_t **out, char *error,
+                                        size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    if (!config)
+      return nullArgument("manager config");
+    if (!out)
+      return nullArgument("output manager pointer");
+    StatusOr<LayoutConfig> c = toConfig(&config->layout);
+    if (!c)
+      return c.status();
+    StatusOr<Layout> layout = Layout::derive(*c);
+    if (!layout)
+      return layout.status();
+    SequenceManagerConfig managerConfig;
+    managerConfig.layout = *layout;
+    managerConfig.numBlocks = config->num_blocks;
+    managerConfig.lookahead = config->lookahead;
+    managerConfig.enablePrefixCaching = config->enable_prefix_caching != 0;
+    if (config->prefix_seed != 0)
+      managerConfig.prefixSeed = config->prefix_seed;
+    StatusOr<std::unique_ptr<SequenceManager>> manager =
+        SequenceManager::create(managerConfig);
+    if (!manager)
+      return manager.status();
+    auto handle = std::make_unique<inkling_manager>();
+    handle->manager = std::move(*manager);
+    *out = handle.release();
+    return Status::ok();
+  });
+}
+
+void inkling_manager_destroy(inkling_manager_t *manager) { delete manager; }
+
+const char *inkling_manager_last_error(const inkling_manager_t *manager) {
+  return manager ? manager->lastError.c_str() : "manager is NULL";
+}
+
+inkling_status_t inkling_manager_stats(inkling_manager_t *manager,
+                                       inkling_manager_stats_t *out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out)
+      return nullArgument("output stats");
+    out->num_blocks = m.pool().numBlocks();
+    out->num_free_blocks = m.pool().numFreeBlocks();
+    out->num_held_blocks = m.pool().numHeldBlocks();
+    out->num_cached_blocks = m.prefixCache().size();
+    out->num_sequences = m.numSequences();
+    out->block_size = m.blockSize();
+    out->lookahead = m.lookahead();
+    out->max_blocks_per_sequence = m.maxBlocksPerSequence();
+    out->max_blocks_between_steps = m.maxBlocksBetweenSteps();
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_manager_check_invariants(inkling_manager_t *manager) {
+  return withManager(manager,
+                     [&](SequenceManager &m) { return m.checkInvariants(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Sequences
+//===----------------------------------------------------------------------===//
+
+inkling_status_t inkling_add_sequence(inkling_manager_t *manager,
+                                      const int32_t *tokens, int64_t num_tokens,
+                                      int64_t start_position,
+                                      int64_t *out_sequence) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_sequence)
+      return nullArgument("output sequence id");
+    StatusOr<SequenceId> id = m.addSequence(tokens, num_tokens, start_position);
+    if (!id)
+      return id.status();
+    *out_sequence = *id;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_append_tokens(inkling_manager_t *manager,
+                                       int64_t sequence, const int32_t *tokens,
+                                       int64_t num_tokens) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.appendTokens(sequence, tokens, num_tokens);
+  });
+}
+
+inkling_status_t inkling_schedule(inkling_manager_t *manager, int64_t sequence,
+                                  int64_t num_tokens) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.schedule(sequence, num_tokens);
+  });
+}
+
+inkling_status_t inkling_commit(inkling_manager_t *manager, int64_t sequence,
+                                int64_t num_accepted, const int32_t *tokens,
+                                int64_t num_tokens) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.commit(sequence, num_accepted, tokens, num_tokens);
+  });
+}
+
+inkling_status_t inkling_preempt(inkling_manager_t *manager, int64_t sequence) {
+  return withManager(manager,
+                     [&](SequenceManager &m) { return m.preempt(sequence); });
+}
+
+inkling_status_t inkling_resume(inkling_manager_t *manager, int64_t sequence,
+                                int64_t start_position) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.resume(sequence, start_position);
+  });
+}
+
+inkling_status_t inkling_finish(inkling_manager_t *manager, int64_t sequence) {
+  return withManager(manager,
+                     [&](SequenceManager &m) { return m.finish(sequence); });
+}
+
+inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
+                              int64_t *out_child) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_child)
+      return nullArgument("output child id");
+    StatusOr<SequenceId> child = m.fork(parent);
+    if (!child)
+      return child.status();
+    *out_child = *child;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
+                                               const int32_t *tokens,
+                                               int64_t num_tokens,
+                                               int64_t max_length,
+                                               int64_t *out_length) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_length)
+      return nullArgument("output length");
+    StatusOr<int64_t> hit =
+        m.longestCachedPrefix(tokens, num_tokens, max_length);
+    if (!hit)
+      return hit.status();
+    *out_length = *hit;
+    return Status::ok();
+  });
+}
+
+inkling_status_t
+inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
+                                       int64_t sequence, int64_t max_length,
+                                       int64_t *out_length) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_length)
+      return nullArgument("output length");
+    StatusOr<int64_t> hit = m.longestCachedPrefix(sequence, max_length);
+    if (!hit)
+      return hit.status();
+    *out_length = *hit;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_sequence_info(inkling_manager_t *manager,
+                                       int64_t sequence,
+                                       inkling_sequence_info_t *out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out)
+      return nullArgument("output sequence info");
+    StatusOr<SequenceInfo> info = m.sequenceInfo(sequence);
+    if (!info)
+      return info.status();
+    out->state = static_cast<int32_t>(info->state);
+    out->num_computed = info->numComputed;
+    out->num_tokens = info->numTokens;
+    out->num_scheduled = info->numScheduled;
+    out->num_blocks = static_cast<int64_t>(info->blocks.size());
+    return Status::ok();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+inkling_status_t
+inkling_step_buffers_create(inkling_manager_t *manager,
+                            const inkling_step_buffer_spec_t *spec,
+                            inkling_step_buffers_t **out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!spec)
+      return nullArgument("step buffer spec");
+    if (!out)
+      return nullArgument("output step buffers pointer");
+    StepBufferSpec cpp;
+    cpp.queryStartLoc = spec->query_start_loc;
+    cpp.numComputed = spec->num_computed;
+    cpp.blockTable = spec->block_table;
+    cpp.slotMapping = spec->slot_mapping;
+    cpp.blockCopies = spec->block_copies;
+    cpp.maxRows = spec->max_rows;
+    cpp.numCols = spec->num_cols;
+    cpp.maxTokens = spec->max_tokens;
+    cpp.maxCopies = spec->max_copies;
+    StatusOr<StepBuffers> buffers = m.bindStepBuffers(cpp);
+    if (!buffers)
+      return buffers.status();
+    auto handle = std::make_unique<inkling_step_buffers>();
+    handle->owner = manager;
+    handle->buffers = std::make_unique<StepBuffers>(std::move(*buffers));
+    *out = handle.release();
+    return Status::ok();
+  });
+}
+
+void inkling_step_buffers_destroy(inkling_step_buffers_t *buffers) {
+  delete buffers;
+}
+
+inkling_status_t inkling_build_step(inkling_manager_t *manager,
+                                    inkling_step_buffers_t *buffers,
+                                    const int64_t *sequences,
+                                    int64_t num_sequences, int64_t num_rows,
+                                    int64_t num_padded_tokens,
+                                    inkling_step_info_t *out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!buffers)
+      return nullArgument("step buffers");
+    if (buffers->owner != manager)
+      return invalidArgument("step buffers were created for another manager");
+    if (num_rows < 0 || num_padded_tokens < 0)
+      return invalidArgument(
+          "padded rows (" + std::to_string(num_rows) + ") and tokens (" +
+          std::to_string(num_padded_tokens) + ") must be >= 0");
+    StepShape shape;
+    shape.numRows = num_rows;
+    shape.numTokens = num_padded_tokens;
+    StatusOr<StepInfo> info =
+        m.buildStep(sequences, num_sequences, shape, *buffers->buffers);
+    if (!info)
+      return info.status();
+    if (out) {
+      out->num_sequences = info->numSequences;
+      out->num_rows = info->numRows;
+      out->num_tokens = info->numTokens;
+      out->num_padded_tokens = info->numPaddedTokens;
+      out->num_copies = info->numCopies;
+    }
+    return Status::ok();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Page-size unification and tensor parallelism
+//===----------------------------------------------------------------------===//
+
+inkling_status_t inkling_cache_spec_sconv(const inkling_layout_config_t *config,
+                                          const char *name,
+                                          inkling_cache_spec_t *out,
+                                          char *error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    StatusOr<LayoutConfig> c = toConfig(config);
+    if (!c)
+      return c.status();
+    if (!out)
+      return nullArgument("output cache spec");
+    StatusOr<Layout> layout = Layout::derive(*c);
+    if (!layout)
+      return layout.status();
+    toC(CacheSpec::sconv(name ? name : "", *layout), name, *out);
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_cache_spec_attention(
+    const char *name, int64_t block_size, int64_t num_kv_heads,
+    int64_t head_size, int64_t dtype_bytes, int32_t reads_through_block_stride,
+    int64_t tensors_per_page, inkling_cache_spec_t *out, char *error,
+    size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    if (!out)
+      return nullArgument("output cache spec");
+    StatusOr<CacheSpec> spec = CacheSpec::attention(
+        name ? name : "", block_size, num_kv_heads, head_size, dtype_bytes,
+        reads_through_block_stride != 0, tensors_per_page);
+    if (!spec)
+      return spec.status();
+    toC(*spec, name, *out);
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_unify_page_sizes(const inkling_cache_spec_t *specs,
+                                          int64_t num_specs,
+                                          inkling_unified_spec_t *out,
+                                          int64_t *out_page_bytes, char *error,
+                                          size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    if (num_specs < 0 || (num_specs > 0 && (!specs || !out)))
+      return invalidArgument("spec and output arrays of " +
+                             std::to_string(num_specs) +
+                             " entries must be non-NULL");
+    std::vector<CacheSpec> cpp(num_specs);
+    for (int64_t i = 0; i < num_specs; ++i) {
+      cpp[i].name = specs[i].name ? specs[i].name : "";
+      cpp[i].blockSize = specs[i].block_size;
+      cpp[i].pageBytes = specs[i].page_bytes;
+      cpp[i].readsThroughBlockStride = specs[i].reads_through_block_stride;
+      cpp[i].fixedBlockSize = specs[i].fixed_block_size;
+      cpp[i].strideAlignment = specs[i].stride_alignment;
+    }
+    StatusOr<UnifiedPages> unified = unifyPageSizes(cpp);
+    if (!unified)
+      return unified.status();
+    for (int64_t i = 0; i < num_specs; ++i) {
+      const UnifiedCacheSpec &spec = unified->specs[i];
+      out[i].block_size = spec.blockSize;
+      out[i].page_bytes = spec.pageBytes;
+      out[i].block_stride_bytes = spec.blockStrideBytes;
+      out[i].adjustment = static_cast<int32_t>(spec.adjustment);
+      out[i].scale = spec.scale;
+    }
+    if (out_page_bytes)
+      *out_page_bytes = unified->pageBytes;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_rank_layouts(const inkling_layout_config_t *config,
+                                      inkling_rank_layout_t *out,
+                                      int64_t capacity, char *error,
+                                      size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    StatusOr<LayoutConfig> c = toConfig(config);
+    if (!c)
+      return c.status();
+    StatusOr<std::vector<RankLayout>> ranks = rankLayouts(*c);
+    if (!ranks)
+      return ranks.status();
+    if (!out || capacity < static_cast<int64_t>(ranks->size()))
+      return invalidArgument("output array of " + std::to_string(capacity) +
+                             " entries cannot hold tp = " +
+                             std::to_string(ranks->size()) + " ranks");
+    for (size_t r = 0; r < ranks->size(); ++r) {
+      const RankLayout &rank = (*ranks)[r];
+      out[r].rank = rank.rank;
+      out[r].tp = c->tp;
+      out[r].head_begin = rank.headBegin;
+      out[r].head_end = rank.headEnd;
+      out[r].hidden_begin = rank.hiddenBegin;
+      out[r].hidden_end = rank.hiddenEnd;
+      toC(rank.layout, out[r].layout);
+    }
+    return Status::ok();
+  });
+}
+
+inkling_status_t
+inkling_check_rank_tiling(const inkling_layout_config_t *config,
+                          const inkling_rank_layout_t *ranks, int64_t num_ranks,
+                          char *error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&]() -> Status {
+    StatusOr<LayoutConfig> c = toConfig(config);
+    if (!c)
+      return c.status();
+    if (num_ranks < 0 || (num_ranks > 0 && !ranks))
+      return invalidArgument("rank array of " + std::to_string(num_ranks) +
+                             " entries must be non-NULL");
+    std::vector<RankLayout> cpp(num_ranks);
+    for (int64_t r = 0; r < num_ranks; ++r) {
+      LayoutConfig rankConfig = *c;
+      rankConfig.tp = ranks[r].tp;
+      cpp[r].rank = ranks[r].rank;
+      cpp[r].layout = fromC(rankConfig, ranks[r].layout);
+      cpp[r].headBegin = ranks[r].head_begin;
+      cpp[r].headEnd = ranks[r].head_end;
+      cpp[r].hiddenBegin = ranks[r].hidden_begin;
+      cpp[r].hiddenEnd = ranks[r].hidden_end;
+    }
+    return checkRankTiling(*c, cpp);
+  });
+}
+
+} // extern "C"

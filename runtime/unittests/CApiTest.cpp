@@ -1,0 +1,327 @@
+//===- CApiTest.cpp - The C API as a foreign caller uses it ---------------===//
+
+#include "inkling/Runtime/inkling_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+inkling_layout_config_t layoutConfig(int64_t tp = 1) {
+  inkling_layout_config_t config{};
+  config.kv_heads = 8;
+  config.head_dim = 128;
+  config.hidden = 4096;
+  config.kernel = 4;
+  config.tp = tp;
+  return config;
+}
+
+struct Buffers {
+  std::vector<int32_t> qsl, computed, table, copies;
+  std::vector<int64_t> slots;
+  inkling_step_buffer_spec_t spec{};
+  Buffers(int64_t rows, int64_t cols, int64_t tokens, int64_t maxCopies)
+      : qsl(rows + 1), computed(rows), table(rows * cols),
+        copies(2 * maxCopies + 2), slots(tokens) {
+    spec.query_start_loc = qsl.data();
+    spec.num_computed = computed.data();
+    spec.block_table = table.data();
+    spec.slot_mapping = slots.data();
+    spec.block_copies = copies.data();
+    spec.max_rows = rows;
+    spec.num_cols = cols;
+    spec.max_tokens = tokens;
+    spec.max_copies = maxCopies;
+  }
+};
+
+class CApiTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    inkling_manager_config_t config{};
+    config.layout = layoutConfig();
+    config.num_blocks = 32;
+    config.lookahead = 3;
+    config.enable_prefix_caching = 1;
+    char error[128] = "";
+    ASSERT_EQ(inkling_manager_create(&config, &manager, error, sizeof error),
+              INKLING_OK)
+        << error;
+    ASSERT_EQ(inkling_step_buffers_create(manager, &buffers.spec, &step),
+              INKLING_OK)
+        << inkling_manager_last_error(manager);
+  }
+  void TearDown() override {
+    inkling_step_buffers_destroy(step);
+    inkling_manager_destroy(manager);
+  }
+
+  int64_t add(std::vector<int32_t> tokens, int64_t start = 0) {
+    int64_t id = -1;
+    EXPECT_EQ(
+        inkling_add_sequence(manager, tokens.data(), tokens.size(), start, &id),
+        INKLING_OK)
+        << inkling_manager_last_error(manager);
+    return id;
+  }
+  inkling_step_info_t build(std::vector<int64_t> ids, int64_t rows = 0,
+                            int64_t tokens = 0) {
+    inkling_step_info_t info{};
+    EXPECT_EQ(inkling_build_step(manager, step, ids.data(), ids.size(), rows,
+                                 tokens, &info),
+              INKLING_OK)
+        << inkling_manager_last_error(manager);
+    return info;
+  }
+
+  inkling_manager_t *manager = nullptr;
+  Buffers buffers{4, 32, 64, 4};
+  inkling_step_buffers_t *step = nullptr;
+};
+
+TEST(CApiStandaloneTest, StatusNamesMatchTheCodes) {
+  EXPECT_STREQ(inkling_status_name(INKLING_OK), "ok");
+  EXPECT_STREQ(inkling_status_name(INKLING_NOT_FOUND), "not found");
+  EXPECT_STREQ(inkling_status_name(INKLING_INTERNAL), "internal");
+  EXPECT_STREQ(inkling_status_name(42), "unknown");
+}
+
+TEST(CApiStandaloneTest, LayoutDerive) {
+  inkling_layout_config_t config = layoutConfig(2);
+  inkling_layout_t layout{};
+  ASSERT_EQ(inkling_layout_derive(&config, &layout, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(layout.heads_per_rank, 4);
+  EXPECT_EQ(layout.head_size, 2048);
+  EXPECT_EQ(layout.page_bytes, 4 * 4 * 2048 * 2);
+  EXPECT_EQ(layout.stream_offset[3], 256 + 512);
+  config.element_type = "f32";
+  char error[256];
+  EXPECT_EQ(inkling_layout_derive(&config, &layout, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("'f32'"), std::string::npos) << error;
+}
+
+TEST(CApiStandaloneTest, CreateErrorsGoToTheCallerBuffer) {
+  inkling_manager_config_t config{};
+  config.layout = layoutConfig();
+  config.num_blocks = 1;
+  inkling_manager_t *manager = reinterpret_cast<inkling_manager_t *>(0x1);
+  char error[128];
+  EXPECT_EQ(inkling_manager_create(&config, &manager, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("num_blocks (1)"), std::string::npos);
+  EXPECT_EQ(manager, reinterpret_cast<inkling_manager_t *>(0x1))
+      << "a failed call writes no output";
+  // Truncated to the buffer, always terminated.
+  char tiny[8];
+  std::memset(tiny, 'x', sizeof tiny);
+  EXPECT_EQ(inkling_manager_create(&config, &manager, tiny, sizeof tiny),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(std::strlen(tiny), 7u);
+  EXPECT_EQ(inkling_manager_create(nullptr, &manager, nullptr, 0),
+            INKLING_INVALID_ARGUMENT);
+  config.layout.kernel = 1;
+  config.num_blocks = 8;
+  EXPECT_EQ(inkling_manager_create(&config, &manager, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+}
+
+TEST(CApiStandaloneTest, NullHandlesAreErrorsNotCrashes) {
+  int64_t id = 0;
+  EXPECT_EQ(inkling_schedule(nullptr, 1, 1), INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(inkling_add_sequence(nullptr, nullptr, 0, 0, &id),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_STREQ(inkling_manager_last_error(nullptr), "manager is NULL");
+  inkling_manager_destroy(nullptr);
+  inkling_step_buffers_destroy(nullptr);
+}
+
+TEST_F(CApiTest, OneEngineStep) {
+  int64_t a = add({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  int64_t b = add({20, 21});
+  ASSERT_EQ(inkling_schedule(manager, a, 10), INKLING_OK);
+  ASSERT_EQ(inkling_schedule(manager, b, 2), INKLING_OK);
+  inkling_step_info_t info = build({a, b}, 3, 16);
+  EXPECT_EQ(info.num_sequences, 2);
+  EXPECT_EQ(info.num_rows, 3);
+  EXPECT_EQ(info.num_tokens, 12);
+  EXPECT_EQ(info.num_padded_tokens, 16);
+  EXPECT_EQ(buffers.qsl[0], 0);
+  EXPECT_EQ(buffers.qsl[1], 10);
+  EXPECT_EQ(buffers.qsl[2], 12);
+  EXPECT_EQ(buffers.qsl[3], 12);
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(buffers.slots[t], -1) << "lookahead 3: stores [4, 10)";
+  for (int t = 4; t < 12; ++t)
+    EXPECT_GE(buffers.slots[t], 4) << t;
+  for (int t = 12; t < 16; ++t)
+    EXPECT_EQ(buffers.slots[t], -1) << t;
+  // Row a maps logical blocks 1 and 2 only.
+  for (int j = 0; j < 32; ++j)
+    EXPECT_EQ(buffers.table[j] != 0, j == 1 || j == 2) << j;
+  EXPECT_EQ(buffers.slots[4], buffers.table[1] * 4 + 0);
+  EXPECT_EQ(buffers.slots[9], buffers.table[2] * 4 + 1);
+  int32_t sampled = 11;
+  ASSERT_EQ(inkling_commit(manager, a, 10, &sampled, 1), INKLING_OK);
+  ASSERT_EQ(inkling_commit(manager, b, 2, &sampled, 1), INKLING_OK);
+  inkling_sequence_info_t seq{};
+  ASSERT_EQ(inkling_sequence_info(manager, a, &seq), INKLING_OK);
+  EXPECT_EQ(seq.state, INKLING_SEQUENCE_IDLE);
+  EXPECT_EQ(seq.num_computed, 10);
+  EXPECT_EQ(seq.num_tokens, 11);
+  EXPECT_EQ(seq.num_blocks, 2);
+  EXPECT_EQ(inkling_manager_check_invariants(manager), INKLING_OK);
+}
+
+TEST_F(CApiTest, SpeculativeStepAndRejectionBeyondTheLookahead) {
+  int64_t id = add({1, 2, 3, 4, 5});
+  ASSERT_EQ(inkling_schedule(manager, id, 5), INKLING_OK);
+  int32_t sampled = 6;
+  ASSERT_EQ(inkling_commit(manager, id, 5, &sampled, 1), INKLING_OK);
+  // 1 + 3 drafts; accept 2 (the real token and one draft) + bonus token.
+  ASSERT_EQ(inkling_schedule(manager, id, 4), INKLING_OK);
+  build({id});
+  int32_t accepted[] = {7, 8};
+  ASSERT_EQ(inkling_commit(manager, id, 2, accepted, 2), INKLING_OK);
+  inkling_sequence_info_t seq{};
+  ASSERT_EQ(inkling_sequence_info(manager, id, &seq), INKLING_OK);
+  EXPECT_EQ(seq.num_computed, 7);
+  EXPECT_EQ(seq.num_tokens, 8);
+  // 5 tokens scheduled, 0 accepted: 5 rejected > lookahead 3.
+  ASSERT_EQ(inkling_schedule(manager, id, 5), INKLING_OK);
+  EXPECT_EQ(inkling_commit(manager, id, 0, nullptr, 0), INKLING_OUT_OF_RANGE);
+  EXPECT_NE(std::string(inkling_manager_last_error(manager))
+                .find("more than the lookahead (3)"),
+            std::string::npos);
+  ASSERT_EQ(inkling_sequence_info(manager, id, &seq), INKLING_OK);
+  EXPECT_EQ(seq.state, INKLING_SEQUENCE_SCHEDULED) << "unchanged";
+}
+
+TEST_F(CApiTest, PrefixHitAndFork) {
+  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};
+  int64_t first = add(prompt);
+  ASSERT_EQ(inkling_schedule(manager, first, 8), INKLING_OK);
+  int32_t sampled = 13;
+  ASSERT_EQ(inkling_commit(manager, first, 8, &sampled, 1), INKLING_OK);
+  int64_t hit = -1;
+  ASSERT_EQ(inkling_longest_cached_prefix(manager, prompt.data(), 8, 8, &hit),
+            INKLING_OK);
+  EXPECT_EQ(hit, 8);
+  int64_t second = add(prompt, 8);
+  inkling_sequence_info_t seq{};
+  ASSERT_EQ(inkling_sequence_info(manager, second, &seq), INKLING_OK);
+  EXPECT_EQ(seq.num_computed, 8);
+  EXPECT_EQ(seq.num_blocks, 1);
+
+  // Fork inside a block: the first writer gets a copy-on-write page.
+  ASSERT_EQ(inkling_schedule(manager, first, 1), INKLING_OK);
+  ASSERT_EQ(inkling_commit(manager, first, 1, &sampled, 1), INKLING_OK);
+  int64_t child = -1;
+  ASSERT_EQ(inkling_fork(manager, first, &child), INKLING_OK);
+  ASSERT_EQ(inkling_schedule(manager, child, 1), INKLING_OK);
+  inkling_step_info_t info = build({child});
+  EXPECT_EQ(info.num_copies, 1);
+  EXPECT_NE(buffers.copies[0], buffers.copies[1]);
+  EXPECT_EQ(buffers.table[2], buffers.copies[1])
+      << "the row maps the copy's destination";
+  inkling_manager_stats_t stats{};
+  ASSERT_EQ(inkling_manager_stats(manager, &stats), INKLING_OK);
+  EXPECT_EQ(stats.num_sequences, 3);
+  EXPECT_EQ(stats.block_size, 4);
+  EXPECT_GE(stats.num_cached_blocks, 1);
+  EXPECT_EQ(stats.num_free_blocks + stats.num_held_blocks, 31);
+}
+
+TEST_F(CApiTest, FailedCallsWriteNoOutputAndExplain) {
+  int64_t id = 99;
+  EXPECT_EQ(inkling_add_sequence(manager, nullptr, 4, 0, &id),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(id, 99);
+  EXPECT_EQ(inkling_schedule(manager, 123456789, 1), INKLING_NOT_FOUND);
+  EXPECT_NE(std::string(inkling_manager_last_error(manager))
+                .find("unknown sequence id 123456789"),
+            std::string::npos);
+  int64_t seq = add({1, 2, 3});
+  ASSERT_EQ(inkling_schedule(manager, seq, 3), INKLING_OK);
+  inkling_step_info_t info{};
+  info.num_tokens = -5;
+  EXPECT_EQ(inkling_build_step(manager, step, &seq, 1, 0, 2, &info),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(info.num_tokens, -5);
+  // Step buffers of another manager are refused.
+  inkling_manager_config_t config{};
+  config.layout = layoutConfig();
+  config.num_blocks = 8;
+  inkling_manager_t *other = nullptr;
+  ASSERT_EQ(inkling_manager_create(&config, &other, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(inkling_build_step(other, step, &seq, 1, 0, 0, &info),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(
+      std::string(inkling_manager_last_error(other)).find("another manager"),
+      std::string::npos);
+  inkling_manager_destroy(other);
+}
+
+TEST(CApiStandaloneTest, PageUnification) {
+  inkling_layout_config_t config = layoutConfig();
+  inkling_cache_spec_t specs[2];
+  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
+            INKLING_OK);
+  ASSERT_EQ(inkling_cache_spec_attention("attn", 16, 8, 128, 2, 0, 2, &specs[1],
+                                         nullptr, 0),
+            INKLING_OK);
+  inkling_unified_spec_t out[2];
+  int64_t page = 0;
+  ASSERT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, nullptr, 0),
+            INKLING_OK);
+  EXPECT_EQ(page, 131072);
+  EXPECT_EQ(out[0].adjustment, INKLING_PAGE_UNCHANGED);
+  EXPECT_EQ(out[1].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(out[1].block_size, 32);
+  ASSERT_EQ(inkling_cache_spec_attention("odd", 3, 8, 128, 2, 0, 2, &specs[1],
+                                         nullptr, 0),
+            INKLING_OK);
+  config.tp = 8; // sconv page 16384; odd attention page 12288
+  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
+            INKLING_OK);
+  char error[512];
+  EXPECT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("'odd'"), std::string::npos) << error;
+  EXPECT_NE(std::string(error).find("'sconv'"), std::string::npos) << error;
+}
+
+TEST(CApiStandaloneTest, RankLayoutsTileAndABrokenTilingIsNamed) {
+  inkling_layout_config_t config = layoutConfig(4);
+  inkling_rank_layout_t ranks[4];
+  char error[256];
+  EXPECT_EQ(inkling_rank_layouts(&config, ranks, 2, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  ASSERT_EQ(inkling_rank_layouts(&config, ranks, 4, error, sizeof error),
+            INKLING_OK)
+      << error;
+  EXPECT_EQ(ranks[3].head_begin, 6);
+  EXPECT_EQ(ranks[3].hidden_end, 4096);
+  EXPECT_EQ(inkling_check_rank_tiling(&config, ranks, 4, error, sizeof error),
+            INKLING_OK)
+      << error;
+  ranks[1].layout.head_size = 1024; // a rank that packs rows differently
+  EXPECT_EQ(inkling_check_rank_tiling(&config, ranks, 4, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("rank 1 packs rows"), std::string::npos)
+      << error;
+  ranks[1].layout.head_size = 2048;
+  ranks[2].head_begin = 3;
+  ranks[2].head_end = 5;
+  ranks[2].hidden_begin = 3 * 512;
+  ranks[2].hidden_end = 5 * 512;
+  EXPECT_EQ(inkling_check_rank_tiling(&config, ranks, 4, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("overlap"), std::string::npos) << error;
+}
+
+} // namespace
