@@ -1,0 +1,84 @@
+// RUN: inkling-opt %s --sconv-lower-to-loops="checked=true" --canonicalize | FileCheck %s
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+!cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
+
+// With a status buffer: a slot is stored only when 0 <= slot < num_blocks*N;
+// one lane per token (head 0, chunk 0) reports slot < -1 or slot >= the
+// limit: an atomic count, then the first report's kind, token, slot, limit.
+// CHECK-LABEL: func @insert_status
+// CHECK-SAME:    %[[STATUS:[a-z0-9]+]]: memref<5xi64>
+// CHECK:         %[[BLOCKS:.+]] = memref.dim %{{.*}}, %{{.*}} : memref<?x8x4x2048xbf16
+// CHECK:         %[[SLOTS:.+]] = arith.muli %[[BLOCKS]], %{{.*}} : index
+// CHECK:         %[[LIMIT:.+]] = arith.index_cast %[[SLOTS]] : index to i64
+// CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
+// CHECK:           %[[SLOT:.+]] = memref.load
+// CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
+// CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %[[LIMIT]] : i64
+// CHECK:           %[[VALID:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           scf.parallel
+// CHECK:             scf.if %{{.*}} {
+// CHECK:               %[[OLD:.+]] = memref.atomic_rmw addi %{{.*}}, %[[STATUS]][%{{.*}}] : (i64, memref<5xi64>) -> i64
+// CHECK:               %[[FIRST:.+]] = arith.cmpi eq, %[[OLD]], %{{.*}} : i64
+// CHECK:               scf.if %[[FIRST]] {
+// CHECK-COUNT-4:         memref.store %{{.*}}, %[[STATUS]]
+// CHECK:             scf.if %[[VALID]] {
+// CHECK:               vector.store
+func.func @insert_status(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                         %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                         %slots: memref<?xi64>, %status: memref<5xi64>,
+                         %k: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #l page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+  sconv.insert %k into %cache[k] layout #l step %step
+      : memref<?x8x128xbf16>, !cache
+  return
+}
+
+// A history tap reads the block table only inside its width, and the cache
+// only for 0 <= block id < num_blocks; otherwise it reads 0 and reports.
+// CHECK-LABEL: func @conv_status
+// CHECK:         %[[WIDTH:.+]] = memref.dim %{{.*}}, %c1 : memref<?x?xi32>
+// CHECK:         %[[INTABLE:.+]] = arith.cmpi ult, %{{.*}}, %[[WIDTH]] : index
+// CHECK:         %[[ID:.+]] = scf.if %[[INTABLE]] -> (i64) {
+// CHECK:           memref.load %{{.*}} : memref<?x?xi32>
+// CHECK:         %[[GE:.+]] = arith.cmpi sge, %[[ID]], %{{.*}} : i64
+// CHECK:         %[[LT:.+]] = arith.cmpi slt, %[[ID]], %{{.*}} : i64
+// CHECK:         %[[OK:.+]] = arith.andi %[[GE]], %[[LT]] : i1
+// CHECK:         memref.atomic_rmw addi
+// CHECK:         memref.atomic_rmw addi
+// CHECK:         scf.if %[[OK]] -> (vector<8xf32>) {
+// CHECK:           vector.load {{.*}} : memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>, vector<8xbf16>
+// CHECK:         } else {
+// CHECK:           scf.yield %cst
+func.func @conv_status(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                       %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                       %slots: memref<?xi64>, %status: memref<?xi64>,
+                       %k: memref<?x8x128xbf16>, %w: memref<1024x4xbf16>,
+                       %y: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #l page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<?xi64>
+  sconv.conv %k, %w history %cache[k] layout #l step %step into %y
+      : memref<?x8x128xbf16>, memref<1024x4xbf16>, !cache -> memref<?x8x128xbf16>
+  return
+}
+
+// Without a status buffer: cf.assert with a message.
+// CHECK-LABEL: func @insert_assert
+// CHECK:         cf.assert %{{.*}}, "sconv.insert (checked): a slot_mapping entry is below -1 or addresses a block at or beyond the cache's num_blocks"
+// CHECK-NOT:     memref.atomic_rmw
+func.func @insert_assert(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                         %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                         %slots: memref<?xi64>, %k: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #l page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.insert %k into %cache[k] layout #l step %step
+      : memref<?x8x128xbf16>, !cache
+  return
+}
