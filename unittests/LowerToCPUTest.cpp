@@ -411,22 +411,25 @@ protected:
     std::unique_ptr<mlir::ExecutionEngine> engine, checkedEngine;
   };
 
-  /// JIT-compiles each layout once for the whole test suite.
-  Compiled &compiled() {
-    static std::map<std::string, std::unique_ptr<Compiled>> cache;
+  /// JIT-compiles each layout (and mode) once per test process, on demand:
+  /// ctest runs every test in its own process.
+  Compiled &compiled(bool checked = false) {
+    // Never destroyed: tearing the JIT down during static destruction, after
+    // LLVM's own globals, crashes the process at exit.
+    static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const LayoutCase &lc = GetParam();
-    auto &slot = cache[lc.name];
+    auto &slot = (*cache)[lc.name];
     if (!slot) {
       auto derived = Layout::derive(lc.config);
       EXPECT_TRUE(derived.isOk());
       slot = std::make_unique<Compiled>();
       slot->layout = *derived;
       slot->pageBytes = derived->pageBytes() + lc.pagePaddingBytes;
-      slot->engine =
-          compile(buildModule(lc, slot->layout, slot->pageBytes, false), false);
-      slot->checkedEngine =
-          compile(buildModule(lc, slot->layout, slot->pageBytes, true), true);
     }
+    auto &engine = checked ? slot->checkedEngine : slot->engine;
+    if (!engine)
+      engine = compile(buildModule(lc, slot->layout, slot->pageBytes, checked),
+                       checked);
     return *slot;
   }
 
@@ -610,7 +613,7 @@ TEST_P(LowerToCPUTest, ConvMatchesReference) {
 /// checked=true: out-of-range slots and block ids are skipped and reported
 /// in the status buffer; in-range accesses still happen.
 TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
-  Compiled &c = compiled();
+  Compiled &c = compiled(/*checked=*/true);
   ASSERT_TRUE(c.checkedEngine);
   const Layout &layout = c.layout;
   using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
