@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
                   mlir::math::MathDialect>();
   mlir::registerTransformsPasses();
   inkling::sconv::registerSConvPasses();
+  inkling::sconv::registerFusionPipeline();
   inkling::registerInklingConversionPasses();
   inkling::registerPipelines();
   return mlir::asMainReturnCode(
