@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
-# README command (b): install what is missing, build, and run every test
-# (lit suite, GoogleTests, Python tests) through ctest.
+# README command (b): install what is missing, build, and run every test:
+#   stage 1: the Release build's ctest (lit suite, GoogleTests, Python tests);
+#   stage 2: the same tests on an ASan+UBSan build (build-asan/), and the
+#            fuzz targets for a bounded time.
+# INKLING_SKIP_SANITIZERS=1 runs stage 1 only (a quick local loop).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${INKLING_BUILD_DIR:-$root/build}"
+jobs="$(nproc)"
 
+echo "== stage 1: build and test ($build)"
 "$root/scripts/build.sh"
+(cd "$build" && ctest --output-on-failure -j "$jobs")
 
-cd "$build"
-ctest --output-on-failure -j "$(nproc)"
+if [ "${INKLING_SKIP_SANITIZERS:-0}" = 1 ]; then
+  exit 0
+fi
+
+asan="${INKLING_ASAN_BUILD_DIR:-$root/build-asan}"
+echo "== stage 2: ASan+UBSan build and test ($asan)"
+INKLING_BUILD_DIR="$asan" "$root/scripts/build.sh" -DINKLING_SANITIZE=ON
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+(cd "$asan" && ctest --output-on-failure -j "$jobs")
