@@ -14,7 +14,10 @@ StatusOr<BlockPool> BlockPool::create(int64_t numBlocks) {
         ") must be in [2, 2^31 - 1]: block 0 is the null block and block "
         "tables hold int32 ids");
   BlockPool pool;
-  pool.nodes_.resize(numBlocks);
+  pool.refCounts_.assign(numBlocks, 0);
+  pool.tagged_.assign(numBlocks, 0);
+  pool.links_.resize(numBlocks);
+  pool.tags_.assign(numBlocks, 0);
   // Queue every usable block in id order, so the first allocations are
   // 1, 2, 3, ... (easy to read in dumps and tests).
   for (int32_t block = 1; block < numBlocks; ++block)
@@ -62,11 +65,11 @@ StatusOr<int32_t> BlockPool::allocate() {
 Status BlockPool::retain(int32_t block) {
   if (Status status = checkBlock(block, "retain"); !status)
     return status;
-  if (nodes_[block].refCount == 0 && !nodes_[block].tagged)
+  if (refCounts_[block] == 0 && !tagged_[block])
     return Status(StatusCode::FailedPrecondition,
                   "cannot retain block " + std::to_string(block) +
                       ": it is free and holds no cached prefix");
-  if (nodes_[block].refCount == std::numeric_limits<int32_t>::max())
+  if (refCounts_[block] == std::numeric_limits<int32_t>::max())
     return Status(StatusCode::OutOfRange, "reference count of block " +
                                               std::to_string(block) +
                                               " would overflow");
@@ -77,7 +80,7 @@ Status BlockPool::retain(int32_t block) {
 Status BlockPool::release(int32_t block) {
   if (Status status = checkBlock(block, "release"); !status)
     return status;
-  if (nodes_[block].refCount == 0)
+  if (refCounts_[block] == 0)
     return Status(StatusCode::FailedPrecondition, "double free of block " +
                                                       std::to_string(block) +
                                                       ": it is already free");
@@ -88,25 +91,24 @@ Status BlockPool::release(int32_t block) {
 Status BlockPool::setCacheTag(int32_t block, uint64_t tag) {
   if (Status status = checkBlock(block, "tag"); !status)
     return status;
-  if (nodes_[block].refCount == 0)
+  if (refCounts_[block] == 0)
     return Status(StatusCode::FailedPrecondition,
                   "cannot tag free block " + std::to_string(block) +
                       ": only held blocks with written contents are cached");
-  nodes_[block].tagged = true;
-  nodes_[block].tag = tag;
+  setCacheTagUnchecked(block, tag);
   return Status::ok();
 }
 
 void BlockPool::clearCacheTag(int32_t block) {
   if (isUsable(block))
-    nodes_[block].tagged = false;
+    tagged_[block] = 0;
 }
 
 std::vector<int32_t> BlockPool::freeQueue() const {
   std::vector<int32_t> queue;
   queue.reserve(numFree_);
-  for (int32_t block = nodes_[kNullBlock].next; block != kNullBlock;
-       block = nodes_[block].next) {
+  for (int32_t block = links_[kNullBlock].next; block != kNullBlock;
+       block = links_[block].next) {
     queue.push_back(block);
     if (static_cast<int64_t>(queue.size()) > numBlocks())
       break; // a corrupt (cyclic) queue; checkInvariants reports it
@@ -118,39 +120,39 @@ Status BlockPool::checkInvariants() const {
   auto internal = [](std::string message) {
     return Status(StatusCode::Internal, std::move(message));
   };
-  std::vector<char> queued(nodes_.size(), 0);
+  std::vector<char> queued(refCounts_.size(), 0);
   int32_t length = 0;
   int32_t previous = kNullBlock;
-  for (int32_t block = nodes_[kNullBlock].next; block != kNullBlock;
-       block = nodes_[block].next) {
+  for (int32_t block = links_[kNullBlock].next; block != kNullBlock;
+       block = links_[block].next) {
     if (!isUsable(block))
       return internal("free queue links to block " + std::to_string(block));
     if (queued[block])
       return internal("free queue holds block " + std::to_string(block) +
                       " twice");
     queued[block] = 1;
-    if (nodes_[block].prev != previous)
+    if (links_[block].prev != previous)
       return internal("free queue back link of block " + std::to_string(block) +
                       " is broken");
-    if (nodes_[block].refCount != 0)
+    if (refCounts_[block] != 0)
       return internal("queued block " + std::to_string(block) +
                       " has reference count " +
-                      std::to_string(nodes_[block].refCount));
+                      std::to_string(refCounts_[block]));
     previous = block;
     ++length;
   }
-  if (nodes_[kNullBlock].prev != previous)
+  if (links_[kNullBlock].prev != previous)
     return internal("free queue back pointer is broken");
   if (length != numFree_)
     return internal("free count " + std::to_string(numFree_) +
                     " but the queue holds " + std::to_string(length));
-  if (nodes_[kNullBlock].refCount != 0 || nodes_[kNullBlock].tagged)
+  if (refCounts_[kNullBlock] != 0 || tagged_[kNullBlock])
     return internal("the null block is referenced or tagged");
   for (int32_t block = 1; block < numBlocks(); ++block) {
-    if (nodes_[block].refCount < 0)
+    if (refCounts_[block] < 0)
       return internal("block " + std::to_string(block) +
                       " has a negative reference count");
-    if (!queued[block] && nodes_[block].refCount == 0)
+    if (!queued[block] && refCounts_[block] == 0)
       return internal("block " + std::to_string(block) +
                       " leaked: unreferenced but not in the free queue");
   }

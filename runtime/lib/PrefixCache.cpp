@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+// Header-only mode of Debian's libxxhash: XXH3 inlines for 16-byte blocks.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace inkling {

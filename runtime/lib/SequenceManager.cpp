@@ -50,10 +50,10 @@ const char *sequenceStateName(SequenceState state) {
 StatusOr<std::unique_ptr<SequenceManager>>
 SequenceManager::create(const SequenceManagerConfig &config) {
   const Layout &layout = config.layout;
-  if (layout.blockSize < 2 || layout.blockSize > (int64_t(1) << 20))
+  if (layout.blockSize < 2 || layout.blockSize > 4096)
     return invalidArgument(
         "kernel (" + str(layout.blockSize) +
-        ") must be in [2, 2^20] for a conv-state cache: a kernel of 1 has no "
+        ") must be in [2, 4096] for a conv-state cache: a kernel of 1 has no "
         "history to cache (derive the layout with Layout::derive)");
   if (layout.slidingWindow != layout.blockSize)
     return invalidArgument("sliding window (" + str(layout.slidingWindow) +
@@ -88,32 +88,11 @@ int64_t SequenceManager::maxBlocksBetweenSteps() const {
   return (history_ + blockSize_ - 2) / blockSize_ + 1;
 }
 
-StatusOr<SequenceManager::Sequence *>
-SequenceManager::lookup(SequenceId id, const char *operation) {
-  StatusOr<const Sequence *> found =
-      static_cast<const SequenceManager *>(this)->lookup(id, operation);
-  if (!found)
-    return found.status();
-  return const_cast<Sequence *>(*found);
-}
-
-StatusOr<const SequenceManager::Sequence *>
-SequenceManager::lookup(SequenceId id, const char *operation) const {
-  uint64_t slot = static_cast<uint64_t>(id) & 0xffffffffu;
-  uint64_t generation = static_cast<uint64_t>(id) >> 32;
-  if (id <= 0 || slot >= seqs_.size() || seqs_[slot].generation == 0 ||
-      seqs_[slot].generation != generation)
-    return Status(StatusCode::NotFound,
-                  std::string(operation) + ": unknown sequence id " + str(id) +
-                      " (never added, or already finished)");
-  return &seqs_[slot];
-}
-
-MappedBlock *SequenceManager::heldBlocks(const Sequence &seq) {
-  return held_.data() + (&seq - seqs_.data()) * maxHeld_;
-}
-const MappedBlock *SequenceManager::heldBlocks(const Sequence &seq) const {
-  return held_.data() + (&seq - seqs_.data()) * maxHeld_;
+Status SequenceManager::unknownSequence(SequenceId id,
+                                        const char *operation) const {
+  return Status(StatusCode::NotFound,
+                std::string(operation) + ": unknown sequence id " + str(id) +
+                    " (never added, or already finished)");
 }
 
 int32_t SequenceManager::newSlot() {
@@ -124,19 +103,20 @@ int32_t SequenceManager::newSlot() {
   } else {
     slot = static_cast<int32_t>(seqs_.size());
     seqs_.emplace_back();
+    numSlots_ = seqs_.size();
     held_.resize(seqs_.size() * maxHeld_);
+    tails_.resize(seqs_.size() * blockSize_);
   }
   Sequence &seq = seqs_[slot];
   uint32_t generation = seq.lastGeneration % kMaxGeneration + 1;
   std::vector<uint64_t> hashes = std::move(seq.blockHashes);
-  std::vector<int32_t> tail = std::move(seq.tailTokens);
   seq = Sequence();
   seq.generation = seq.lastGeneration = generation;
-  // Keep the vectors' capacity: sequences come and go all the time.
+  seq.slot = static_cast<uint32_t>(slot);
+  // Keep the vector's capacity: sequences come and go all the time.
   seq.blockHashes = std::move(hashes);
   seq.blockHashes.clear();
-  seq.tailTokens = std::move(tail);
-  seq.tailTokens.clear();
+  seq.lastHash = config_.prefixSeed;
   ++numLive_;
   return slot;
 }
@@ -151,23 +131,31 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
   seq.numTokens += count;
   if (!config_.enablePrefixCaching)
     return;
-  auto parent = [&] {
-    return seq.blockHashes.empty() ? config_.prefixSeed
-                                   : seq.blockHashes.back();
+  auto chain = [&](const int32_t *block) {
+    seq.lastHash = chainBlockHash(seq.lastHash, block, blockSize_);
+    seq.blockHashes.push_back(seq.lastHash);
   };
+  int32_t *tail = tailTokens(seq);
   int64_t i = 0;
   // Complete the partial block, then hash whole blocks in place.
-  while (i < count && !seq.tailTokens.empty()) {
-    seq.tailTokens.push_back(tokens[i++]);
-    if (static_cast<int64_t>(seq.tailTokens.size()) == blockSize_) {
-      seq.blockHashes.push_back(
-          chainBlockHash(parent(), seq.tailTokens.data(), blockSize_));
-      seq.tailTokens.clear();
-    }
+  if (seq.tailCount > 0) {
+    while (i < count && seq.tailCount < blockSize_)
+      tail[seq.tailCount++] = tokens[i++];
+    if (seq.tailCount < blockSize_)
+      return;
+    chain(tail);
+    seq.tailCount = 0;
   }
   for (; i + blockSize_ <= count; i += blockSize_)
-    seq.blockHashes.push_back(chainBlockHash(parent(), tokens + i, blockSize_));
-  seq.tailTokens.insert(seq.tailTokens.end(), tokens + i, tokens + count);
+    chain(tokens + i);
+  for (; i < count; ++i)
+    tail[seq.tailCount++] = tokens[i];
+}
+
+void SequenceManager::hashTail(Sequence &seq) {
+  seq.lastHash = chainBlockHash(seq.lastHash, tailTokens(seq), blockSize_);
+  seq.blockHashes.push_back(seq.lastHash);
+  seq.tailCount = 0;
 }
 
 Status SequenceManager::checkStartPosition(const std::vector<uint64_t> &hashes,
@@ -246,17 +234,17 @@ StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
 
 Status SequenceManager::appendTokens(SequenceId id, const int32_t *tokens,
                                      int64_t count) {
-  StatusOr<Sequence *> seq = lookup(id, "append tokens");
+  Sequence *seq = find(id);
   if (!seq)
-    return seq.status();
-  if (count < 0 || count > kMaxPosition - (*seq)->numTokens)
+    return unknownSequence(id, "append tokens");
+  if (count < 0 || count > kMaxPosition - seq->numTokens)
     return invalidArgument("cannot append " + str(count) + " tokens to " +
-                           seqName(id) + " with " + str((*seq)->numTokens) +
+                           seqName(id) + " with " + str(seq->numTokens) +
                            ": counts must be >= 0 and totals < 2^31");
   if (count > 0 && tokens == nullptr)
     return invalidArgument("appending " + str(count) +
                            " tokens with a null token pointer");
-  appendTokensUnchecked(**seq, tokens, count);
+  appendTokensUnchecked(*seq, tokens, count);
   return Status::ok();
 }
 
@@ -283,14 +271,14 @@ SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
 
 StatusOr<int64_t>
 SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
-  StatusOr<const Sequence *> seq = lookup(id, "longest cached prefix");
+  const Sequence *seq = find(id);
   if (!seq)
-    return seq.status();
+    return unknownSequence(id, "longest cached prefix");
   if (maxLength < 0)
     return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
   if (!config_.enablePrefixCaching)
     return int64_t(0);
-  const std::vector<uint64_t> &hashes = (*seq)->blockHashes;
+  const std::vector<uint64_t> &hashes = seq->blockHashes;
   int64_t blocks = std::min<int64_t>(maxLength / blockSize_, hashes.size());
   for (int64_t j = blocks - 1; j >= 0; --j)
     if (cache_.find(hashes[j]) >= 0)
@@ -302,11 +290,8 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
 // Steps
 //===----------------------------------------------------------------------===//
 
-Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
-  StatusOr<Sequence *> found = lookup(id, "schedule");
-  if (!found)
-    return found.status();
-  Sequence &seq = **found;
+Status SequenceManager::scheduleError(const Sequence &seq, SequenceId id,
+                                      int64_t numTokens) const {
   if (seq.state == SequenceState::Scheduled)
     return failedPrecondition(
         seqName(id) + " already has a scheduled step of " +
@@ -321,11 +306,40 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
     return outOfRange("scheduling " + str(numTokens) + " tokens at position " +
                       str(c) + " of " + seqName(id) +
                       " passes the position limit 2^31 - 1");
-  if (c >= seq.numTokens)
-    return failedPrecondition(
-        "the first token of the step (position " + str(c) + ") of " +
-        seqName(id) + " is unknown: only " + str(seq.numTokens) +
-        " token ids are known; append the sampled token first");
+  return failedPrecondition(
+      "the first token of the step (position " + str(c) + ") of " +
+      seqName(id) + " is unknown: only " + str(seq.numTokens) +
+      " token ids are known; append the sampled token first");
+}
+
+Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
+  // Decode fast path: one token, stored into the block already holding
+  // the history; nothing to allocate. Everything else takes the general
+  // path (which validates and explains).
+  Sequence *seq = find(id);
+  if (seq && numTokens == 1 && seq->state == SequenceState::Idle &&
+      seq->numComputed < seq->numTokens && seq->numHeld > 0) {
+    const MappedBlock &last = heldBlocks(*seq)[seq->numHeld - 1];
+    if (last.logical == blockOf(seq->numComputed) &&
+        !pool_.isSharedOrCached(last.physical)) {
+      seq->state = SequenceState::Scheduled;
+      seq->numScheduled = 1;
+      seq->storeFrom = seq->numComputed;
+      return Status::ok();
+    }
+  }
+  return scheduleGeneral(id, numTokens);
+}
+
+Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens) {
+  Sequence *found = find(id);
+  if (!found)
+    return unknownSequence(id, "schedule");
+  Sequence &seq = *found;
+  int64_t c = seq.numComputed;
+  if (seq.state != SequenceState::Idle || numTokens < 1 ||
+      numTokens > kMaxPosition - c || c >= seq.numTokens)
+    return scheduleError(seq, id, numTokens);
 
   int64_t end = c + numTokens;
   int64_t storeFrom = std::max(c, end - history_ - lookahead_);
@@ -333,11 +347,8 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   MappedBlock *held = heldBlocks(seq);
   // Only the block of c (when c%N != 0) can hold history and be written.
   bool overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == first;
-  bool copyOnWrite = false;
-  if (overlap) {
-    int32_t block = held[seq.numHeld - 1].physical;
-    copyOnWrite = pool_.refCount(block) > 1 || pool_.hasCacheTag(block);
-  }
+  bool copyOnWrite =
+      overlap && pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
   int64_t newEntries = last - first + 1 - (overlap ? 1 : 0);
   int64_t needed = newEntries + (copyOnWrite ? 1 : 0);
   if (needed > pool_.numFreeBlocks())
@@ -369,53 +380,52 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
 void SequenceManager::registerCompleteBlocks(Sequence &seq,
                                              int64_t oldComputed) {
   int64_t c = seq.numComputed;
-  if (!config_.enablePrefixCaching || blockOf(c) == blockOf(oldComputed))
-    return; // No block boundary crossed.
   // Block j can be resumed from when its last W-1 positions hold accepted
   // values: (j+1)N - (W-1) >= validFrom and (j+1)N <= c. Blocks ending at or
   // before oldComputed were considered by earlier commits.
   int64_t begin =
       std::max(blockOf(oldComputed),
-               (seq.validFrom + history_ + blockSize_ - 1) / blockSize_ - 1);
-  int64_t endBlock = c / blockSize_;
+               blockOf(seq.validFrom + history_ + blockSize_ - 1) - 1);
+  int64_t endBlock = blockOf(c);
   const MappedBlock *held = heldBlocks(seq);
+  // Held blocks are sorted by logical index: one merged walk.
+  int32_t i = 0;
   for (int64_t j = begin; j < endBlock; ++j) {
-    for (int32_t i = 0; i < seq.numHeld; ++i) {
-      if (held[i].logical != j)
-        continue;
-      int32_t block = held[i].physical;
-      if (!pool_.hasCacheTag(block) && cache_.insert(seq.blockHashes[j], block))
-        (void)pool_.setCacheTag(block, seq.blockHashes[j]);
+    while (i < seq.numHeld && held[i].logical < j)
+      ++i;
+    if (i == seq.numHeld)
       break;
-    }
+    if (held[i].logical != j)
+      continue;
+    int32_t block = held[i].physical;
+    uint64_t hash = j + 1 == static_cast<int64_t>(seq.blockHashes.size())
+                        ? seq.lastHash
+                        : seq.blockHashes[j];
+    if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
+      pool_.setCacheTagUnchecked(block, hash);
   }
 }
 
-void SequenceManager::releaseOutsideHistory(Sequence &seq) {
-  int64_t c = seq.numComputed;
-  int64_t lo = c > history_ ? blockOf(c - history_) : 0;
-  int64_t hi = c > 0 ? blockOf(c - 1) : -1;
+void SequenceManager::releaseOutsideHistory(Sequence &seq, int64_t lo,
+                                            int64_t hi) {
   MappedBlock *held = heldBlocks(seq);
-  int32_t kept = 0;
-  for (int32_t i = 0; i < seq.numHeld; ++i) {
-    if (held[i].logical >= lo && held[i].logical <= hi)
-      held[kept++] = held[i];
-    else
-      pool_.releaseUnchecked(held[i].physical);
-  }
-  seq.numHeld = kept;
-  if (seq.copySrc >= 0) {
-    pool_.releaseUnchecked(seq.copySrc);
-    seq.copySrc = seq.copyDst = -1;
-  }
+  // The window is sorted: what leaves is a prefix (below the history) and
+  // a suffix (blocks of rejected positions).
+  int32_t first = 0, last = seq.numHeld;
+  while (first < last && held[first].logical < lo)
+    pool_.releaseUnchecked(held[first++].physical);
+  while (last > first && held[last - 1].logical > hi)
+    pool_.releaseUnchecked(held[--last].physical);
+  if (first > 0)
+    for (int32_t i = first; i < last; ++i)
+      held[i - first] = held[i];
+  seq.numHeld = last - first;
 }
 
-Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
-                               const int32_t *newTokens, int64_t numNewTokens) {
-  StatusOr<Sequence *> found = lookup(id, "commit");
-  if (!found)
-    return found.status();
-  Sequence &seq = **found;
+Status SequenceManager::commitError(const Sequence &seq, SequenceId id,
+                                    int64_t numAccepted,
+                                    const int32_t *newTokens,
+                                    int64_t numNewTokens) const {
   if (seq.state != SequenceState::Scheduled)
     return failedPrecondition(seqName(id) + " has no scheduled step (it is " +
                               sequenceStateName(seq.state) + ")");
@@ -437,23 +447,99 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
   if (numNewTokens > 0 && newTokens == nullptr)
     return invalidArgument("appending " + str(numNewTokens) +
                            " tokens with a null token pointer");
+  return invalidArgument(
+      "accepting " + str(numAccepted) + " tokens of " + seqName(id) +
+      " computes position " + str(seq.numComputed + numAccepted - 1) +
+      ", but only " + str(seq.numTokens + numNewTokens) +
+      " token ids are known: pass the accepted draft tokens");
+}
+
+Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
+                               const int32_t *newTokens, int64_t numNewTokens) {
+  // Decode fast path: one token scheduled and accepted, at most the sampled
+  // token appended, no pending copy. Everything else takes the general path.
+  Sequence *seq = find(id);
+  if (seq && seq->state == SequenceState::Scheduled && seq->numScheduled == 1 &&
+      numAccepted == 1 && seq->copySrc < 0 &&
+      (numNewTokens == 0 || (numNewTokens == 1 && newTokens)) &&
+      seq->numTokens < kMaxPosition) {
+    int64_t oldComputed = seq->numComputed;
+    int64_t computed = oldComputed + 1;
+    if (numNewTokens == 1) {
+      ++seq->numTokens;
+      if (config_.enablePrefixCaching) {
+        tailTokens(*seq)[seq->tailCount++] = newTokens[0];
+        if (seq->tailCount == blockSize_)
+          hashTail(*seq);
+      }
+    }
+    seq->numComputed = computed;
+    // Position c was stored (storeFrom == c): the valid range extends.
+    if (blockOf(computed) != blockOf(oldComputed) &&
+        config_.enablePrefixCaching)
+      registerCompleteBlocks(*seq, oldComputed);
+    // The history moved by one position: at most its first block leaves.
+    if (computed > history_) {
+      MappedBlock *held = heldBlocks(*seq);
+      if (held[0].logical < blockOf(computed - history_)) {
+        pool_.releaseUnchecked(held[0].physical);
+        for (int32_t i = 1; i < seq->numHeld; ++i)
+          held[i - 1] = held[i];
+        --seq->numHeld;
+      }
+    }
+    seq->state = SequenceState::Idle;
+    seq->numScheduled = 0;
+    seq->storeFrom = 0;
+    return Status::ok();
+  }
+  return commitGeneral(id, numAccepted, newTokens, numNewTokens);
+}
+
+Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
+                                      const int32_t *newTokens,
+                                      int64_t numNewTokens) {
+  Sequence *found = find(id);
+  if (!found)
+    return unknownSequence(id, "commit");
+  Sequence &seq = *found;
+  int64_t n = seq.numScheduled;
   int64_t oldComputed = seq.numComputed;
   int64_t computed = oldComputed + numAccepted;
-  if (seq.numTokens + numNewTokens < computed)
-    return invalidArgument(
-        "accepting " + str(numAccepted) + " tokens of " + seqName(id) +
-        " computes position " + str(computed - 1) + ", but only " +
-        str(seq.numTokens + numNewTokens) +
-        " token ids are known: pass the accepted draft tokens");
+  if (seq.state != SequenceState::Scheduled || numAccepted < 0 ||
+      numAccepted > n || n - numAccepted > lookahead_ || numNewTokens < 0 ||
+      numNewTokens > kMaxPosition - seq.numTokens ||
+      (numNewTokens > 0 && newTokens == nullptr) ||
+      seq.numTokens + numNewTokens < computed)
+    return commitError(seq, id, numAccepted, newTokens, numNewTokens);
 
-  appendTokensUnchecked(seq, newTokens, numNewTokens);
+  if (numNewTokens == 1 && config_.enablePrefixCaching) { // decode
+    ++seq.numTokens;
+    tailTokens(seq)[seq.tailCount++] = newTokens[0];
+    if (seq.tailCount == blockSize_)
+      hashTail(seq);
+  } else {
+    appendTokensUnchecked(seq, newTokens, numNewTokens);
+  }
   seq.numComputed = computed;
   // [storeFrom, computed) now holds accepted values; a gap below storeFrom
   // (tokens of a long chunk got slot -1) restarts the valid range.
   if (seq.storeFrom != oldComputed)
     seq.validFrom = seq.storeFrom;
-  registerCompleteBlocks(seq, oldComputed);
-  releaseOutsideHistory(seq);
+  // Block boundaries crossed: blocks completed (cache them), blocks left
+  // behind by the history (free them) -- only then is there work.
+  if (blockOf(computed) != blockOf(oldComputed) && config_.enablePrefixCaching)
+    registerCompleteBlocks(seq, oldComputed);
+  const MappedBlock *held = heldBlocks(seq);
+  int64_t lo = computed > history_ ? blockOf(computed - history_) : 0;
+  int64_t hi = computed > 0 ? blockOf(computed - 1) : -1;
+  if (seq.numHeld > 0 &&
+      (held[0].logical < lo || held[seq.numHeld - 1].logical > hi))
+    releaseOutsideHistory(seq, lo, hi);
+  if (seq.copySrc >= 0) {
+    pool_.releaseUnchecked(seq.copySrc);
+    seq.copySrc = seq.copyDst = -1;
+  }
   seq.state = SequenceState::Idle;
   seq.numScheduled = 0;
   seq.storeFrom = 0;
@@ -475,10 +561,10 @@ void SequenceManager::releaseAll(Sequence &seq) {
 }
 
 Status SequenceManager::preempt(SequenceId id) {
-  StatusOr<Sequence *> found = lookup(id, "preempt");
+  Sequence *found = find(id);
   if (!found)
-    return found.status();
-  Sequence &seq = **found;
+    return unknownSequence(id, "preempt");
+  Sequence &seq = *found;
   if (seq.state == SequenceState::Preempted)
     return failedPrecondition(seqName(id) + " is already preempted");
   releaseAll(seq);
@@ -488,10 +574,10 @@ Status SequenceManager::preempt(SequenceId id) {
 }
 
 Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
-  StatusOr<Sequence *> found = lookup(id, "resume");
+  Sequence *found = find(id);
   if (!found)
-    return found.status();
-  Sequence &seq = **found;
+    return unknownSequence(id, "resume");
+  Sequence &seq = *found;
   if (seq.state != SequenceState::Preempted)
     return failedPrecondition(seqName(id) + " is not preempted (it is " +
                               sequenceStateName(seq.state) + ")");
@@ -505,30 +591,29 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
 }
 
 Status SequenceManager::finish(SequenceId id) {
-  StatusOr<Sequence *> found = lookup(id, "finish");
+  Sequence *found = find(id);
   if (!found)
-    return found.status();
-  Sequence &seq = **found;
+    return unknownSequence(id, "finish");
+  Sequence &seq = *found;
   releaseAll(seq);
   seq.generation = 0;
   seq.blockHashes.clear();
-  seq.tailTokens.clear();
   freeSlots_.push_back(static_cast<int32_t>(&seq - seqs_.data()));
   --numLive_;
   return Status::ok();
 }
 
 StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
-  StatusOr<Sequence *> found = lookup(parentId, "fork");
+  Sequence *found = find(parentId);
   if (!found)
-    return found.status();
-  if ((*found)->state != SequenceState::Idle)
+    return unknownSequence(parentId, "fork");
+  if (found->state != SequenceState::Idle)
     return failedPrecondition("cannot fork " + seqName(parentId) + ": it is " +
-                              sequenceStateName((*found)->state) +
+                              sequenceStateName(found->state) +
                               ", forks need an idle sequence");
   if (seqs_.size() - freeSlots_.size() >= kMaxGeneration)
     return outOfRange("too many live sequences");
-  size_t parentSlot = *found - seqs_.data();
+  size_t parentSlot = found - seqs_.data();
   int32_t slot = newSlot(); // may move seqs_ and held_
   const Sequence &parent = seqs_[parentSlot];
   Sequence &child = seqs_[slot];
@@ -536,7 +621,9 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
   child.numTokens = parent.numTokens;
   child.validFrom = parent.validFrom;
   child.blockHashes = parent.blockHashes;
-  child.tailTokens = parent.tailTokens;
+  child.lastHash = parent.lastHash;
+  child.tailCount = parent.tailCount;
+  std::copy_n(tailTokens(parent), parent.tailCount, tailTokens(child));
   child.numHeld = parent.numHeld;
   const MappedBlock *from = heldBlocks(parent);
   MappedBlock *to = heldBlocks(child);
@@ -580,12 +667,14 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
 
   // Validate everything before writing anything.
   ++buildStamp_;
+  if (static_cast<int64_t>(batch_.size()) < numSequences)
+    batch_.resize(numSequences);
   int64_t numTokens = 0, numCopies = 0;
   for (int64_t b = 0; b < numSequences; ++b) {
-    StatusOr<Sequence *> found = lookup(ids[b], "build step");
+    Sequence *found = find(ids[b]);
     if (!found)
-      return found.status();
-    Sequence &seq = **found;
+      return unknownSequence(ids[b], "build step");
+    Sequence &seq = *found;
     if (seq.state != SequenceState::Scheduled)
       return failedPrecondition(seqName(ids[b]) + " at row " + str(b) +
                                 " has no scheduled step (it is " +
@@ -595,6 +684,7 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
                              " appears twice in the batch (again at row " +
                              str(b) + ")");
     seq.buildStamp = buildStamp_;
+    batch_[b] = &seq;
     numTokens += seq.numScheduled;
     int64_t lastColumn = heldBlocks(seq)[seq.numHeld - 1].logical;
     if (lastColumn >= spec.numCols)
@@ -621,26 +711,32 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   int32_t *numComputed = spec.numComputed;
   int64_t token = 0, copy = 0;
   for (int64_t b = 0; b < numSequences; ++b) {
-    const Sequence &seq = seqs_[static_cast<uint64_t>(ids[b]) & 0xffffffffu];
+    const Sequence &seq = *batch_[b];
     const MappedBlock *held = heldBlocks(seq);
     int64_t c = seq.numComputed, end = c + seq.numScheduled;
     queryStartLoc[b] = static_cast<int32_t>(token);
     numComputed[b] = static_cast<int32_t>(c);
     buffers.writeRow(b, held, seq.numHeld);
 
-    // Tokens before storeFrom are not stored; the stored range's blocks are
-    // the last entries of the window, in order.
     int64_t *slots = spec.slotMapping + token;
-    std::fill(slots, slots + (seq.storeFrom - c), int64_t(-1));
-    int64_t p = seq.storeFrom;
-    int32_t i =
-        seq.numHeld - 1 - static_cast<int32_t>(blockOf(end - 1) - blockOf(p));
-    for (; p < end; ++i) {
-      int64_t base = int64_t(held[i].logical) * blockSize_;
-      int64_t slotBase = int64_t(held[i].physical) * blockSize_ - base;
-      int64_t blockEnd = std::min(end, base + blockSize_);
-      for (; p < blockEnd; ++p)
-        slots[p - c] = slotBase + p;
+    if (seq.numScheduled == 1) { // decode: position c, in the last block
+      const MappedBlock &last = held[seq.numHeld - 1];
+      slots[0] = int64_t(last.physical) * blockSize_ +
+                 (c - int64_t(last.logical) * blockSize_);
+    } else {
+      // Tokens before storeFrom are not stored; the stored range's blocks
+      // are the last entries of the window, in order.
+      std::fill(slots, slots + (seq.storeFrom - c), int64_t(-1));
+      int64_t p = seq.storeFrom;
+      int32_t i =
+          seq.numHeld - 1 - static_cast<int32_t>(blockOf(end - 1) - blockOf(p));
+      for (; p < end; ++i) {
+        int64_t base = int64_t(held[i].logical) * blockSize_;
+        int64_t slotBase = int64_t(held[i].physical) * blockSize_ - base;
+        int64_t blockEnd = std::min(end, base + blockSize_);
+        for (; p < blockEnd; ++p)
+          slots[p - c] = slotBase + p;
+      }
     }
     token += seq.numScheduled;
     if (seq.copySrc >= 0) {
@@ -679,10 +775,10 @@ std::vector<SequenceId> SequenceManager::sequenceIds() const {
 }
 
 StatusOr<SequenceInfo> SequenceManager::sequenceInfo(SequenceId id) const {
-  StatusOr<const Sequence *> found = lookup(id, "sequence info");
+  const Sequence *found = find(id);
   if (!found)
-    return found.status();
-  const Sequence &seq = **found;
+    return unknownSequence(id, "sequence info");
+  const Sequence &seq = *found;
   SequenceInfo info;
   info.state = seq.state;
   info.numComputed = seq.numComputed;
@@ -770,8 +866,7 @@ Status SequenceManager::checkInvariants() const {
     if (config_.enablePrefixCaching &&
         (static_cast<int64_t>(seq.blockHashes.size()) !=
              seq.numTokens / blockSize_ ||
-         static_cast<int64_t>(seq.tailTokens.size()) !=
-             seq.numTokens % blockSize_))
+         seq.tailCount != seq.numTokens % blockSize_))
       return internalError(name + " has a hash chain out of step with its " +
                            str(seq.numTokens) + " tokens");
   }
@@ -833,8 +928,8 @@ std::string SequenceManager::debugString() const {
     if (!seq.blockHashes.empty())
       os << '/' << std::hex << seq.blockHashes.back() << std::dec;
     os << " tail=[";
-    for (int32_t token : seq.tailTokens)
-      os << token << ' ';
+    for (int32_t i = 0; i < seq.tailCount; ++i)
+      os << tailTokens(seq)[i] << ' ';
     os << "]\n";
   }
   os << "free slots=[";

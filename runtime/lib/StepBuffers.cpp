@@ -41,7 +41,7 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
   buffers.spec_ = spec;
   buffers.maxBlocksPerRow_ = maxBlocksPerRow;
   buffers.rowCounts_.assign(spec.maxRows, 0);
-  buffers.rowCols_.assign(spec.maxRows * maxBlocksPerRow, 0);
+  buffers.rowBlocks_.assign(spec.maxRows * maxBlocksPerRow, MappedBlock());
   buffers.reset();
   return buffers;
 }
@@ -58,15 +58,15 @@ void StepBuffers::reset() {
   lastTokens_ = 0;
 }
 
-void StepBuffers::writeRow(int64_t row, const MappedBlock *blocks,
-                           int32_t count) {
+void StepBuffers::rewriteRow(int64_t row, const MappedBlock *blocks,
+                             int32_t count) {
   int32_t *table = spec_.blockTable + row * spec_.numCols;
-  int32_t *cols = rowCols_.data() + row * maxBlocksPerRow_;
+  MappedBlock *recorded = rowBlocks_.data() + row * maxBlocksPerRow_;
   int32_t oldCount = rowCounts_[row];
-  // Both column lists are sorted: null the old columns the new window lacks.
+  // Both windows are sorted: null the old columns the new one lacks.
   int32_t next = 0;
   for (int32_t i = 0; i < oldCount; ++i) {
-    int32_t col = cols[i];
+    int32_t col = recorded[i].logical;
     while (next < count && blocks[next].logical < col)
       ++next;
     if (next == count || blocks[next].logical != col)
@@ -74,7 +74,7 @@ void StepBuffers::writeRow(int64_t row, const MappedBlock *blocks,
   }
   for (int32_t i = 0; i < count; ++i) {
     table[blocks[i].logical] = blocks[i].physical;
-    cols[i] = blocks[i].logical;
+    recorded[i] = blocks[i];
   }
   rowCounts_[row] = count;
 }
@@ -82,9 +82,9 @@ void StepBuffers::writeRow(int64_t row, const MappedBlock *blocks,
 void StepBuffers::clearRowsFrom(int64_t firstRow) {
   for (int64_t row = firstRow; row < lastRows_; ++row) {
     int32_t *table = spec_.blockTable + row * spec_.numCols;
-    const int32_t *cols = rowCols_.data() + row * maxBlocksPerRow_;
+    const MappedBlock *recorded = rowBlocks_.data() + row * maxBlocksPerRow_;
     for (int32_t i = 0; i < rowCounts_[row]; ++i)
-      table[cols[i]] = kNullBlock;
+      table[recorded[i].logical] = kNullBlock;
     rowCounts_[row] = 0;
   }
 }

@@ -38,7 +38,7 @@ public:
   /// numBlocks - 1 usable); numBlocks must be in [2, 2^31 - 1].
   static StatusOr<BlockPool> create(int64_t numBlocks);
 
-  int32_t numBlocks() const { return static_cast<int32_t>(nodes_.size()); }
+  int32_t numBlocks() const { return static_cast<int32_t>(refCounts_.size()); }
   int32_t numUsableBlocks() const { return numBlocks() - 1; }
   int32_t numFreeBlocks() const { return numFree_; }
   /// Blocks with a reference count > 0.
@@ -59,7 +59,7 @@ public:
 
   /// 0 for free blocks and for ids outside the pool.
   int32_t refCount(int32_t block) const {
-    return isUsable(block) ? nodes_[block].refCount : 0;
+    return isUsable(block) ? refCounts_[block] : 0;
   }
   bool isUsable(int32_t block) const {
     return block > kNullBlock && block < numBlocks();
@@ -69,10 +69,10 @@ public:
   /// Only a held block can be tagged.
   Status setCacheTag(int32_t block, uint64_t tag);
   bool hasCacheTag(int32_t block) const {
-    return isUsable(block) && nodes_[block].tagged;
+    return isUsable(block) && tagged_[block];
   }
   uint64_t cacheTag(int32_t block) const {
-    return hasCacheTag(block) ? nodes_[block].tag : 0;
+    return hasCacheTag(block) ? tags_[block] : 0;
   }
   /// Forgets a tag without telling the listener (the caller already knows).
   void clearCacheTag(int32_t block);
@@ -89,62 +89,70 @@ public:
   // Fast paths for callers that validated their arguments already (the
   // sequence manager); they do not check anything.
   int32_t allocateUnchecked() {
-    int32_t block = nodes_[kNullBlock].next;
+    int32_t block = links_[kNullBlock].next;
     unlink(block);
-    Node &node = nodes_[block];
-    node.refCount = 1;
-    if (node.tagged) {
-      node.tagged = false;
+    refCounts_[block] = 1;
+    if (tagged_[block]) {
+      tagged_[block] = 0;
       if (listener_)
-        listener_->onEvict(block, node.tag);
+        listener_->onEvict(block, tags_[block]);
     }
     return block;
   }
   void retainUnchecked(int32_t block) {
-    if (nodes_[block].refCount++ == 0)
+    if (refCounts_[block]++ == 0)
       unlink(block);
   }
+  /// Whether a block is shared or cached, i.e. must not be written.
+  bool isSharedOrCached(int32_t block) const {
+    return refCounts_[block] > 1 || tagged_[block];
+  }
+  void setCacheTagUnchecked(int32_t block, uint64_t tag) {
+    tagged_[block] = 1;
+    tags_[block] = tag;
+  }
   void releaseUnchecked(int32_t block) {
-    Node &node = nodes_[block];
-    if (--node.refCount == 0) {
-      if (node.tagged)
+    if (--refCounts_[block] == 0) {
+      if (tagged_[block])
         linkBefore(kNullBlock, block); // back: evicted last
       else
-        linkBefore(nodes_[kNullBlock].next, block); // front: reused first
+        linkBefore(links_[kNullBlock].next, block); // front: reused first
     }
   }
 
 private:
+  // Structure of arrays: the hot checks (reference count, tagged) touch
+  // 5 bytes per block, the queue links and the tags live apart.
   // The null block doubles as the queue's sentinel: it is never free, so its
   // links are free to mean "front" (next) and "back" (prev).
-  struct Node {
+  struct Link {
     int32_t prev = kNullBlock;
     int32_t next = kNullBlock;
-    int32_t refCount = 0;
-    bool tagged = false;
-    uint64_t tag = 0;
   };
 
   BlockPool() = default;
 
   void unlink(int32_t block) {
-    Node &node = nodes_[block];
-    nodes_[node.prev].next = node.next;
-    nodes_[node.next].prev = node.prev;
-    node.prev = node.next = kNullBlock;
+    Link &link = links_[block];
+    links_[link.prev].next = link.next;
+    links_[link.next].prev = link.prev;
+    link.prev = link.next = kNullBlock;
     --numFree_;
   }
   void linkBefore(int32_t successor, int32_t block) {
-    int32_t predecessor = nodes_[successor].prev;
-    nodes_[block].prev = predecessor;
-    nodes_[block].next = successor;
-    nodes_[predecessor].next = block;
-    nodes_[successor].prev = block;
+    int32_t predecessor = links_[successor].prev;
+    links_[block].prev = predecessor;
+    links_[block].next = successor;
+    links_[predecessor].next = block;
+    links_[successor].prev = block;
     ++numFree_;
   }
   Status checkBlock(int32_t block, const char *what) const;
 
-  std::vector<Node> nodes_;
+  std::vector<int32_t> refCounts_;
+  std::vector<uint8_t> tagged_;
+  std::vector<Link> links_;
+  std::vector<uint64_t> tags_;
   int32_t numFree_ = 0;
   BlockEvictionListener *listener_ = nullptr;
 };

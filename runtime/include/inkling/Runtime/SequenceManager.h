@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inkling {
@@ -218,6 +219,7 @@ private:
   struct Sequence {
     uint32_t generation = 0; // 0: slot unused
     uint32_t lastGeneration = 0;
+    uint32_t slot = 0; // index in seqs_, held_ and tails_
     SequenceState state = SequenceState::Idle;
     int32_t numHeld = 0;
     int64_t numComputed = 0;
@@ -229,26 +231,58 @@ private:
     int32_t copyDst = -1;
     uint64_t buildStamp = 0;
     // Prefix caching only: the chain hashes of every whole block of known
-    // tokens, and the known tokens of the partial block after them.
+    // tokens; the tailCount known tokens after them are in tails_.
+    int32_t tailCount = 0;
+    uint64_t lastHash = 0; // blockHashes.back(), or the seed
     std::vector<uint64_t> blockHashes;
-    std::vector<int32_t> tailTokens;
   };
 
   explicit SequenceManager(const SequenceManagerConfig &config, BlockPool pool);
 
-  StatusOr<Sequence *> lookup(SequenceId id, const char *operation);
-  StatusOr<const Sequence *> lookup(SequenceId id, const char *operation) const;
-  MappedBlock *heldBlocks(const Sequence &seq);
-  const MappedBlock *heldBlocks(const Sequence &seq) const;
+  // The sequence of a handle, or null (then unknownSequence explains).
+  const Sequence *find(SequenceId id) const {
+    // Negative ids carry a generation >= 2^31, which no slot has.
+    uint64_t slot = static_cast<uint64_t>(id) & 0xffffffffu;
+    uint64_t generation = static_cast<uint64_t>(id) >> 32;
+    if (slot >= numSlots_ || seqs_[slot].generation != generation ||
+        generation == 0)
+      return nullptr;
+    return &seqs_[slot];
+  }
+  Sequence *find(SequenceId id) {
+    return const_cast<Sequence *>(std::as_const(*this).find(id));
+  }
+  Status unknownSequence(SequenceId id, const char *operation) const;
+  size_t slotOf(const Sequence &seq) const { return seq.slot; }
+  MappedBlock *heldBlocks(const Sequence &seq) {
+    return held_.data() + slotOf(seq) * maxHeld_;
+  }
+  const MappedBlock *heldBlocks(const Sequence &seq) const {
+    return held_.data() + slotOf(seq) * maxHeld_;
+  }
+  int32_t *tailTokens(const Sequence &seq) {
+    return tails_.data() + slotOf(seq) * blockSize_;
+  }
+  const int32_t *tailTokens(const Sequence &seq) const {
+    return tails_.data() + slotOf(seq) * blockSize_;
+  }
   Status checkStartPosition(const std::vector<uint64_t> &hashes,
                             int64_t numTokens, int64_t startPosition,
                             int32_t &block) const;
   void appendTokensUnchecked(Sequence &seq, const int32_t *tokens,
                              int64_t count);
+  void hashTail(Sequence &seq);
   void startAt(Sequence &seq, int64_t startPosition, int32_t block);
   void releaseAll(Sequence &seq);
   void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
-  void releaseOutsideHistory(Sequence &seq);
+  void releaseOutsideHistory(Sequence &seq, int64_t lo, int64_t hi);
+  Status scheduleGeneral(SequenceId id, int64_t numTokens);
+  Status commitGeneral(SequenceId id, int64_t numAccepted,
+                       const int32_t *newTokens, int64_t numNewTokens);
+  Status scheduleError(const Sequence &seq, SequenceId id,
+                       int64_t numTokens) const;
+  Status commitError(const Sequence &seq, SequenceId id, int64_t numAccepted,
+                     const int32_t *newTokens, int64_t numNewTokens) const;
   int32_t newSlot();
 
   // Division by N for positions < 2^31 with a multiply (Lemire et al.,
@@ -268,10 +302,13 @@ private:
   BlockPool pool_;
   PrefixCache cache_;
   std::vector<Sequence> seqs_;
+  uint64_t numSlots_ = 0;         // seqs_.size()
   std::vector<MappedBlock> held_; // maxHeld_ per slot
+  std::vector<int32_t> tails_;    // blockSize_ per slot
   std::vector<int32_t> freeSlots_;
   int64_t numLive_ = 0;
   uint64_t buildStamp_ = 0;
+  std::vector<Sequence *> batch_; // buildStep's validated rows
 };
 
 } // namespace inkling

@@ -23,6 +23,7 @@
 #ifndef INKLING_RUNTIME_STEPBUFFERS_H
 #define INKLING_RUNTIME_STEPBUFFERS_H
 
+#include "inkling/Runtime/BlockPool.h"
 #include "inkling/Runtime/Status.h"
 
 #include <cstdint>
@@ -73,9 +74,18 @@ public:
   // validated by the caller.
 
   /// Makes row `row` hold exactly `blocks` (sorted by logical index, each
-  /// logical < numCols, at most maxBlocksPerRow): nulls the columns that left,
-  /// writes the others.
-  void writeRow(int64_t row, const MappedBlock *blocks, int32_t count);
+  /// logical < numCols, at most maxBlocksPerRow): nulls the columns that
+  /// left, writes the entries that changed. Inline: once per row per step.
+  void writeRow(int64_t row, const MappedBlock *blocks, int32_t count) {
+    const MappedBlock *recorded = rowBlocks_.data() + row * maxBlocksPerRow_;
+    bool same = rowCounts_[row] == count;
+    for (int32_t i = 0; same && i < count; ++i)
+      same = recorded[i].logical == blocks[i].logical &&
+             recorded[i].physical == blocks[i].physical;
+    if (!same) // a decode step usually keeps its window: no table traffic
+      rewriteRow(row, blocks, count);
+  }
+
   /// Nulls every row in [firstRow, lastNumRows()); call after the rows of a
   /// step, then finishStep.
   void clearRowsFrom(int64_t firstRow);
@@ -85,12 +95,13 @@ public:
 
 private:
   StepBuffers() = default;
+  void rewriteRow(int64_t row, const MappedBlock *blocks, int32_t count);
 
   StepBufferSpec spec_;
   int64_t maxBlocksPerRow_ = 0;
-  // Per row: the count and the recorded columns (sorted) of its window.
+  // Per row: the count and the recorded entries (sorted) of its window.
   std::vector<int32_t> rowCounts_;
-  std::vector<int32_t> rowCols_;
+  std::vector<MappedBlock> rowBlocks_;
   int64_t lastRows_ = 0;
   int64_t lastTokens_ = 0;
 };
