@@ -74,6 +74,7 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
     : config_(config), blockSize_(config.layout.blockSize),
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
       pool_(std::move(pool)), cache_(pool_.numBlocks()) {
+  static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
   // Blocks that a range of `count` positions can span, at worst alignment.
   auto spanned = [&](int64_t count) {
     return count == 0 ? 0 : (count + blockSize_ - 2) / blockSize_ + 1;
@@ -103,20 +104,19 @@ int32_t SequenceManager::newSlot() {
   } else {
     slot = static_cast<int32_t>(seqs_.size());
     seqs_.emplace_back();
+    hashes_.emplace_back();
     numSlots_ = seqs_.size();
     held_.resize(seqs_.size() * maxHeld_);
     tails_.resize(seqs_.size() * blockSize_);
   }
   Sequence &seq = seqs_[slot];
-  uint32_t generation = seq.lastGeneration % kMaxGeneration + 1;
-  std::vector<uint64_t> hashes = std::move(seq.blockHashes);
+  uint32_t generation =
+      (seq.generation & ~Sequence::kFinished) % kMaxGeneration + 1;
   seq = Sequence();
-  seq.generation = seq.lastGeneration = generation;
+  seq.generation = generation;
   seq.slot = static_cast<uint32_t>(slot);
-  // Keep the vector's capacity: sequences come and go all the time.
-  seq.blockHashes = std::move(hashes);
-  seq.blockHashes.clear();
   seq.lastHash = config_.prefixSeed;
+  hashes_[slot].clear(); // keeps its capacity: sequences come and go
   ++numLive_;
   return slot;
 }
@@ -133,7 +133,7 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
     return;
   auto chain = [&](const int32_t *block) {
     seq.lastHash = chainBlockHash(seq.lastHash, block, blockSize_);
-    seq.blockHashes.push_back(seq.lastHash);
+    blockHashes(seq).push_back(seq.lastHash);
   };
   int32_t *tail = tailTokens(seq);
   int64_t i = 0;
@@ -154,7 +154,7 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
 
 void SequenceManager::hashTail(Sequence &seq) {
   seq.lastHash = chainBlockHash(seq.lastHash, tailTokens(seq), blockSize_);
-  seq.blockHashes.push_back(seq.lastHash);
+  blockHashes(seq).push_back(seq.lastHash);
   seq.tailCount = 0;
 }
 
@@ -278,7 +278,7 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
     return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
   if (!config_.enablePrefixCaching)
     return int64_t(0);
-  const std::vector<uint64_t> &hashes = seq->blockHashes;
+  const std::vector<uint64_t> &hashes = blockHashes(*seq);
   int64_t blocks = std::min<int64_t>(maxLength / blockSize_, hashes.size());
   for (int64_t j = blocks - 1; j >= 0; --j)
     if (cache_.find(hashes[j]) >= 0)
@@ -398,9 +398,9 @@ void SequenceManager::registerCompleteBlocks(Sequence &seq,
     if (held[i].logical != j)
       continue;
     int32_t block = held[i].physical;
-    uint64_t hash = j + 1 == static_cast<int64_t>(seq.blockHashes.size())
-                        ? seq.lastHash
-                        : seq.blockHashes[j];
+    const std::vector<uint64_t> &hashes = blockHashes(seq);
+    uint64_t hash =
+        j + 1 == static_cast<int64_t>(hashes.size()) ? seq.lastHash : hashes[j];
     if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
       pool_.setCacheTagUnchecked(block, hash);
   }
@@ -582,7 +582,7 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
     return failedPrecondition(seqName(id) + " is not preempted (it is " +
                               sequenceStateName(seq.state) + ")");
   int32_t block = -1;
-  if (Status status = checkStartPosition(seq.blockHashes, seq.numTokens,
+  if (Status status = checkStartPosition(blockHashes(seq), seq.numTokens,
                                          startPosition, block);
       !status)
     return status;
@@ -596,8 +596,8 @@ Status SequenceManager::finish(SequenceId id) {
     return unknownSequence(id, "finish");
   Sequence &seq = *found;
   releaseAll(seq);
-  seq.generation = 0;
-  seq.blockHashes.clear();
+  seq.generation |= Sequence::kFinished;
+  blockHashes(seq).clear();
   freeSlots_.push_back(static_cast<int32_t>(&seq - seqs_.data()));
   --numLive_;
   return Status::ok();
@@ -620,7 +620,7 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
   child.numComputed = parent.numComputed;
   child.numTokens = parent.numTokens;
   child.validFrom = parent.validFrom;
-  child.blockHashes = parent.blockHashes;
+  blockHashes(child) = blockHashes(parent);
   child.lastHash = parent.lastHash;
   child.tailCount = parent.tailCount;
   std::copy_n(tailTokens(parent), parent.tailCount, tailTokens(child));
@@ -768,7 +768,7 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
 std::vector<SequenceId> SequenceManager::sequenceIds() const {
   std::vector<SequenceId> ids;
   for (size_t slot = 0; slot < seqs_.size(); ++slot)
-    if (seqs_[slot].generation != 0)
+    if (seqs_[slot].live())
       ids.push_back((static_cast<SequenceId>(seqs_[slot].generation) << 32) |
                     slot);
   return ids;
@@ -801,7 +801,7 @@ Status SequenceManager::checkInvariants() const {
   int64_t live = 0;
   for (size_t slot = 0; slot < seqs_.size(); ++slot) {
     const Sequence &seq = seqs_[slot];
-    if (seq.generation == 0)
+    if (!seq.live())
       continue;
     ++live;
     std::string name = "sequence slot " + str(slot);
@@ -864,7 +864,7 @@ Status SequenceManager::checkInvariants() const {
       }
     }
     if (config_.enablePrefixCaching &&
-        (static_cast<int64_t>(seq.blockHashes.size()) !=
+        (static_cast<int64_t>(blockHashes(seq).size()) !=
              seq.numTokens / blockSize_ ||
          seq.tailCount != seq.numTokens % blockSize_))
       return internalError(name + " has a hash chain out of step with its " +
@@ -914,7 +914,7 @@ std::string SequenceManager::debugString() const {
   os << "\nsequences=" << numLive_ << '\n';
   for (size_t slot = 0; slot < seqs_.size(); ++slot) {
     const Sequence &seq = seqs_[slot];
-    if (seq.generation == 0)
+    if (!seq.live())
       continue;
     os << "  slot " << slot << " gen " << seq.generation << ' '
        << sequenceStateName(seq.state) << " c=" << seq.numComputed
@@ -924,9 +924,9 @@ std::string SequenceManager::debugString() const {
     const MappedBlock *held = heldBlocks(seq);
     for (int32_t i = 0; i < seq.numHeld; ++i)
       os << held[i].logical << ':' << held[i].physical << ' ';
-    os << "] hashes=" << seq.blockHashes.size();
-    if (!seq.blockHashes.empty())
-      os << '/' << std::hex << seq.blockHashes.back() << std::dec;
+    os << "] hashes=" << blockHashes(seq).size();
+    if (!blockHashes(seq).empty())
+      os << '/' << std::hex << blockHashes(seq).back() << std::dec;
     os << " tail=[";
     for (int32_t i = 0; i < seq.tailCount; ++i)
       os << tailTokens(seq)[i] << ' ';

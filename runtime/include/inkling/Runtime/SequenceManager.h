@@ -216,36 +216,39 @@ public:
   std::string debugString() const;
 
 private:
-  struct Sequence {
-    uint32_t generation = 0; // 0: slot unused
-    uint32_t lastGeneration = 0;
-    uint32_t slot = 0; // index in seqs_, held_ and tails_
-    SequenceState state = SequenceState::Idle;
-    int32_t numHeld = 0;
-    int64_t numComputed = 0;
-    int64_t numTokens = 0;
-    int64_t validFrom = 0;
-    int64_t numScheduled = 0;
-    int64_t storeFrom = 0;
+  // The hot record of a sequence: one cache line. Positions and counts fit
+  // int32 (they stay below 2^31, checked on every call).
+  struct alignas(64) Sequence {
+    static constexpr uint32_t kFinished = 0x80000000u;
+    // [1, 2^31) while live; | kFinished once finished (so stale handles
+    // never match); the next sequence in the slot takes the next one.
+    uint32_t generation = 0;
+    uint32_t slot = 0; // index in seqs_, held_, tails_ and hashes_
+    int32_t numComputed = 0;
+    int32_t numTokens = 0;
+    int32_t numScheduled = 0;
+    int32_t storeFrom = 0;
+    int32_t validFrom = 0;
     int32_t copySrc = -1; // -1: no pending copy-on-write
     int32_t copyDst = -1;
+    int32_t tailCount = 0; // known tokens after the last whole block
+    int32_t numHeld = 0;
+    SequenceState state = SequenceState::Idle;
+    uint64_t lastHash = 0; // hash of the last whole block, or the seed
     uint64_t buildStamp = 0;
-    // Prefix caching only: the chain hashes of every whole block of known
-    // tokens; the tailCount known tokens after them are in tails_.
-    int32_t tailCount = 0;
-    uint64_t lastHash = 0; // blockHashes.back(), or the seed
-    std::vector<uint64_t> blockHashes;
+
+    bool live() const { return generation != 0 && !(generation & kFinished); }
   };
 
   explicit SequenceManager(const SequenceManagerConfig &config, BlockPool pool);
 
   // The sequence of a handle, or null (then unknownSequence explains).
   const Sequence *find(SequenceId id) const {
-    // Negative ids carry a generation >= 2^31, which no slot has.
+    // Live generations are in [1, 2^31): a positive id never matches a
+    // finished or unused slot.
     uint64_t slot = static_cast<uint64_t>(id) & 0xffffffffu;
-    uint64_t generation = static_cast<uint64_t>(id) >> 32;
-    if (slot >= numSlots_ || seqs_[slot].generation != generation ||
-        generation == 0)
+    if (id <= 0 || slot >= numSlots_ ||
+        seqs_[slot].generation != static_cast<uint64_t>(id) >> 32)
       return nullptr;
     return &seqs_[slot];
   }
@@ -259,6 +262,12 @@ private:
   }
   const MappedBlock *heldBlocks(const Sequence &seq) const {
     return held_.data() + slotOf(seq) * maxHeld_;
+  }
+  std::vector<uint64_t> &blockHashes(const Sequence &seq) {
+    return hashes_[seq.slot];
+  }
+  const std::vector<uint64_t> &blockHashes(const Sequence &seq) const {
+    return hashes_[seq.slot];
   }
   int32_t *tailTokens(const Sequence &seq) {
     return tails_.data() + slotOf(seq) * blockSize_;
@@ -305,6 +314,9 @@ private:
   uint64_t numSlots_ = 0;         // seqs_.size()
   std::vector<MappedBlock> held_; // maxHeld_ per slot
   std::vector<int32_t> tails_;    // blockSize_ per slot
+  // Prefix caching: the chain hash of every whole block of known tokens,
+  // per slot (cold: touched once per block).
+  std::vector<std::vector<uint64_t>> hashes_;
   std::vector<int32_t> freeSlots_;
   int64_t numLive_ = 0;
   uint64_t buildStamp_ = 0;

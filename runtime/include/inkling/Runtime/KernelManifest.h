@@ -1,0 +1,178 @@
+//===- KernelManifest.h - The GPU kernel bundle's manifest ------*- C++ -*-===//
+//
+// `inkling-write-kernels` writes a directory of kernels (PTX, cubin or
+// fatbin) and `manifest.json`, which says for every kernel its file and entry
+// symbol, the sconv op it implements, its argument ABI and its launch grid
+// as a function of the token count T; and for every host function the
+// kernels it launches, in order, with the host arguments each takes. This is
+// the runtime's reader (no LLVM here: a small, strict JSON parser) and the
+// ABI packing, both testable without a GPU. docs/gpu.md has the format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_RUNTIME_KERNELMANIFEST_H
+#define INKLING_RUNTIME_KERNELMANIFEST_H
+
+#include "inkling/Runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inkling {
+
+//===----------------------------------------------------------------------===//
+// JSON (the subset RFC 8259 defines; no extensions)
+//===----------------------------------------------------------------------===//
+
+/// A parsed JSON value. Objects keep their members in document order;
+/// duplicate keys are rejected by the parser.
+class JsonValue {
+public:
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+
+  Kind kind() const { return kind_; }
+  bool isNull() const { return kind_ == Kind::Null; }
+  bool isBool() const { return kind_ == Kind::Bool; }
+  bool isNumber() const { return kind_ == Kind::Number; }
+  bool isString() const { return kind_ == Kind::String; }
+  bool isArray() const { return kind_ == Kind::Array; }
+  bool isObject() const { return kind_ == Kind::Object; }
+
+  bool boolValue() const { return bool_; }
+  double number() const { return number_; }
+  /// True for a number written as an integer (no fraction or exponent) that
+  /// fits in int64_t.
+  bool isInteger() const { return kind_ == Kind::Number && isInteger_; }
+  int64_t integer() const { return integer_; }
+  const std::string &string() const { return string_; }
+  const std::vector<JsonValue> &array() const { return array_; }
+  const std::vector<std::pair<std::string, JsonValue>> &members() const {
+    return members_;
+  }
+  /// The member `key` of an object, or null.
+  const JsonValue *find(std::string_view key) const;
+
+  /// Parses a whole document (one value, surrounded by whitespace only).
+  /// Errors name the byte offset.
+  static StatusOr<JsonValue> parse(std::string_view text);
+
+private:
+  friend class JsonParser;
+  Kind kind_ = Kind::Null;
+  bool bool_ = false;
+  bool isInteger_ = false;
+  double number_ = 0;
+  int64_t integer_ = 0;
+  std::string string_;
+  std::vector<JsonValue> array_;
+  std::vector<std::pair<std::string, JsonValue>> members_;
+};
+
+//===----------------------------------------------------------------------===//
+// The manifest
+//===----------------------------------------------------------------------===//
+
+/// One kernel argument: a memref, passed as its expanded descriptor
+/// (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]).
+struct KernelArgSpec {
+  std::string type;    ///< The MLIR type, e.g. "memref<?x8x128xbf16>".
+  std::string element; ///< "bf16", "i32", "i64", "i8" ...
+  int64_t elementBytes = 0;
+  int64_t rank = 0;
+  std::vector<int64_t> shape;   ///< -1: dynamic (the caller gives it).
+  std::vector<int64_t> strides; ///< -1: dynamic.
+  int64_t offset = 0;           ///< -1: dynamic.
+  bool identity = false; ///< Row-major contiguous: dynamic strides follow.
+  int64_t params = 0;    ///< 3 + 2 * rank.
+};
+
+/// A grid dimension: a constant, or the token count T.
+struct GridDim {
+  bool tokens = false;
+  int64_t value = 1;
+};
+
+struct KernelSpec {
+  std::string name;   ///< Unique in the bundle.
+  std::string entry;  ///< The kernel symbol inside its file.
+  std::string file;   ///< Relative to the bundle directory.
+  std::string format; ///< "ptx", "cubin" or "fatbin".
+  std::string host;   ///< The host function it was outlined from.
+  std::string op;     ///< e.g. "sconv.conv", "sconv.fused_conv".
+  std::vector<std::string> streams;
+  std::string layout;     ///< e.g. "#sconv.layout<kv_heads = 8, ...>".
+  std::string attributes; ///< The op's other attributes, as MLIR prints them.
+  std::string key;        ///< Dedupe key (op, streams, layout, ABI).
+  std::array<GridDim, 3> grid;
+  std::array<int64_t, 3> block = {1, 1, 1};
+  std::vector<KernelArgSpec> args;
+  std::vector<std::string> params; ///< Lowered parameter types ("ptr", "i64").
+  int64_t tokensArg = -1; ///< Kernel argument whose dim 0 is T (-1: none).
+
+  /// The grid for `tokens` tokens.
+  std::array<int64_t, 3> gridFor(int64_t tokens) const;
+};
+
+struct LaunchSpec {
+  std::string kernel;            ///< A KernelSpec name.
+  std::vector<int64_t> hostArgs; ///< Host argument of each kernel argument.
+};
+
+struct HostSpec {
+  std::string name;
+  std::vector<LaunchSpec> launches; ///< In program order.
+};
+
+struct KernelManifest {
+  int64_t version = 0;
+  std::string chip;     ///< e.g. "sm_90".
+  std::string features; ///< e.g. "+ptx80".
+  std::string format;   ///< "ptx", "cubin" or "fatbin".
+  std::vector<KernelSpec> kernels;
+  std::vector<HostSpec> hosts;
+
+  const KernelSpec *findKernel(std::string_view name) const;
+  const HostSpec *findHost(std::string_view name) const;
+
+  /// Parses and validates a manifest: every field present with its type,
+  /// descriptor sizes consistent with `params`, grid and block sizes
+  /// positive (T only in the grid, with a tokens argument), file names
+  /// without directories, launches naming existing kernels with one host
+  /// argument per kernel argument.
+  static StatusOr<KernelManifest> parse(std::string_view json);
+  /// Reads `<directory>/manifest.json`.
+  static StatusOr<KernelManifest> load(const std::string &directory);
+};
+
+//===----------------------------------------------------------------------===//
+// The argument ABI
+//===----------------------------------------------------------------------===//
+
+/// A buffer passed to a kernel: its device address and the sizes of every
+/// dimension (static ones must match the type). `strides` may be left empty:
+/// static strides come from the type, dynamic ones of an identity layout are
+/// row-major; a dynamic stride of another layout must be given.
+struct MemRefArg {
+  uint64_t address = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+/// The kernel's parameters as 8-byte slots (pointers and i64; an i32
+/// parameter uses the low 4 bytes), in the order of `kernel.params`.
+StatusOr<std::vector<uint64_t>>
+packKernelParams(const KernelSpec &kernel, const std::vector<MemRefArg> &args);
+
+/// T for a launch of `kernel` with `args` (dim 0 of the tokens argument), or
+/// 0 when the grid does not depend on it.
+StatusOr<int64_t> tokenCount(const KernelSpec &kernel,
+                             const std::vector<MemRefArg> &args);
+
+} // namespace inkling
+
+#endif // INKLING_RUNTIME_KERNELMANIFEST_H
