@@ -82,8 +82,9 @@ public:
   /// none); "" or the first violation, with the state.
   std::string run(int64_t ops) {
     for (op_ = 0; calls() < ops && op_ < 20 * ops; ++op_) {
+      int64_t before = calls();
       std::string err = randomOperation();
-      if (err.empty())
+      if (err.empty() && calls() != before) // picks without a target: no-ops
         err = checkAll();
       if (!err.empty())
         return "op " + std::to_string(op_) + " (" + lastOp_ + "): " + err +
@@ -111,6 +112,14 @@ private:
     State state = State::Idle;
     int64_t computed = 0;
     std::vector<int32_t> tokens; // known token ids
+    // prefixIdentities(tokens), extended as tokens are appended.
+    std::vector<uint64_t> identities;
+    const std::vector<uint64_t> &knownIdentities() {
+      uint64_t last = identities.empty() ? 0x1234 : identities.back();
+      for (size_t q = identities.size(); q < tokens.size(); ++q)
+        identities.push_back(last = mixToken(last, tokens[q]));
+      return identities;
+    }
     int64_t scheduled = 0;
     bool ran = false;                // the scheduled step's kernels ran
     std::vector<int32_t> stepTokens; // tokens of [0, c + n), drafts included
@@ -558,18 +567,24 @@ private:
 
   std::string checkAll() {
     const BlockPool &pool = manager_->pool();
-    std::vector<int64_t> holders(pool.numBlocks(), 0);
-    std::vector<std::pair<int64_t, size_t>> liveSlots; // (slot, seq)
-    std::vector<int64_t> writtenSlots;
+    // Scratch buffers are members: the check runs after every operation.
+    std::vector<int64_t> &holders = holders_;
+    std::vector<int64_t> &liveSlots = liveSlots_;
+    std::vector<int64_t> &writtenSlots = writtenSlots_;
+    std::vector<int64_t> &positions = positions_;
+    std::vector<int32_t> &logicals = logicals_;
+    holders.assign(pool.numBlocks(), 0);
+    liveSlots.clear();
+    writtenSlots.clear();
     int64_t ceilLW = (config_.lookahead + n_ - 1) / n_;
     for (size_t i = 0; i < seqs_.size(); ++i) {
-      const ModelSeq &seq = seqs_[i];
+      ModelSeq &seq = seqs_[i];
       StatusOr<SequenceInfo> found = manager_->sequenceInfo(seq.id);
       if (!found)
         return "live sequence lost: " + found.status().toString();
       const SequenceInfo &info = *found;
-      std::string name = "seq " + std::to_string(i);
-      std::vector<uint64_t> identities = prefixIdentities(seq.tokens);
+      std::string name = "seq " + std::to_string(i); // short: no allocation
+      const std::vector<uint64_t> &identities = seq.knownIdentities();
       SequenceState want = seq.state == State::Idle ? SequenceState::Idle
                            : seq.state == State::Scheduled
                                ? SequenceState::Scheduled
@@ -581,7 +596,7 @@ private:
 
       // The live window, from the model alone.
       int64_t c = seq.computed;
-      std::vector<int64_t> positions; // history, then stored positions
+      positions.clear(); // history, then stored positions
       if (seq.state != State::Preempted)
         for (int64_t q = std::max<int64_t>(0, c - history()); q < c; ++q)
           positions.push_back(q);
@@ -592,7 +607,7 @@ private:
              q < end; ++q)
           positions.push_back(q);
       }
-      std::vector<int32_t> logicals;
+      logicals.clear();
       for (int64_t q : positions)
         if (logicals.empty() || logicals.back() != q / n_)
           logicals.push_back(static_cast<int32_t>(q / n_));
@@ -628,7 +643,7 @@ private:
             block = mapped.physical;
         int64_t slot = int64_t(block) * n_ + q % n_;
         if (static_cast<int64_t>(k) < numHistory) {
-          liveSlots.emplace_back(slot, i);
+          liveSlots.push_back(slot);
           // Idle: the history holds this sequence's own values.
           if (seq.state == State::Idle &&
               simulator_.value(slot) != identities[q])
@@ -643,7 +658,7 @@ private:
     if (std::adjacent_find(writtenSlots.begin(), writtenSlots.end()) !=
         writtenSlots.end())
       return "two stored positions share a slot";
-    for (auto [slot, owner] : liveSlots)
+    for (int64_t slot : liveSlots)
       if (std::binary_search(writtenSlots.begin(), writtenSlots.end(), slot))
         return "slot " + std::to_string(slot) +
                " is live history and written by a step";
@@ -664,6 +679,8 @@ private:
 
   ModelConfig config_;
   int64_t n_;
+  std::vector<int64_t> holders_, liveSlots_, writtenSlots_, positions_;
+  std::vector<int32_t> logicals_;
   std::mt19937_64 rng_;
   OwnedStepBuffers buffers_;
   StepSimulator simulator_;
