@@ -4,6 +4,7 @@
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
   inkling::sconv::registerFusionPipeline();
   inkling::registerInklingConversionPasses();
   inkling::registerPipelines();
+  // The GPU backend: inkling-lower-to-nvvm, inkling-write-kernels.
+  inkling::gpu::registerNVVMLoweringDialects(registry);
+  inkling::registerLowerToNVVMPipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Inkling sconv optimizer\n", registry));
 }

@@ -47,6 +47,52 @@ void registerLowerToCPUPipeline();
 /// Registers every Inkling pipeline.
 inline void registerPipelines() { registerLowerToCPUPipeline(); }
 
+/// Options of `inkling-lower-to-nvvm`.
+struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target GPU (sm_90: H100/H200)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features of the target (+ptx80: PTX ISA 8.0, which "
+                     "sm_90 needs and CUDA 12+ ptxas accepts)"),
+      llvm::cl::init("+ptx80")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level of the kernels"),
+                       llvm::cl::init(3)};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu-module-to-binary produces: isa (PTX text, no "
+                     "tool needed), bin (cubin, runs ptxas from PATH or "
+                     "/usr/local/cuda), fatbin (needs fatbinary too)"),
+      llvm::cl::init("isa")};
+  Option<bool> checked{
+      *this, "checked",
+      llvm::cl::desc("Guard slot and block ids at run time (the "
+                     "sconv-lower-to-loops option of the same name)"),
+      llvm::cl::init(false)};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit path for bin/fatbin and libdevice (empty: "
+                     "MLIR's default lookup)"),
+      llvm::cl::init("")};
+};
+
+/// Appends the GPU lowering to `pm` (anchored on `builtin.module`): the same
+/// sconv loop nests as the CPU pipeline, the outer (token, head) loop mapped
+/// to blocks and the inner 16-byte chunk loop to threads (consecutive
+/// threads, consecutive chunks: coalesced), outlined into one kernel per nest,
+/// lowered to NVVM and serialized by `gpu-module-to-binary`. The module
+/// keeps each kernel's ABI in its `inkling.kernels` attribute for
+/// `inkling-write-kernels` (docs/gpu.md).
+void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
+
+/// Registers `inkling-lower-to-nvvm` and the GPU passes
+/// (`inkling-write-kernels` ...) with the registries. A tool that runs them
+/// also needs `inkling::gpu::registerNVVMLoweringDialects` on its registry.
+void registerLowerToNVVMPipeline();
+
 } // namespace inkling
 
 #endif // INKLING_PIPELINES_PIPELINES_H
