@@ -289,6 +289,25 @@ inkling_status_t inkling_commit(inkling_manager_t *manager, int64_t sequence,
   });
 }
 
+inkling_status_t inkling_schedule_batch(inkling_manager_t *manager,
+                                        const int64_t *sequences,
+                                        const int64_t *num_tokens,
+                                        int64_t count) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.scheduleBatch(sequences, num_tokens, count);
+  });
+}
+
+inkling_status_t inkling_commit_batch(inkling_manager_t *manager,
+                                      const int64_t *sequences,
+                                      const int64_t *num_accepted,
+                                      const int64_t *token_offsets,
+                                      const int32_t *tokens, int64_t count) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.commitBatch(sequences, num_accepted, token_offsets, tokens, count);
+  });
+}
+
 inkling_status_t inkling_preempt(inkling_manager_t *manager, int64_t sequence) {
   return withManager(manager,
                      [&](SequenceManager &m) { return m.preempt(sequence); });

@@ -331,49 +331,103 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   return scheduleGeneral(id, numTokens);
 }
 
+SequenceManager::SchedulePlan
+SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
+  SchedulePlan plan;
+  int64_t c = seq.numComputed, end = c + numTokens;
+  plan.storeFrom = std::max(c, end - history_ - lookahead_);
+  plan.first = blockOf(plan.storeFrom);
+  plan.last = blockOf(end - 1);
+  const MappedBlock *held = heldBlocks(seq);
+  // Only the block of c (when c%N != 0) can hold history and be written.
+  plan.overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == plan.first;
+  plan.copyOnWrite =
+      plan.overlap && pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
+  plan.newEntries = plan.last - plan.first + 1 - (plan.overlap ? 1 : 0);
+  plan.needed = plan.newEntries + (plan.copyOnWrite ? 1 : 0);
+  return plan;
+}
+
+Status SequenceManager::checkSchedule(const Sequence &seq, SequenceId id,
+                                      int64_t numTokens,
+                                      SchedulePlan &plan) const {
+  int64_t c = seq.numComputed;
+  if (seq.state != SequenceState::Idle || numTokens < 1 ||
+      numTokens > kMaxPosition - c || c >= seq.numTokens)
+    return scheduleError(seq, id, numTokens);
+  plan = planSchedule(seq, numTokens);
+  if (seq.numHeld + plan.newEntries > maxHeld_)
+    return internalError(seqName(id) + " would hold " +
+                         str(seq.numHeld + plan.newEntries) +
+                         " blocks, more than the bound " + str(maxHeld_));
+  return Status::ok();
+}
+
 Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens) {
   Sequence *found = find(id);
   if (!found)
     return unknownSequence(id, "schedule");
   Sequence &seq = *found;
-  int64_t c = seq.numComputed;
-  if (seq.state != SequenceState::Idle || numTokens < 1 ||
-      numTokens > kMaxPosition - c || c >= seq.numTokens)
-    return scheduleError(seq, id, numTokens);
-
-  int64_t end = c + numTokens;
-  int64_t storeFrom = std::max(c, end - history_ - lookahead_);
-  int64_t first = blockOf(storeFrom), last = blockOf(end - 1);
-  MappedBlock *held = heldBlocks(seq);
-  // Only the block of c (when c%N != 0) can hold history and be written.
-  bool overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == first;
-  bool copyOnWrite =
-      overlap && pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
-  int64_t newEntries = last - first + 1 - (overlap ? 1 : 0);
-  int64_t needed = newEntries + (copyOnWrite ? 1 : 0);
-  if (needed > pool_.numFreeBlocks())
+  SchedulePlan plan;
+  if (Status status = checkSchedule(seq, id, numTokens, plan); !status)
+    return status;
+  if (plan.needed > pool_.numFreeBlocks())
     return Status(StatusCode::OutOfBlocks,
-                  seqName(id) + " needs " + str(needed) +
-                      " blocks to store positions [" + str(storeFrom) + ", " +
-                      str(end) + "), but only " + str(pool_.numFreeBlocks()) +
-                      " are free");
-  if (seq.numHeld + newEntries > maxHeld_)
-    return internalError(seqName(id) + " would hold " +
-                         str(seq.numHeld + newEntries) +
-                         " blocks, more than the bound " + str(maxHeld_));
-
-  if (copyOnWrite) {
+                  seqName(id) + " needs " + str(plan.needed) +
+                      " blocks to store positions [" + str(plan.storeFrom) +
+                      ", " + str(seq.numComputed + numTokens) + "), but only " +
+                      str(pool_.numFreeBlocks()) + " are free");
+  MappedBlock *held = heldBlocks(seq);
+  if (plan.copyOnWrite) {
     // Keep the reference on src until commit: the copy runs in the step.
     MappedBlock &shared = held[seq.numHeld - 1];
     seq.copySrc = shared.physical;
     seq.copyDst = pool_.allocateUnchecked();
     shared.physical = seq.copyDst;
   }
-  for (int64_t j = first + (overlap ? 1 : 0); j <= last; ++j)
+  for (int64_t j = plan.first + (plan.overlap ? 1 : 0); j <= plan.last; ++j)
     held[seq.numHeld++] = {static_cast<int32_t>(j), pool_.allocateUnchecked()};
   seq.state = SequenceState::Scheduled;
-  seq.numScheduled = numTokens;
-  seq.storeFrom = storeFrom;
+  seq.numScheduled = static_cast<int32_t>(numTokens);
+  seq.storeFrom = static_cast<int32_t>(plan.storeFrom);
+  return Status::ok();
+}
+
+Status SequenceManager::scheduleBatch(const SequenceId *ids,
+                                      const int64_t *numTokens, int64_t count) {
+  if (count < 0 || (count > 0 && (!ids || !numTokens)))
+    return invalidArgument("batch of " + str(count) +
+                           " sequences needs non-null id and count arrays");
+  // Validate every entry and the blocks of the whole batch first; then no
+  // schedule can fail (allocations only evict free blocks, which no plan
+  // depends on).
+  ++buildStamp_;
+  int64_t needed = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    Sequence *seq = find(ids[i]);
+    if (!seq)
+      return unknownSequence(ids[i], "schedule batch");
+    if (seq->buildStamp == buildStamp_)
+      return invalidArgument(seqName(ids[i]) +
+                             " appears twice in the batch (again at " + str(i) +
+                             ")");
+    seq->buildStamp = buildStamp_;
+    SchedulePlan plan;
+    if (Status status = checkSchedule(*seq, ids[i], numTokens[i], plan);
+        !status)
+      return status;
+    needed += plan.needed;
+  }
+  if (needed > pool_.numFreeBlocks())
+    return Status(StatusCode::OutOfBlocks,
+                  "the batch of " + str(count) + " sequences needs " +
+                      str(needed) + " blocks, but only " +
+                      str(pool_.numFreeBlocks()) +
+                      " are free; nothing was scheduled");
+  for (int64_t i = 0; i < count; ++i)
+    if (Status status = schedule(ids[i], numTokens[i]); !status)
+      return internalError("schedule batch: validated entry " + str(i) +
+                           " failed: " + status.toString());
   return Status::ok();
 }
 
@@ -420,6 +474,47 @@ void SequenceManager::releaseOutsideHistory(Sequence &seq, int64_t lo,
     for (int32_t i = first; i < last; ++i)
       held[i - first] = held[i];
   seq.numHeld = last - first;
+}
+
+Status SequenceManager::commitBatch(const SequenceId *ids,
+                                    const int64_t *numAccepted,
+                                    const int64_t *tokenOffsets,
+                                    const int32_t *tokens, int64_t count) {
+  if (count < 0 || (count > 0 && (!ids || !numAccepted || !tokenOffsets)))
+    return invalidArgument("batch of " + str(count) +
+                           " sequences needs non-null id, accepted and "
+                           "offset arrays");
+  ++buildStamp_;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i], to = tokenOffsets[i + 1];
+    if (from < 0 || to < from)
+      return invalidArgument("token offsets [" + str(from) + ", " + str(to) +
+                             ") of batch entry " + str(i) + " are not a range");
+    if (to > from && !tokens)
+      return invalidArgument("token array is null");
+    Sequence *seq = find(ids[i]);
+    if (!seq)
+      return unknownSequence(ids[i], "commit batch");
+    if (seq->buildStamp == buildStamp_)
+      return invalidArgument(seqName(ids[i]) +
+                             " appears twice in the batch (again at " + str(i) +
+                             ")");
+    seq->buildStamp = buildStamp_;
+    if (Status status =
+            checkCommit(*seq, ids[i], numAccepted[i],
+                        tokens ? tokens + from : nullptr, to - from);
+        !status)
+      return status;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i], to = tokenOffsets[i + 1];
+    if (Status status = commit(ids[i], numAccepted[i],
+                               tokens ? tokens + from : nullptr, to - from);
+        !status)
+      return internalError("commit batch: validated entry " + str(i) +
+                           " failed: " + status.toString());
+  }
+  return Status::ok();
 }
 
 Status SequenceManager::commitError(const Sequence &seq, SequenceId id,
@@ -496,6 +591,21 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
   return commitGeneral(id, numAccepted, newTokens, numNewTokens);
 }
 
+Status SequenceManager::checkCommit(const Sequence &seq, SequenceId id,
+                                    int64_t numAccepted,
+                                    const int32_t *newTokens,
+                                    int64_t numNewTokens) const {
+  int64_t n = seq.numScheduled;
+  int64_t computed = seq.numComputed + numAccepted;
+  if (seq.state != SequenceState::Scheduled || numAccepted < 0 ||
+      numAccepted > n || n - numAccepted > lookahead_ || numNewTokens < 0 ||
+      numNewTokens > kMaxPosition - seq.numTokens ||
+      (numNewTokens > 0 && newTokens == nullptr) ||
+      seq.numTokens + numNewTokens < computed)
+    return commitError(seq, id, numAccepted, newTokens, numNewTokens);
+  return Status::ok();
+}
+
 Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
                                       const int32_t *newTokens,
                                       int64_t numNewTokens) {
@@ -503,15 +613,12 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
   if (!found)
     return unknownSequence(id, "commit");
   Sequence &seq = *found;
-  int64_t n = seq.numScheduled;
+  if (Status status =
+          checkCommit(seq, id, numAccepted, newTokens, numNewTokens);
+      !status)
+    return status;
   int64_t oldComputed = seq.numComputed;
   int64_t computed = oldComputed + numAccepted;
-  if (seq.state != SequenceState::Scheduled || numAccepted < 0 ||
-      numAccepted > n || n - numAccepted > lookahead_ || numNewTokens < 0 ||
-      numNewTokens > kMaxPosition - seq.numTokens ||
-      (numNewTokens > 0 && newTokens == nullptr) ||
-      seq.numTokens + numNewTokens < computed)
-    return commitError(seq, id, numAccepted, newTokens, numNewTokens);
 
   if (numNewTokens == 1 && config_.enablePrefixCaching) { // decode
     ++seq.numTokens;

@@ -10,10 +10,10 @@ A serving engine drives one step like this (see test_inkling_runtime.py):
     buffers = manager.step_buffers(max_rows=256, num_cols=8192,
                                    max_tokens=8192)
     seq = manager.add_sequence(prompt_ids)          # or at a prefix hit
-    manager.schedule(seq, len(prompt_ids))          # every running sequence
+    manager.schedule_batch([seq], [len(prompt_ids)])  # every running sequence
     step = buffers.build([seq], num_rows=8, num_padded_tokens=512)
     # copy step.block_copies pages, upload the buffers, run the layers
-    manager.commit(seq, len(prompt_ids), [sampled_token])
+    manager.commit_batch([seq], [len(prompt_ids)], [[sampled_token]])
 
 Errors raise InklingError with the runtime's status code and message; the
 runtime's state is unchanged by a failed call.
@@ -153,6 +153,11 @@ _SIGNATURES = {
     "inkling_schedule": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_commit": (
         _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I32), _I64)),
+    "inkling_schedule_batch": (
+        _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _I64)),
+    "inkling_commit_batch": (
+        _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _P(_I64), _P(_I32),
+                  _I64)),
     "inkling_preempt": (_STATUS, (ctypes.c_void_p, _I64)),
     "inkling_resume": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_finish": (_STATUS, (ctypes.c_void_p, _I64)),
@@ -307,6 +312,28 @@ class Manager:
         array, count = _int32_array(tokens)
         self._check(self._lib.inkling_commit(
             self._handle, seq, accepted, array, count))
+
+    def schedule_batch(self, seqs, num_tokens):
+        """Schedules num_tokens[i] for seqs[i]: all or nothing."""
+        seqs, num_tokens = list(seqs), list(num_tokens)
+        count = len(seqs)
+        self._check(self._lib.inkling_schedule_batch(
+            self._handle, (_I64 * max(1, count))(*seqs),
+            (_I64 * max(1, count))(*num_tokens), count))
+
+    def commit_batch(self, seqs, accepted, tokens):
+        """Commits accepted[i] tokens of seqs[i], appending the list
+        tokens[i]: all or nothing."""
+        seqs, accepted, tokens = list(seqs), list(accepted), list(tokens)
+        count = len(seqs)
+        offsets = [0]
+        for appended in tokens:
+            offsets.append(offsets[-1] + len(appended))
+        flat, _ = _int32_array(t for appended in tokens for t in appended)
+        self._check(self._lib.inkling_commit_batch(
+            self._handle, (_I64 * max(1, count))(*seqs),
+            (_I64 * max(1, count))(*accepted), (_I64 * (count + 1))(*offsets),
+            flat, count))
 
     def preempt(self, seq):
         self._check(self._lib.inkling_preempt(self._handle, seq))

@@ -82,14 +82,22 @@ class ServingEngineStepTest(unittest.TestCase):
         for seq, sampled in zip(seqs, (11, 8, 117)):
             self.manager.commit(seq, self.manager.sequence_info(seq)
                                 .num_scheduled, [sampled])
-        # Decode steps: every sequence holds at most 2 blocks between steps.
+        # Decode steps, one foreign call per phase (batches): every sequence
+        # holds at most 2 blocks between steps.
         for token in range(200, 210):
-            self.run_step([(s, 1) for s in seqs], num_rows=4,
-                          num_padded_tokens=8)
+            self.manager.schedule_batch(seqs, [1] * len(seqs))
+            step = self.buffers.build(seqs, num_rows=4, num_padded_tokens=8)
+            self.assertEqual(step.info.num_tokens, 3)
+            self.manager.commit_batch(seqs, [1] * len(seqs),
+                                      [[token]] * len(seqs))
             for seq in seqs:
-                self.manager.commit(seq, 1, [token])
                 self.assertLessEqual(
                     self.manager.sequence_info(seq).num_blocks, 2)
+        # A batch with one bad entry changes nothing.
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.schedule_batch(seqs + [seqs[0]], [1] * 4)
+        self.assertIn("appears twice", caught.exception.message)
+        self.assertEqual(self.manager.sequence_info(seqs[0]).state, "idle")
         stats = self.manager.stats()
         self.assertLessEqual(stats.num_held_blocks, 6)
         self.assertEqual(stats.num_free_blocks + stats.num_held_blocks, 63)

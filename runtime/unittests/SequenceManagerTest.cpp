@@ -531,3 +531,65 @@ TEST(SequenceManagerTest, FinishedIdsAreNeverReused) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(SequenceManagerBatchTest, BatchesApplyEverythingOrNothing) {
+  EngineOptions options;
+  options.numBlocks = 7; // 6 usable
+  TestEngine engine(options);
+  SequenceManager &m = engine.manager();
+  std::vector<SequenceId> ids;
+  for (int32_t s = 0; s < 3; ++s)
+    ids.push_back(*engine.add(iota(10, 100 * s)));
+  // 10-token prompts store [7, 10): blocks 1 and 2 each, 6 in all.
+  std::vector<int64_t> ten(3, 10);
+  ASSERT_TRUE(m.scheduleBatch(ids.data(), ten.data(), 3).isOk());
+  EXPECT_EQ(m.pool().numFreeBlocks(), 0);
+  std::vector<int32_t> sampled = {1, 2, 3};
+  std::vector<int64_t> offsets = {0, 1, 2, 3};
+  ASSERT_TRUE(
+      m.commitBatch(ids.data(), ten.data(), offsets.data(), sampled.data(), 3)
+          .isOk());
+  // The history [7, 10) keeps both blocks; decoding position 10 needs none,
+  // a new 12-token prompt needs one.
+  std::vector<int64_t> one(3, 1);
+  EXPECT_EQ(m.pool().numFreeBlocks(), 0);
+  SequenceId extra = *engine.add(iota(12, 900));
+  std::vector<SequenceId> four = ids;
+  four.push_back(extra);
+  std::vector<int64_t> counts = {1, 1, 1, 12};
+  std::string before = m.debugString();
+  Status status = m.scheduleBatch(four.data(), counts.data(), 4);
+  EXPECT_EQ(status.code(), StatusCode::OutOfBlocks) << status.toString();
+  EXPECT_NE(status.message().find("nothing was scheduled"), std::string::npos);
+  EXPECT_EQ(m.debugString(), before);
+  // A repeated id, a bad count: nothing happens either.
+  std::vector<SequenceId> repeated = {ids[0], ids[1], ids[0]};
+  EXPECT_EQ(m.scheduleBatch(repeated.data(), one.data(), 3).code(),
+            StatusCode::InvalidArgument);
+  std::vector<int64_t> bad = {1, 0, 1};
+  EXPECT_EQ(m.scheduleBatch(ids.data(), bad.data(), 3).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(m.debugString(), before);
+  ASSERT_TRUE(m.scheduleBatch(ids.data(), one.data(), 3).isOk());
+  // Commit: the last entry accepts too many; nothing is committed.
+  std::vector<int64_t> accepted = {1, 1, 2};
+  before = m.debugString();
+  EXPECT_EQ(m.commitBatch(ids.data(), accepted.data(), offsets.data(),
+                          sampled.data(), 3)
+                .code(),
+            StatusCode::OutOfRange);
+  std::vector<int64_t> backwards = {0, 1, 0, 3};
+  EXPECT_EQ(
+      m.commitBatch(ids.data(), one.data(), backwards.data(), sampled.data(), 3)
+          .code(),
+      StatusCode::InvalidArgument);
+  EXPECT_EQ(m.debugString(), before);
+  ASSERT_TRUE(
+      m.commitBatch(ids.data(), one.data(), offsets.data(), sampled.data(), 3)
+          .isOk());
+  EXPECT_TRUE(m.checkInvariants().isOk());
+}
+
+} // namespace

@@ -149,6 +149,18 @@ public:
   Status commit(SequenceId id, int64_t numAccepted,
                 const int32_t *newTokens = nullptr, int64_t numNewTokens = 0);
 
+  /// Batches of schedule and commit, for callers where a call per sequence
+  /// is expensive (a C API through ctypes). Each validates the whole batch
+  /// (including the blocks it needs, and repeated ids) before changing
+  /// anything: it applies every entry or none. commitBatch takes the
+  /// appended tokens of entry i as tokens[tokenOffsets[i],
+  /// tokenOffsets[i+1]).
+  Status scheduleBatch(const SequenceId *ids, const int64_t *numTokens,
+                       int64_t count);
+  Status commitBatch(const SequenceId *ids, const int64_t *numAccepted,
+                     const int64_t *tokenOffsets, const int32_t *tokens,
+                     int64_t count);
+
   /// Releases every block (also of a scheduled step); c becomes 0. The token
   /// ids stay, for resume.
   Status preempt(SequenceId id);
@@ -285,6 +297,17 @@ private:
   void releaseAll(Sequence &seq);
   void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
   void releaseOutsideHistory(Sequence &seq, int64_t lo, int64_t hi);
+  // What scheduling numTokens of a sequence takes (changes nothing).
+  struct SchedulePlan {
+    int64_t storeFrom = 0, first = 0, last = 0;
+    bool overlap = false, copyOnWrite = false;
+    int64_t newEntries = 0, needed = 0;
+  };
+  SchedulePlan planSchedule(const Sequence &seq, int64_t numTokens) const;
+  Status checkSchedule(const Sequence &seq, SequenceId id, int64_t numTokens,
+                       SchedulePlan &plan) const;
+  Status checkCommit(const Sequence &seq, SequenceId id, int64_t numAccepted,
+                     const int32_t *newTokens, int64_t numNewTokens) const;
   Status scheduleGeneral(SequenceId id, int64_t numTokens);
   Status commitGeneral(SequenceId id, int64_t numAccepted,
                        const int32_t *newTokens, int64_t numNewTokens);

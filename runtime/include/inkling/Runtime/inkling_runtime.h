@@ -163,6 +163,21 @@ INKLING_API inkling_status_t inkling_commit(inkling_manager_t *manager,
                                             int64_t num_accepted,
                                             const int32_t *tokens,
                                             int64_t num_tokens);
+/* Batches: one call per step instead of one per sequence. Each validates
+   the whole batch (blocks needed, repeated ids) first and applies all of it
+   or nothing. Entry i of a commit batch appends
+   tokens[token_offsets[i], token_offsets[i+1]) (token_offsets has count+1
+   entries). */
+INKLING_API inkling_status_t inkling_schedule_batch(inkling_manager_t *manager,
+                                                    const int64_t *sequences,
+                                                    const int64_t *num_tokens,
+                                                    int64_t count);
+INKLING_API inkling_status_t inkling_commit_batch(inkling_manager_t *manager,
+                                                  const int64_t *sequences,
+                                                  const int64_t *num_accepted,
+                                                  const int64_t *token_offsets,
+                                                  const int32_t *tokens,
+                                                  int64_t count);
 INKLING_API inkling_status_t inkling_preempt(inkling_manager_t *manager,
                                              int64_t sequence);
 INKLING_API inkling_status_t inkling_resume(inkling_manager_t *manager,
