@@ -16,30 +16,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Harness/Compare.h"
+#include "Harness/JitHarness.h"
 #include "Reference/Reference.h"
-#include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
@@ -55,42 +38,11 @@
 
 using namespace inkling;
 using namespace inkling::reference;
+using namespace inkling::harness;
 
 namespace {
 
 constexpr uint16_t kPoison = 0xFFFF;
-
-//===----------------------------------------------------------------------===//
-// Memref descriptors
-//===----------------------------------------------------------------------===//
-
-template <typename T, int N>
-StridedMemRefType<T, N> descriptor(T *data, std::array<int64_t, N> sizes,
-                                   std::array<int64_t, N> strides) {
-  StridedMemRefType<T, N> d;
-  d.basePtr = data;
-  d.data = data;
-  d.offset = 0;
-  for (int i = 0; i < N; ++i) {
-    d.sizes[i] = sizes[i];
-    d.strides[i] = strides[i];
-  }
-  return d;
-}
-
-/// 16-byte aligned storage (the lowering's alignment contract).
-template <typename T> struct AlignedBuffer {
-  explicit AlignedBuffer(size_t count, T fill)
-      : storage(count * sizeof(T) + 16) {
-    auto address = reinterpret_cast<uintptr_t>(storage.data());
-    data = reinterpret_cast<T *>((address + 15) & ~uintptr_t(15));
-    std::fill(data, data + count, fill);
-    size = count;
-  }
-  std::vector<uint8_t> storage;
-  T *data;
-  size_t size;
-};
 
 //===----------------------------------------------------------------------===//
 // A layout under test and its kernels
@@ -117,34 +69,6 @@ struct LayoutCase {
 };
 
 void PrintTo(const LayoutCase &lc, std::ostream *os) { *os << lc.name; }
-
-std::string typeOfStream(const Layout &layout, Stream stream, bool flat,
-                         bool strided) {
-  int64_t h = layout.headsPerRank, w = layout.range(stream).width;
-  std::ostringstream os;
-  if (flat)
-    os << "memref<?x" << h * w << "xbf16"
-       << (strided ? ", strided<[?, 1], offset: ?>" : "") << ">";
-  else
-    os << "memref<?x" << h << "x" << w << "xbf16"
-       << (strided ? ", strided<[?, " + std::to_string(w) + ", 1], offset: ?>"
-                   : "")
-       << ">";
-  return os.str();
-}
-
-/// attn and mlp use the [T, H*w] form, k and v [T, H, w].
-bool isFlat(Stream stream) {
-  return stream == Stream::Attn || stream == Stream::Mlp;
-}
-
-std::string layoutAttr(const LayoutConfig &c) {
-  std::ostringstream os;
-  os << "#sconv.layout<kv_heads = " << c.kvHeads << ", head_dim = " << c.headDim
-     << ", hidden = " << c.hidden << ", kernel = " << c.kernel
-     << ", tp = " << c.tp << ">";
-  return os.str();
-}
 
 /// The module: `insert_all` (the four inserts), `conv_<stream>_<variant>`,
 /// and, with a status buffer, `checked_insert_k` and `checked_conv_k`.
@@ -228,155 +152,29 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
   return os.str();
 }
 
-/// Parses, lowers with the pipeline and JITs `source`.
+/// Lowers and JITs `source` (a test failure when it does not compile).
 std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
                                                bool checked) {
-  mlir::DialectRegistry registry;
-  registry.insert<sconv::SConvDialect, mlir::arith::ArithDialect,
-                  mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                  mlir::vector::VectorDialect>();
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  // The engine keeps no reference to the context once created.
-  static mlir::MLIRContext *context = [&] {
-    auto *ctx = new mlir::MLIRContext(registry);
-    ctx->loadAllAvailableDialects();
-    return ctx;
-  }();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, context);
-  if (!module) {
-    ADD_FAILURE() << "cannot parse the test module:\n" << source;
-    return nullptr;
-  }
-  mlir::PassManager pm(context);
-  LowerToCPUOptions options;
+  CompileOptions options;
   options.checked = checked;
-  options.emitCInterface = true;
-  buildLowerToCPUPipeline(pm, options);
-  if (mlir::failed(pm.run(*module))) {
-    ADD_FAILURE() << "inkling-lower-to-cpu failed";
-    return nullptr;
-  }
-  mlir::ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
-  if (!engine) {
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    os << engine.takeError();
-    ADD_FAILURE() << "ExecutionEngine: " << message;
-    return nullptr;
-  }
-  return std::move(*engine);
+  std::string error;
+  auto engine = harness::compile(source, options, error);
+  if (!engine)
+    ADD_FAILURE() << error;
+  return engine;
 }
 
 template <typename Fn>
 Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
-  auto symbol = engine.lookup("_mlir_ciface_" + name);
-  if (!symbol) {
-    llvm::consumeError(symbol.takeError());
+  void *address = lookupFunction(engine, name);
+  if (!address)
     ADD_FAILURE() << "no function " << name;
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(*symbol);
-}
-
-//===----------------------------------------------------------------------===//
-// Random steps
-//===----------------------------------------------------------------------===//
-
-uint16_t randomBf16(std::mt19937_64 &rng, float scale) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  return floatToBf16(dist(rng));
-}
-
-struct Step {
-  StepMetadata meta;
-  int64_t numBlocks = 0;
-  /// Positions whose rows hold history (b, q): [max(0, nc - (W-1)), nc).
-  std::vector<std::pair<int64_t, int64_t>> history;
-};
-
-/// A mixed batch: each sequence is a prefill from 0, a chunked prefill, a
-/// decode or a short speculative chunk; blocks are distinct, from a shuffled
-/// pool that keeps block 0 as the null block. Slots store only the last
-/// W-1 positions (the runtime's window), plus a few random -1.
-Step randomStep(std::mt19937_64 &rng, const Layout &layout) {
-  Step step;
-  int64_t kernel = layout.config.kernel, n = layout.blockSize;
-  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3), chunk(2, 9),
-      computed(1, 13);
-  int64_t b = numSeqs(rng);
-  std::vector<std::pair<int64_t, int64_t>> seqs; // (num_computed, tokens)
-  for (int64_t i = 0; i < b; ++i) {
-    switch (kind(rng)) {
-    case 0: // prefill from 0
-      seqs.push_back({0, chunk(rng)});
-      break;
-    case 1: // chunked prefill
-      seqs.push_back({computed(rng), chunk(rng)});
-      break;
-    case 2: // decode
-      seqs.push_back({computed(rng), 1});
-      break;
-    default: // a short speculative chunk
-      seqs.push_back({computed(rng), 1 + chunk(rng) % 3});
-      break;
-    }
-  }
-  int64_t width = 0;
-  for (auto [nc, len] : seqs)
-    width = std::max<int64_t>(width, (nc + len + n - 1) / n);
-  step.meta.blockTableWidth = width;
-  step.meta.queryStartLoc.push_back(0);
-  std::vector<int32_t> pool;
-  int64_t needed = 0;
-  for (auto [nc, len] : seqs) {
-    int64_t first = std::max<int64_t>(0, nc - (kernel - 1)) / n;
-    needed += (nc + len + n - 1) / n - first;
-  }
-  step.numBlocks = needed + 1 + 2; // the null block and two spare blocks
-  for (int32_t i = 1; i < step.numBlocks; ++i)
-    pool.push_back(i);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  std::bernoulli_distribution dropSlot(0.1);
-  for (auto [nc, len] : seqs) {
-    int64_t first = std::max<int64_t>(0, nc - (kernel - 1)) / n;
-    std::vector<int32_t> row(width, 0);
-    for (int64_t j = first; j < (nc + len + n - 1) / n; ++j) {
-      row[j] = pool.back();
-      pool.pop_back();
-    }
-    step.meta.blockTable.insert(step.meta.blockTable.end(), row.begin(),
-                                row.end());
-    for (int64_t q = std::max<int64_t>(0, nc - (kernel - 1)); q < nc; ++q)
-      step.history.push_back({step.meta.numComputed.size(), q});
-    for (int64_t i = 0; i < len; ++i) {
-      int64_t p = nc + i;
-      bool stored = p >= nc + len - (kernel - 1) && !dropSlot(rng);
-      step.meta.slotMapping.push_back(stored ? row[p / n] * n + p % n : -1);
-    }
-    step.meta.numComputed.push_back(static_cast<int32_t>(nc));
-    step.meta.queryStartLoc.push_back(
-        static_cast<int32_t>(step.meta.queryStartLoc.back() + len));
-  }
-  return step;
+  return reinterpret_cast<Fn>(address);
 }
 
 //===----------------------------------------------------------------------===//
 // The fixture
 //===----------------------------------------------------------------------===//
-
-using MemI8 = StridedMemRefType<int8_t, 1>;
-using MemI32 = StridedMemRefType<int32_t, 1>;
-using MemI32x2 = StridedMemRefType<int32_t, 2>;
-using MemI64 = StridedMemRefType<int64_t, 1>;
-using Mem3 = StridedMemRefType<uint16_t, 3>;
-using Mem2 = StridedMemRefType<uint16_t, 2>;
-using Mem1 = StridedMemRefType<uint16_t, 1>;
 
 /// A stream buffer: T rows of `tokenStride` elements, the stream in each
 /// row's first H*w elements (the rest is filler).
@@ -390,20 +188,9 @@ struct StreamData {
   StreamBuffer mutableView() { return {buffer.data, tokenStride}; }
 };
 
-/// Everything a kernel call takes, as descriptors.
-struct Call {
-  MemI8 cache;
-  MemI32 qsl, nc;
-  MemI32x2 bt;
-  MemI64 slots;
-};
-
 class LowerToCPUTest : public ::testing::TestWithParam<LayoutCase> {
 protected:
-  static void SetUpTestSuite() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  }
+  static void SetUpTestSuite() { initializeNativeTarget(); }
 
   struct Compiled {
     Layout layout;
@@ -456,64 +243,6 @@ protected:
   }
 };
 
-/// The cache buffer: poisoned bytes, then random history rows [0, raw).
-AlignedBuffer<uint16_t> makeCache(std::mt19937_64 &rng, const Layout &layout,
-                                  const Step &step, int64_t blockStride) {
-  AlignedBuffer<uint16_t> cache(step.numBlocks * blockStride, kPoison);
-  int64_t n = layout.blockSize, d = layout.headSize;
-  for (auto [b, q] : step.history) {
-    int64_t block = step.meta.blockTable[b * step.meta.blockTableWidth + q / n];
-    for (int64_t h = 0; h < layout.headsPerRank; ++h)
-      for (int64_t c = 0; c < layout.rawWidth; ++c)
-        cache.data[block * blockStride + (h * n + q % n) * d + c] =
-            randomBf16(rng, 4.0f);
-  }
-  return cache;
-}
-
-Call makeCall(uint16_t *cache, int64_t cacheBytes, Step &step) {
-  Call call;
-  call.cache = descriptor<int8_t, 1>(reinterpret_cast<int8_t *>(cache),
-                                     {cacheBytes}, {1});
-  call.qsl = descriptor<int32_t, 1>(
-      step.meta.queryStartLoc.data(),
-      {static_cast<int64_t>(step.meta.queryStartLoc.size())}, {1});
-  call.nc = descriptor<int32_t, 1>(
-      step.meta.numComputed.data(),
-      {static_cast<int64_t>(step.meta.numComputed.size())}, {1});
-  call.bt = descriptor<int32_t, 2>(
-      step.meta.blockTable.data(),
-      {step.meta.numSequences(), step.meta.blockTableWidth},
-      {step.meta.blockTableWidth, 1});
-  call.slots = descriptor<int64_t, 1>(step.meta.slotMapping.data(),
-                                      {step.meta.numTokens()}, {1});
-  return call;
-}
-
-/// Bit-exact comparison (or within `ulps` bf16 steps when both are finite).
-::testing::AssertionResult sameBits(const uint16_t *expected,
-                                    const uint16_t *actual, size_t count,
-                                    int ulps, const std::string &what) {
-  for (size_t i = 0; i < count; ++i) {
-    if (expected[i] == actual[i])
-      continue;
-    float e = bf16ToFloat(expected[i]), a = bf16ToFloat(actual[i]);
-    bool close =
-        ulps > 0 && std::isfinite(e) && std::isfinite(a) &&
-        std::abs(int(expected[i] & 0x7fff) - int(actual[i] & 0x7fff)) <= ulps &&
-        ((expected[i] ^ actual[i]) & 0x8000) == 0;
-    if (!close) {
-      char text[96];
-      std::snprintf(text, sizeof(text),
-                    "expected 0x%04x (%g), found 0x%04x (%g)", expected[i], e,
-                    actual[i], a);
-      return ::testing::AssertionFailure()
-             << what << ": element " << i << " " << text;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 TEST_P(LowerToCPUTest, InsertMatchesReference) {
   Compiled &c = compiled();
   ASSERT_TRUE(c.engine);
@@ -527,7 +256,8 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
     std::mt19937_64 rng(1000 + seed);
     Step step = randomStep(rng, layout);
     int64_t tokens = step.meta.numTokens();
-    AlignedBuffer<uint16_t> cache = makeCache(rng, layout, step, blockStride);
+    AlignedBuffer<uint16_t> cache =
+        makeCache(rng, layout, step, blockStride, kPoison);
     std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
     std::vector<std::unique_ptr<StreamData>> inputs;
     std::vector<std::unique_ptr<char[]>> keep;
@@ -542,7 +272,7 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
                       {expected.data(), blockStride, step.numBlocks});
       inputs.push_back(std::move(data));
     }
-    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step);
+    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, args[0],
            args[1], args[2], args[3]);
     ASSERT_TRUE(
@@ -570,7 +300,7 @@ TEST_P(LowerToCPUTest, ConvMatchesReference) {
         Step step = randomStep(rng, layout);
         int64_t tokens = step.meta.numTokens();
         AlignedBuffer<uint16_t> cache =
-            makeCache(rng, layout, step, blockStride);
+            makeCache(rng, layout, step, blockStride, kPoison);
         std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
         StreamData x(tokens, tokenStride(layout, s));
         for (size_t i = 0; i < x.buffer.size; ++i)
@@ -596,7 +326,8 @@ TEST_P(LowerToCPUTest, ConvMatchesReference) {
         Mem2 wd = descriptor<uint16_t, 2>(weights.data, {channels, kernel},
                                           {kernel, 1});
         Mem1 bd = descriptor<uint16_t, 1>(bias.data, {channels}, {1});
-        Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step);
+        Call call =
+            makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
         conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, xd, &wd,
              &bd, yd);
         std::string what = name + " (seed " + std::to_string(seed) + ")";
@@ -653,7 +384,7 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   void *xd = streamDescriptor(layout, s, false, x, 4, keep);
   std::vector<int64_t> status(5, 0);
   MemI64 sd = descriptor<int64_t, 1>(status.data(), {5}, {1});
-  Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step);
+  Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
   insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &sd, xd);
   // Two bad tokens; the first one reported is token 0 (the CPU runs the
   // loops in order): kind 1 (slot), its slot, the limit num_blocks * N.

@@ -2,8 +2,10 @@
 // verifier, and so does its LLVM dialect form.
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-lower-to-loops \
 // RUN:   | mlir-opt --verify-each | FileCheck %s --check-prefix=LOOPS
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=fusion=none \
 // RUN:   | mlir-opt --verify-each | FileCheck %s --check-prefix=LLVM
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
+// RUN:   | mlir-opt --verify-each | FileCheck %s --check-prefix=FUSED
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="checked=true emit-c-interface=true" \
 // RUN:   | mlir-opt --verify-each | FileCheck %s --check-prefix=CIFACE
 
@@ -25,5 +27,16 @@
 // LLVM-NOT: llvm.intr.fmuladd
 // LLVM-COUNT-16: llvm.intr.fma
 // LLVM-NOT: __truncsfbf2
+
+// With the default fusion (one fused_conv of the four streams, and_insert)
+// the same arithmetic: no libgcc call, no fmuladd. (The 16 fma chains of the
+// loop form are 16 math.fma; the LLVM conversion's region simplification
+// merges the K and V chunk branches, structurally identical, into one block.)
+// FUSED-NOT: __truncsfbf2
+// FUSED-LABEL: llvm.func @decoder_layer
+// FUSED-NOT: llvm.intr.fmuladd
+// FUSED-COUNT-12: llvm.intr.fma
+// FUSED-NOT: llvm.intr.fma
+// FUSED-NOT: __truncsfbf2
 
 // CIFACE: llvm.func @_mlir_ciface_decoder_layer

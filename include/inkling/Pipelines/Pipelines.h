@@ -7,6 +7,8 @@
 #ifndef INKLING_PIPELINES_PIPELINES_H
 #define INKLING_PIPELINES_PIPELINES_H
 
+#include "inkling/Dialect/SConv/Transforms/Passes.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -31,9 +33,29 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
                      "`llvm.emit_c_interface`, so that the ExecutionEngine "
                      "(or C code) can call it with memref descriptors"),
       llvm::cl::init(false)};
+  Option<sconv::FusionStrategy> fusion{
+      *this, "fusion",
+      llvm::cl::desc(
+          "How a layer's sconv inserts and convs are fused before the loop "
+          "lowering (the sconv-fuse pipeline). Default conv-insert: every "
+          "insert folds into the conv of the same input and the convs that "
+          "are ready together fuse, 3 loop nests per decoder layer instead "
+          "of 8, x read once for conv and insert; inkling-bench-fusion "
+          "measures it as fast as or faster than conv then insert at every "
+          "batch size (docs/fusion.md)"),
+      llvm::cl::init(sconv::FusionStrategy::ConvInsert),
+      llvm::cl::values(
+          clEnumValN(sconv::FusionStrategy::ConvInsert, "conv-insert",
+                     "inserts fold into their convs; convs fuse (default)"),
+          clEnumValN(sconv::FusionStrategy::PackedInserts, "packed-inserts",
+                     "inserts are deferred and packed into one row write; "
+                     "convs fuse"),
+          clEnumValN(sconv::FusionStrategy::None, "none",
+                     "no fusion: one loop nest per op"))};
 };
 
-/// Appends the CPU lowering to `pm` (anchored on `builtin.module`): sconv ->
+/// Appends the CPU lowering to `pm` (anchored on `builtin.module`): the
+/// fusion passes of `options.fusion`, sconv ->
 /// scf.parallel + vector loops -> cf -> LLVM dialect, with bf16 conversions
 /// expanded to integer arithmetic (round to nearest even, no libgcc
 /// `__truncsfbf2` call). The result runs in `mlir-runner` or MLIR's

@@ -82,3 +82,55 @@ func.func @insert_assert(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
       : memref<?x8x128xbf16>, !cache
   return
 }
+
+// The fused ops guard their slots like sconv.insert: a fused conv with
+// and_insert reports a bad slot once per token and stream (head 0, the
+// stream's chunk 0: the count of the separate inserts), stores only valid
+// slots, and still guards its history taps; without a status buffer the
+// reports are asserts naming the fused op.
+// CHECK-LABEL: func @fused_status
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}) =
+// CHECK:           %[[SLOT:.+]] = memref.load %{{.*}} : memref<?xi64>
+// CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
+// CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i64
+// CHECK:           %[[VALID:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           scf.parallel
+// CHECK:             memref.atomic_rmw addi
+// CHECK:             scf.if %[[VALID]] {
+// CHECK:               vector.store
+// CHECK:             memref.atomic_rmw addi
+func.func @fused_status(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                        %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                        %slots: memref<?xi64>, %status: memref<5xi64>,
+                        %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+                        %w: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>,
+                        %yv: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #l page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+  sconv.fused_conv %k, %v weights %w, %w history %cache[k, v] layout #l
+      step %step into %yk, %yv and_insert
+      : !cache, (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}
+
+// CHECK-LABEL: func @packed_assert
+// CHECK:         cf.assert %{{.*}}, "sconv.insert_packed (checked): a slot_mapping entry is below -1 or addresses a block at or beyond the cache's num_blocks"
+// CHECK:         vector.store
+// CHECK:         cf.assert
+// CHECK:         vector.store
+func.func @packed_assert(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                         %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                         %slots: memref<?xi64>, %k: memref<?x8x128xbf16>,
+                         %v: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #l page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.insert_packed %k, %v into %cache[k, v] layout #l step %step
+      : !cache, memref<?x8x128xbf16>, memref<?x8x128xbf16>
+  return
+}

@@ -1,0 +1,373 @@
+//===- ConvLowering.cpp - sconv.conv / fused_conv to loops ----------------===//
+//
+// One loop nest for the convs of one or more streams over one cache, with
+// or without storing each stream's input at the step's slots: `sconv.conv`
+// is the one-stream case of `sconv.fused_conv` without `and_insert`.
+//
+//   scf.parallel (t, h) {
+//     b = the sequence of t (binary search of query_start_loc); p, nc
+//     [and_insert: slot = slot_mapping[t]; block, row]
+//     scf.parallel chunk in [0, chunks of all streams) {   // row order
+//       stream i of the chunk, channels c = 8 * c':
+//         x = x_i[t, h, c]                       // loaded once
+//         [and_insert: if slot >= 0: cache[block, h, row, offset_i + c] = x]
+//         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step)
+//         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
+//   } }
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+using namespace inkling::sconv;
+
+namespace {
+
+/// The operands of one stream of a conv.
+struct ConvStream {
+  sconv::Stream stream;
+  Value x, weights, bias, out;
+};
+
+/// One stream of a conv, with what the lowering knows about its alignment.
+struct ConvPart {
+  ConvPart(const inkling::Layout &layout, const ConvStream &s,
+           bool cacheRowsAligned)
+      : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
+        out(s.out, range.width), weights(s.weights), bias(s.bias) {
+    cacheAligned = cacheRowsAligned && staticMultiple(range.offset, kLanes);
+    biasAligned =
+        bias && rowsAligned(cast<MemRefType>(bias.getType())) &&
+        staticMultiple(
+            cast<MemRefType>(bias.getType()).getStridesAndOffset().second,
+            kLanes) &&
+        staticMultiple(range.width, kLanes);
+    // [H*w, W] row-major: the weights of 8 consecutive channels are 8*W
+    // consecutive elements; load them at once and deinterleave per tap.
+    // (8 channels start at element ch*W, a multiple of 8 past the offset.)
+    weightsAligned = staticMultiple(
+        cast<MemRefType>(weights.getType()).getStridesAndOffset().second,
+        kLanes);
+  }
+
+  inkling::StreamRange range;
+  StreamOperand x, out;
+  Value weights, bias;
+  Value flatWeights; ///< [H*w*W], created before the nest.
+  bool cacheAligned, biasAligned, weightsAligned;
+};
+
+LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
+                         Value stepValue, Value cache, LayoutAttr layoutAttr,
+                         ArrayRef<ConvStream> streams, bool residual, bool silu,
+                         bool insert, bool checked) {
+  auto step = stepValue.getDefiningOp<StepOp>();
+  if (!step)
+    return rewriter.notifyMatchFailure(op, kNoStepMessage);
+  Location loc = op->getLoc();
+  inkling::Layout layout = layoutAttr.getDerived();
+  const int64_t kernel = layout.config.kernel;
+  const int64_t blockSize = layout.blockSize;
+  bool cacheRowsAligned = rowsAligned(staticCacheType(cache));
+
+  SmallVector<inkling::StreamRange> ranges;
+  for (const ConvStream &s : streams)
+    ranges.push_back(layout.range(toRuntime(s.stream)));
+  SmallVector<ConvPart> parts;
+  SmallVector<int64_t> widths;
+  for (unsigned i : orderByOffset(ranges)) {
+    parts.emplace_back(layout, streams[i], cacheRowsAligned);
+    widths.push_back(ranges[i].width);
+  }
+
+  Value qslBuf = step.getQueryStartLoc();
+  Value numComputedBuf = step.getNumComputed();
+  Value blockTable = step.getBlockTable();
+  Value slots = step.getSlotMapping();
+  Value status = step.getStatus();
+  std::string opName = op->getName().getStringRef().str();
+
+  Value tokens = memref::DimOp::create(rewriter, loc, streams.front().x, 0);
+  Value batch = memref::DimOp::create(rewriter, loc, numComputedBuf, 0);
+  Value numBlocks = memref::DimOp::create(rewriter, loc, cache, 0);
+  Value tableWidth = memref::DimOp::create(rewriter, loc, blockTable, 1);
+  Value slotLimit;
+  if (insert)
+    slotLimit = emitSlotLimit(rewriter, loc, cache, blockSize);
+  for (ConvPart &part : parts)
+    part.flatWeights = memref::CollapseShapeOp::create(
+        rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
+
+  // Per (t, h): the sequence b of t, its first token and num_computed, the
+  // position p of t; with and_insert, t's slot.
+  Value seq, seqStart, computed, position;
+  SlotInfo slot;
+  auto outer = [&](OpBuilder &b, Location loc, Value t, Value) {
+    // Largest b < B with qsl[b] <= t (binary search; empty sequences
+    // resolve to the later, non-empty one).
+    Type idx = b.getIndexType();
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{idx, idx}, ValueRange{cIndex(b, loc, 0), batch},
+        [&](OpBuilder &b, Location loc, ValueRange lohi) {
+          Value span = arith::SubIOp::create(b, loc, lohi[1], lohi[0]);
+          Value more =
+              cmp(b, loc, arith::CmpIPredicate::sgt, span, cIndex(b, loc, 1));
+          scf::ConditionOp::create(b, loc, more, lohi);
+        },
+        [&](OpBuilder &b, Location loc, ValueRange lohi) {
+          Value mid = arith::DivUIOp::create(
+              b, loc, add(b, loc, lohi[0], lohi[1]), cIndex(b, loc, 2));
+          Value start = toIndex(
+              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{mid}));
+          Value le = cmp(b, loc, arith::CmpIPredicate::sle, start, t);
+          Value lo = arith::SelectOp::create(b, loc, le, mid, lohi[0]);
+          Value hi = arith::SelectOp::create(b, loc, le, lohi[1], mid);
+          scf::YieldOp::create(b, loc, ValueRange{lo, hi});
+        });
+    seq = loop.getResult(0);
+    seqStart = toIndex(b, loc,
+                       memref::LoadOp::create(b, loc, qslBuf, ValueRange{seq}));
+    computed = toIndex(
+        b, loc,
+        memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{seq}));
+    position =
+        add(b, loc, computed, arith::SubIOp::create(b, loc, t, seqStart));
+    if (insert)
+      slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
+  };
+
+  // The history tap: cache[block_table[b][logical], h, row, offset + c].
+  auto emitHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                         Value t, Value h, Value c, int64_t lanes,
+                         Value logical, Value row) -> Value {
+    Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
+    auto loadTap = [&](OpBuilder &b, Location loc, Value physical) {
+      Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col},
+                          lanes, part.cacheAligned && lanes > 1);
+      return extToF32(b, loc, v, lanes);
+    };
+    if (!checked) {
+      Value physical = toIndex(
+          b, loc,
+          memref::LoadOp::create(b, loc, blockTable, ValueRange{seq, logical}));
+      return loadTap(b, loc, physical);
+    }
+    // Checked: the logical block must be inside the block table, the
+    // physical block inside the cache; otherwise report and read 0.
+    Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
+    auto readId = scf::IfOp::create(
+        b, loc, inTable,
+        [&](OpBuilder &b, Location loc) {
+          Value id = memref::LoadOp::create(b, loc, blockTable,
+                                            ValueRange{seq, logical});
+          scf::YieldOp::create(b, loc, toI64(b, loc, id));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, cI64(b, loc, -1));
+        });
+    Value id = readId.getResult(0);
+    Value blocks = toI64(b, loc, numBlocks);
+    Value idOk = arith::AndIOp::create(
+        b, loc, cmp(b, loc, arith::CmpIPredicate::sge, id, cI64(b, loc, 0)),
+        cmp(b, loc, arith::CmpIPredicate::slt, id, blocks));
+    // One report per tap and stream (head 0, the stream's channel 0): the
+    // count is that of the separate convs.
+    Value reporter = isReporter(b, loc, h, c);
+    Value outside = arith::XOrIOp::create(
+        b, loc, inTable, arith::ConstantIntOp::create(b, loc, 1, 1));
+    emitReport(b, loc, arith::AndIOp::create(b, loc, outside, reporter), status,
+               CheckKind::LogicalBlock, t, logical, tableWidth,
+               opName + " (checked): a history position's logical block is "
+                        "beyond the block table's width");
+    Value badId = arith::AndIOp::create(
+        b, loc, inTable,
+        arith::XOrIOp::create(b, loc, idOk,
+                              arith::ConstantIntOp::create(b, loc, 1, 1)));
+    emitReport(b, loc, arith::AndIOp::create(b, loc, badId, reporter), status,
+               CheckKind::BlockId, t, id, blocks,
+               opName + " (checked): a block_table entry read for a history "
+                        "tap is negative or not below the cache's num_blocks");
+    auto tap = scf::IfOp::create(
+        b, loc, idOk,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, loadTap(b, loc, toIndex(b, loc, id)));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+        });
+    return tap.getResult(0);
+  };
+
+  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes) {
+    const int64_t width = part.range.width;
+    Value channel = add(b, loc, mul(b, loc, h, cIndex(b, loc, width)), c);
+    // acc = bias (or 0).
+    Value acc = part.bias
+                    ? extToF32(b, loc,
+                               loadLanes(b, loc, part.bias, ValueRange{channel},
+                                         lanes, part.biasAligned && lanes > 1),
+                               lanes)
+                    : splatF32(b, loc, 0.0f, lanes);
+    // The weights of these channels, per tap.
+    SmallVector<Value> tapWeights;
+    if (lanes == 1) {
+      for (int64_t j = 0; j < kernel; ++j)
+        tapWeights.push_back(extToF32(
+            b, loc,
+            memref::LoadOp::create(b, loc, part.weights,
+                                   ValueRange{channel, cIndex(b, loc, j)}),
+            1));
+    } else {
+      Value all =
+          loadLanes(b, loc, part.flatWeights,
+                    ValueRange{mul(b, loc, channel, cIndex(b, loc, kernel))},
+                    lanes * kernel, part.weightsAligned);
+      for (int64_t j = 0; j < kernel; ++j) {
+        Value wj = all;
+        if (kernel > 1) {
+          SmallVector<int64_t> mask;
+          for (int64_t l = 0; l < lanes; ++l)
+            mask.push_back(l * kernel + j);
+          wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+        }
+        tapWeights.push_back(extToF32(b, loc, wj, lanes));
+      }
+    }
+    // x[t]: read once, for the last tap, the residual and the cache store.
+    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+    if (insert) {
+      scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+        Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
+        storeLanes(b, loc, xRaw, cache,
+                   ValueRange{slot.block, h, slot.row, col},
+                   part.cacheAligned && lanes > 1);
+        scf::YieldOp::create(b, loc);
+      });
+    }
+    Value xt = extToF32(b, loc, xRaw, lanes);
+    for (int64_t j = 0; j < kernel; ++j) {
+      Value tap;
+      if (j == kernel - 1) {
+        // q = p >= num_computed: the token's own input.
+        tap = xt;
+      } else {
+        Value q = arith::SubIOp::create(b, loc, position,
+                                        cIndex(b, loc, kernel - 1 - j));
+        Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+        auto ifStep = scf::IfOp::create(
+            b, loc, inStep,
+            [&](OpBuilder &b, Location loc) {
+              Value token = add(b, loc, seqStart,
+                                arith::SubIOp::create(b, loc, q, computed));
+              Value v = extToF32(
+                  b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
+              scf::YieldOp::create(b, loc, v);
+            },
+            [&](OpBuilder &b, Location loc) {
+              Value negative =
+                  cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
+              auto ifZero = scf::IfOp::create(
+                  b, loc, negative,
+                  [&](OpBuilder &b, Location loc) {
+                    scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+                  },
+                  [&](OpBuilder &b, Location loc) {
+                    Value n = cIndex(b, loc, blockSize);
+                    Value logical = arith::DivUIOp::create(b, loc, q, n);
+                    Value row = arith::RemUIOp::create(b, loc, q, n);
+                    Value history =
+                        emitHistory(b, loc, part, t, h, c, lanes, logical, row);
+                    scf::YieldOp::create(b, loc, history);
+                  });
+              scf::YieldOp::create(b, loc, ifZero.getResult(0));
+            });
+        tap = ifStep.getResult(0);
+      }
+      acc = math::FmaOp::create(b, loc, tapWeights[j], tap, acc);
+    }
+    if (silu) {
+      // a * 1 / (1 + exp(-a)), in f32.
+      Value one = splatF32(b, loc, 1.0f, lanes);
+      Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, acc));
+      Value sigmoid = arith::DivFOp::create(
+          b, loc, one, arith::AddFOp::create(b, loc, one, e));
+      acc = arith::MulFOp::create(b, loc, acc, sigmoid);
+    }
+    if (residual)
+      acc = arith::AddFOp::create(b, loc, acc, xt);
+    Value result =
+        arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
+    part.out.store(b, loc, result, t, h, c);
+  };
+
+  std::string message = slotMessage(op);
+  emitNest(
+      rewriter, loc, tokens, layout.headsPerRank, widths,
+      [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
+          Value chunk) {
+        const ConvPart &part = parts[i];
+        // One report per bad slot, token and stream, as the inserts do.
+        if (insert && checked)
+          emitReport(b, loc,
+                     arith::AndIOp::create(b, loc, slot.bad,
+                                           isReporter(b, loc, h, chunk)),
+                     status, CheckKind::Slot, t, slot.slot, slotLimit, message);
+        emitChunk(b, loc, chunk, part.range.width,
+                  [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                    lanesBody(b, loc, part, t, h, c, lanes);
+                  });
+      },
+      outer);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct ConvLowering : OpRewritePattern<ConvOp> {
+  ConvLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(ConvOp op,
+                                PatternRewriter &rewriter) const override {
+    ConvStream stream{op.getStream(), op.getX(), op.getWeights(), op.getBias(),
+                      op.getOut()};
+    return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
+                      stream, op.getResidual(),
+                      op.getActivation() == Activation::Silu,
+                      /*insert=*/false, options.checked);
+  }
+
+  SConvToLoopsOptions options;
+};
+
+struct FusedConvLowering : OpRewritePattern<FusedConvOp> {
+  FusedConvLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(FusedConvOp op,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<ConvStream> streams;
+    for (auto [i, stream] : llvm::enumerate(op.getStreamList()))
+      streams.push_back({stream, op.getInputs()[i], op.getWeights()[i],
+                         op.getBiases().empty() ? Value() : op.getBiases()[i],
+                         op.getOuts()[i]});
+    return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
+                      streams, op.getResidual(),
+                      op.getActivation() == Activation::Silu, op.getInsert(),
+                      options.checked);
+  }
+
+  SConvToLoopsOptions options;
+};
+
+} // namespace
+
+void inkling::loops::populateConvLoweringPatterns(
+    RewritePatternSet &patterns, const SConvToLoopsOptions &options) {
+  patterns.add<ConvLowering, FusedConvLowering>(patterns.getContext(), options);
+}

@@ -1,0 +1,132 @@
+//===- InsertLowering.cpp - sconv.insert / insert_packed to loops ---------===//
+//
+// One loop nest for the inserts of one or more streams into one cache:
+// `sconv.insert` is the one-stream case of `sconv.insert_packed`.
+//
+//   scf.parallel (t, h) {
+//     slot = slot_mapping[t]; block, row = slot / N, slot % N
+//     scf.parallel chunk in [0, chunks of all streams) {   // row order
+//       stream i of the chunk: if slot >= 0:
+//         cache[block, h, row, offset_i + 8 * c'] = x_i[t, h, 8 * c']
+//   } }
+//
+// With all four streams of a layout whose widths are multiples of 8 the
+// chunks tile the row [0, raw) exactly: one 16-byte store per chunk, in row
+// order, never the padding [raw, D).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+using namespace inkling::sconv;
+
+namespace {
+
+/// One stream of an insert.
+struct InsertPart {
+  inkling::StreamRange range;
+  StreamOperand x;
+  bool cacheAligned;
+};
+
+LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
+                           Value stepValue, Value cache, LayoutAttr layoutAttr,
+                           ValueRange inputs, ArrayRef<sconv::Stream> streams,
+                           bool checked) {
+  auto step = stepValue.getDefiningOp<StepOp>();
+  if (!step)
+    return rewriter.notifyMatchFailure(op, kNoStepMessage);
+  Location loc = op->getLoc();
+  inkling::Layout layout = layoutAttr.getDerived();
+  int64_t blockSize = layout.blockSize;
+  bool cacheRowsAligned = rowsAligned(staticCacheType(cache));
+
+  SmallVector<inkling::StreamRange> ranges;
+  for (sconv::Stream stream : streams)
+    ranges.push_back(layout.range(toRuntime(stream)));
+  SmallVector<InsertPart> parts;
+  SmallVector<int64_t> widths;
+  for (unsigned i : orderByOffset(ranges)) {
+    parts.push_back(
+        {ranges[i], StreamOperand(inputs[i], ranges[i].width),
+         cacheRowsAligned && staticMultiple(ranges[i].offset, kLanes)});
+    widths.push_back(ranges[i].width);
+  }
+
+  Value slots = step.getSlotMapping();
+  Value status = step.getStatus();
+  Value tokens = memref::DimOp::create(rewriter, loc, inputs.front(), 0);
+  Value slotLimit = emitSlotLimit(rewriter, loc, cache, blockSize);
+  std::string message = slotMessage(op);
+
+  SlotInfo slot;
+  emitNest(
+      rewriter, loc, tokens, layout.headsPerRank, widths,
+      [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
+          Value chunk) {
+        const InsertPart &part = parts[i];
+        // One report per token and stream (head 0, the stream's chunk 0):
+        // the count is that of the separate inserts.
+        if (checked)
+          emitReport(b, loc,
+                     arith::AndIOp::create(b, loc, slot.bad,
+                                           isReporter(b, loc, h, chunk)),
+                     status, CheckKind::Slot, t, slot.slot, slotLimit, message);
+        scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+          emitChunk(b, loc, chunk, part.range.width,
+                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                      Value v = part.x.load(b, loc, t, h, c, lanes);
+                      Value col =
+                          add(b, loc, c, cIndex(b, loc, part.range.offset));
+                      storeLanes(b, loc, v, cache,
+                                 ValueRange{slot.block, h, slot.row, col},
+                                 part.cacheAligned && lanes > 1);
+                    });
+          scf::YieldOp::create(b, loc);
+        });
+      },
+      [&](OpBuilder &b, Location loc, Value t, Value) {
+        slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
+      });
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct InsertLowering : OpRewritePattern<InsertOp> {
+  InsertLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(InsertOp op,
+                                PatternRewriter &rewriter) const override {
+    sconv::Stream stream = op.getStream();
+    return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
+                        op.getLayout(), op.getX(), stream, options.checked);
+  }
+
+  SConvToLoopsOptions options;
+};
+
+struct InsertPackedLowering : OpRewritePattern<InsertPackedOp> {
+  InsertPackedLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(InsertPackedOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
+                        op.getLayout(), op.getInputs(), op.getStreamList(),
+                        options.checked);
+  }
+
+  SConvToLoopsOptions options;
+};
+
+} // namespace
+
+void inkling::loops::populateInsertLoweringPatterns(
+    RewritePatternSet &patterns, const SConvToLoopsOptions &options) {
+  patterns.add<InsertLowering, InsertPackedLowering>(patterns.getContext(),
+                                                     options);
+}

@@ -1,0 +1,289 @@
+//===- JitHarness.cpp - JIT sconv kernels and feed them memrefs -----------===//
+
+#include "Harness/JitHarness.h"
+#include "inkling/Dialect/SConv/IR/SConvDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+using namespace inkling;
+using namespace inkling::harness;
+using namespace inkling::reference;
+
+std::string harness::layoutAttr(const LayoutConfig &c) {
+  std::ostringstream os;
+  os << "#sconv.layout<kv_heads = " << c.kvHeads << ", head_dim = " << c.headDim
+     << ", hidden = " << c.hidden << ", kernel = " << c.kernel
+     << ", tp = " << c.tp << ">";
+  return os.str();
+}
+
+std::string harness::cacheType(const Layout &layout, int64_t pageBytes) {
+  int64_t h = layout.headsPerRank, n = layout.blockSize, d = layout.headSize;
+  return "memref<?x" + std::to_string(h) + "x" + std::to_string(n) + "x" +
+         std::to_string(d) + "xbf16, strided<[" +
+         std::to_string(pageBytes / 2) + ", " + std::to_string(n * d) + ", " +
+         std::to_string(d) + ", 1]>>";
+}
+
+std::string harness::typeOfStream(const Layout &layout, Stream stream,
+                                  bool flat, bool strided) {
+  int64_t h = layout.headsPerRank, w = layout.range(stream).width;
+  std::ostringstream os;
+  if (flat)
+    os << "memref<?x" << h * w << "xbf16"
+       << (strided ? ", strided<[?, 1], offset: ?>" : "") << ">";
+  else
+    os << "memref<?x" << h << "x" << w << "xbf16"
+       << (strided ? ", strided<[?, " + std::to_string(w) + ", 1], offset: ?>"
+                   : "")
+       << ">";
+  return os.str();
+}
+
+void harness::initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+namespace {
+/// The one MLIRContext of the process.
+mlir::MLIRContext *jitContext() {
+  // Never destroyed: the engines' code outlives any test or benchmark.
+  static mlir::MLIRContext *context = [] {
+    mlir::DialectRegistry registry;
+    registry.insert<sconv::SConvDialect, mlir::arith::ArithDialect,
+                    mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                    mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                    mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                    mlir::vector::VectorDialect>();
+    mlir::registerBuiltinDialectTranslation(registry);
+    mlir::registerLLVMDialectTranslation(registry);
+    auto *ctx = new mlir::MLIRContext(registry);
+    ctx->loadAllAvailableDialects();
+    return ctx;
+  }();
+  return context;
+}
+
+/// Parses `source`, collecting diagnostics into `diagnostics`.
+mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
+                                        std::string &diagnostics) {
+  mlir::MLIRContext *context = jitContext();
+  llvm::raw_string_ostream diagOs(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
+    diagOs << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  return mlir::parseSourceString<mlir::ModuleOp>(source, context);
+}
+} // namespace
+
+std::map<std::string, int>
+harness::countOpsAfterFusion(const std::string &source,
+                             sconv::FusionStrategy strategy,
+                             std::string &error) {
+  std::map<std::string, int> counts;
+  std::string diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module) {
+    error = "cannot parse the module: " + diagnostics;
+    return counts;
+  }
+  mlir::PassManager pm(jitContext());
+  sconv::buildFusionPipeline(pm, strategy);
+  if (mlir::failed(pm.run(*module))) {
+    error = "sconv-fuse failed";
+    return counts;
+  }
+  module->walk([&](mlir::Operation *op) {
+    std::string name = op->getName().getStringRef().str();
+    ++counts[name];
+    if (op->hasAttr("insert"))
+      ++counts[name + " and_insert"];
+  });
+  return counts;
+}
+
+std::unique_ptr<mlir::ExecutionEngine>
+harness::compile(const std::string &source,
+                 const CompileOptions &compileOptions, std::string &error) {
+  initializeNativeTarget();
+  std::string diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module) {
+    error = "cannot parse the module: " + diagnostics + "\n" + source;
+    return nullptr;
+  }
+  // Diagnostics of the pipeline (e.g. a fusion or lowering error).
+  mlir::MLIRContext *context = jitContext();
+  llvm::raw_string_ostream diagOs(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
+    diagOs << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::PassManager pm(context);
+  LowerToCPUOptions options;
+  options.checked = compileOptions.checked;
+  options.fusion = compileOptions.fusion;
+  options.emitCInterface = true;
+  buildLowerToCPUPipeline(pm, options);
+  if (mlir::failed(pm.run(*module))) {
+    error = "inkling-lower-to-cpu failed: " + diagnostics;
+    return nullptr;
+  }
+  // INKLING_JIT_DUMP=<file>: append the lowered module (a debugging aid).
+  if (const char *dump = std::getenv("INKLING_JIT_DUMP")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(dump, ec, llvm::sys::fs::OF_Append);
+    if (!ec)
+      module->print(os);
+  }
+  mlir::ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
+  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
+  if (!engine) {
+    llvm::raw_string_ostream os(error);
+    os << "ExecutionEngine: " << engine.takeError();
+    return nullptr;
+  }
+  return std::move(*engine);
+}
+
+void *harness::lookupFunction(mlir::ExecutionEngine &engine,
+                              const std::string &name) {
+  auto symbol = engine.lookup("_mlir_ciface_" + name);
+  if (!symbol) {
+    llvm::consumeError(symbol.takeError());
+    return nullptr;
+  }
+  return *symbol;
+}
+
+uint16_t harness::randomBf16(std::mt19937_64 &rng, float scale) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  return floatToBf16(dist(rng));
+}
+
+Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout) {
+  Step step;
+  int64_t kernel = layout.config.kernel, n = layout.blockSize;
+  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3), chunk(2, 9),
+      computed(1, 13);
+  int64_t b = numSeqs(rng);
+  std::vector<std::pair<int64_t, int64_t>> seqs; // (num_computed, tokens)
+  for (int64_t i = 0; i < b; ++i) {
+    switch (kind(rng)) {
+    case 0: // prefill from 0
+      seqs.push_back({0, chunk(rng)});
+      break;
+    case 1: // chunked prefill
+      seqs.push_back({computed(rng), chunk(rng)});
+      break;
+    case 2: // decode
+      seqs.push_back({computed(rng), 1});
+      break;
+    default: // a short speculative chunk
+      seqs.push_back({computed(rng), 1 + chunk(rng) % 3});
+      break;
+    }
+  }
+  int64_t width = 0;
+  for (auto [nc, len] : seqs)
+    width = std::max<int64_t>(width, (nc + len + n - 1) / n);
+  step.meta.blockTableWidth = width;
+  step.meta.queryStartLoc.push_back(0);
+  std::vector<int32_t> pool;
+  int64_t needed = 0;
+  for (auto [nc, len] : seqs) {
+    int64_t first = std::max<int64_t>(0, nc - (kernel - 1)) / n;
+    needed += (nc + len + n - 1) / n - first;
+  }
+  step.numBlocks = needed + 1 + 2; // the null block and two spare blocks
+  for (int32_t i = 1; i < step.numBlocks; ++i)
+    pool.push_back(i);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::bernoulli_distribution dropSlot(0.1);
+  for (auto [nc, len] : seqs) {
+    int64_t first = std::max<int64_t>(0, nc - (kernel - 1)) / n;
+    std::vector<int32_t> row(width, 0);
+    for (int64_t j = first; j < (nc + len + n - 1) / n; ++j) {
+      row[j] = pool.back();
+      pool.pop_back();
+    }
+    step.meta.blockTable.insert(step.meta.blockTable.end(), row.begin(),
+                                row.end());
+    for (int64_t q = std::max<int64_t>(0, nc - (kernel - 1)); q < nc; ++q)
+      step.history.push_back({step.meta.numComputed.size(), q});
+    for (int64_t i = 0; i < len; ++i) {
+      int64_t p = nc + i;
+      bool stored = p >= nc + len - (kernel - 1) && !dropSlot(rng);
+      step.meta.slotMapping.push_back(stored ? row[p / n] * n + p % n : -1);
+    }
+    step.meta.numComputed.push_back(static_cast<int32_t>(nc));
+    step.meta.queryStartLoc.push_back(
+        static_cast<int32_t>(step.meta.queryStartLoc.back() + len));
+  }
+  return step;
+}
+
+AlignedBuffer<uint16_t>
+harness::makeCache(std::mt19937_64 &rng, const Layout &layout, const Step &step,
+                   int64_t blockStride, uint16_t poison) {
+  AlignedBuffer<uint16_t> cache(step.numBlocks * blockStride, poison);
+  int64_t n = layout.blockSize, d = layout.headSize;
+  for (auto [b, q] : step.history) {
+    int64_t block = step.meta.blockTable[b * step.meta.blockTableWidth + q / n];
+    for (int64_t h = 0; h < layout.headsPerRank; ++h)
+      for (int64_t c = 0; c < layout.rawWidth; ++c)
+        cache.data[block * blockStride + (h * n + q % n) * d + c] =
+            randomBf16(rng, 4.0f);
+  }
+  return cache;
+}
+
+Call harness::makeCall(uint16_t *cache, int64_t cacheBytes,
+                       StepMetadata &meta) {
+  Call call;
+  call.cache = descriptor<int8_t, 1>(reinterpret_cast<int8_t *>(cache),
+                                     {cacheBytes}, {1});
+  call.qsl = descriptor<int32_t, 1>(
+      meta.queryStartLoc.data(),
+      {static_cast<int64_t>(meta.queryStartLoc.size())}, {1});
+  call.nc = descriptor<int32_t, 1>(
+      meta.numComputed.data(), {static_cast<int64_t>(meta.numComputed.size())},
+      {1});
+  call.bt = descriptor<int32_t, 2>(meta.blockTable.data(),
+                                   {meta.numSequences(), meta.blockTableWidth},
+                                   {meta.blockTableWidth, 1});
+  call.slots =
+      descriptor<int64_t, 1>(meta.slotMapping.data(), {meta.numTokens()}, {1});
+  return call;
+}

@@ -1,0 +1,162 @@
+//===- JitHarness.h - JIT sconv kernels and feed them memrefs ---*- C++ -*-===//
+//
+// What the lowering's JIT tests and the fusion benchmark share: 16-byte
+// aligned buffers, memref descriptors, the IR spelling of layouts and stream
+// operands, compiling a module with `inkling-lower-to-cpu` into an
+// ExecutionEngine, and random mixed-batch steps. No GoogleTest dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_UNITTESTS_HARNESS_JITHARNESS_H
+#define INKLING_UNITTESTS_HARNESS_JITHARNESS_H
+
+#include "Reference/Reference.h"
+#include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Runtime/Layout.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace inkling::harness {
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+template <typename T, int N>
+StridedMemRefType<T, N> descriptor(T *data, std::array<int64_t, N> sizes,
+                                   std::array<int64_t, N> strides) {
+  StridedMemRefType<T, N> d;
+  d.basePtr = data;
+  d.data = data;
+  d.offset = 0;
+  for (int i = 0; i < N; ++i) {
+    d.sizes[i] = sizes[i];
+    d.strides[i] = strides[i];
+  }
+  return d;
+}
+
+/// 16-byte aligned storage (the lowering's alignment contract).
+template <typename T> struct AlignedBuffer {
+  explicit AlignedBuffer(size_t count, T fill)
+      : storage(count * sizeof(T) + 64) {
+    auto address = reinterpret_cast<uintptr_t>(storage.data());
+    data = reinterpret_cast<T *>((address + 63) & ~uintptr_t(63));
+    std::fill(data, data + count, fill);
+    size = count;
+  }
+  std::vector<uint8_t> storage;
+  T *data;
+  size_t size;
+};
+
+using MemI8 = StridedMemRefType<int8_t, 1>;
+using MemI32 = StridedMemRefType<int32_t, 1>;
+using MemI32x2 = StridedMemRefType<int32_t, 2>;
+using MemI64 = StridedMemRefType<int64_t, 1>;
+using Mem3 = StridedMemRefType<uint16_t, 3>;
+using Mem2 = StridedMemRefType<uint16_t, 2>;
+using Mem1 = StridedMemRefType<uint16_t, 1>;
+
+//===----------------------------------------------------------------------===//
+// IR spelling
+//===----------------------------------------------------------------------===//
+
+/// `#sconv.layout<...>` of `config`.
+std::string layoutAttr(const LayoutConfig &config);
+
+/// The cache type bound with a page of `pageBytes`:
+/// `memref<?xHxNxDxbf16, strided<[pageBytes/2, N*D, D, 1]>>`.
+std::string cacheType(const Layout &layout, int64_t pageBytes);
+
+/// A stream operand: `[T, H, w]`, or `[T, H*w]` when `flat`; with
+/// `strided`, a dynamic token stride and offset.
+std::string typeOfStream(const Layout &layout, Stream stream, bool flat,
+                         bool strided);
+
+/// attn and mlp use the [T, H*w] form, k and v [T, H, w].
+inline bool isFlat(Stream stream) {
+  return stream == Stream::Attn || stream == Stream::Mlp;
+}
+
+//===----------------------------------------------------------------------===//
+// Compiling
+//===----------------------------------------------------------------------===//
+
+/// The `inkling-lower-to-cpu` options a JIT-ed module is lowered with
+/// (emit-c-interface is always on).
+struct CompileOptions {
+  bool checked = false;
+  sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
+};
+
+/// Parses `source`, lowers it with `inkling-lower-to-cpu` (`options`) and
+/// JITs it at -O3. On failure returns null
+/// and sets `error`. (One MLIRContext for the process; the engine keeps no
+/// reference to it.)
+std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
+                                               const CompileOptions &options,
+                                               std::string &error);
+
+/// Parses `source`, runs the `sconv-fuse` passes of `strategy` and counts
+/// the ops of the result by name (empty, with `error` set, on failure).
+std::map<std::string, int> countOpsAfterFusion(const std::string &source,
+                                               sconv::FusionStrategy strategy,
+                                               std::string &error);
+
+/// The address of `_mlir_ciface_<name>`, or null.
+void *lookupFunction(mlir::ExecutionEngine &engine, const std::string &name);
+
+/// Initializes the native target (once).
+void initializeNativeTarget();
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+uint16_t randomBf16(std::mt19937_64 &rng, float scale);
+
+struct Step {
+  reference::StepMetadata meta;
+  int64_t numBlocks = 0;
+  /// Positions whose rows hold history (b, q): [max(0, nc - (W-1)), nc).
+  std::vector<std::pair<int64_t, int64_t>> history;
+};
+
+/// A mixed batch: each sequence is a prefill from 0, a chunked prefill, a
+/// decode or a short speculative chunk; blocks are distinct, from a shuffled
+/// pool that keeps block 0 as the null block. Slots store only the last
+/// W-1 positions (the runtime's window), plus a few random -1.
+Step randomStep(std::mt19937_64 &rng, const Layout &layout);
+
+/// The cache buffer: poisoned bytes, then random history rows [0, raw).
+AlignedBuffer<uint16_t> makeCache(std::mt19937_64 &rng, const Layout &layout,
+                                  const Step &step, int64_t blockStride,
+                                  uint16_t poison);
+
+/// The step's buffers and the cache as descriptors.
+struct Call {
+  MemI8 cache;
+  MemI32 qsl, nc;
+  MemI32x2 bt;
+  MemI64 slots;
+};
+Call makeCall(uint16_t *cache, int64_t cacheBytes,
+              reference::StepMetadata &meta);
+
+} // namespace inkling::harness
+
+#endif // INKLING_UNITTESTS_HARNESS_JITHARNESS_H
