@@ -199,8 +199,12 @@ private:
       return resume();
     if (pick < 90)
       return fork();
-    if (pick < 94)
+    if (pick < 93)
       return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
+    if (pick < 95)
+      return scheduleBatch();
+    if (pick < 97)
+      return commitBatch();
     return staleIdOperation();
   }
 
@@ -294,6 +298,12 @@ private:
       return err;
     if (code != StatusCode::Ok)
       return "";
+    modelSchedule(seq, n);
+    return "";
+  }
+
+  void modelSchedule(ModelSeq &seq, int64_t n) {
+    int64_t c = seq.computed, known = seq.tokens.size();
     seq.state = State::Scheduled;
     seq.scheduled = n;
     seq.ran = false;
@@ -301,6 +311,98 @@ private:
                           seq.tokens.begin() + std::min(known, c + n));
     while (static_cast<int64_t>(seq.stepTokens.size()) < c + n)
       seq.stepTokens.push_back(static_cast<int32_t>(rng_() % 2)); // drafts
+  }
+
+  /// A batch of valid schedules (sometimes with a repeated id): all or
+  /// nothing, OutOfBlocks when their blocks together do not fit.
+  std::string scheduleBatch() {
+    lastOp_ = "schedule batch";
+    std::vector<size_t> chosen;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (seqs_[i].state == State::Idle &&
+          seqs_[i].computed < static_cast<int64_t>(seqs_[i].tokens.size()) &&
+          chance(0.7))
+        chosen.push_back(i);
+    if (chosen.empty())
+      return "";
+    std::vector<SequenceId> ids;
+    std::vector<int64_t> counts;
+    int64_t needed = 0;
+    for (size_t i : chosen) {
+      ModelSeq &seq = seqs_[i];
+      int64_t remaining = seq.tokens.size() - seq.computed;
+      int64_t n = chance(0.7) ? 1 : uniform(1, std::min<int64_t>(remaining, 8));
+      n = std::min(n, kMaxLength - seq.computed);
+      ids.push_back(seq.id);
+      counts.push_back(n);
+      needed += blocksNeeded(seq, n);
+    }
+    StatusCode code = needed > manager_->pool().numFreeBlocks()
+                          ? StatusCode::OutOfBlocks
+                          : StatusCode::Ok;
+    if (chance(0.1)) {
+      ids.push_back(ids.front());
+      counts.push_back(1);
+      code = StatusCode::InvalidArgument;
+    }
+    if (std::string err = expect(code,
+                                 [&] {
+                                   return manager_->scheduleBatch(
+                                       ids.data(), counts.data(), ids.size());
+                                 });
+        !err.empty())
+      return err;
+    if (code == StatusCode::Ok)
+      for (size_t k = 0; k < chosen.size(); ++k)
+        modelSchedule(seqs_[chosen[k]], counts[k]);
+    return "";
+  }
+
+  /// A batch of valid commits of every sequence whose step ran.
+  std::string commitBatch() {
+    lastOp_ = "commit batch";
+    std::vector<size_t> ran;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (seqs_[i].state == State::Scheduled && seqs_[i].ran)
+        ran.push_back(i);
+    if (ran.empty())
+      return "";
+    std::vector<SequenceId> ids;
+    std::vector<int64_t> accepted, offsets = {0};
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<int32_t>> appended;
+    for (size_t i : ran) {
+      ModelSeq &seq = seqs_[i];
+      int64_t n = seq.scheduled, c = seq.computed;
+      int64_t k = uniform(std::max<int64_t>(0, n - config_.lookahead), n);
+      std::vector<int32_t> fresh;
+      for (int64_t p = seq.tokens.size(); p < c + k; ++p)
+        fresh.push_back(seq.stepTokens[p]);
+      if (c + k >= static_cast<int64_t>(seq.tokens.size() + fresh.size()))
+        fresh.push_back(static_cast<int32_t>(rng_() % 2)); // sampled
+      ids.push_back(seq.id);
+      accepted.push_back(k);
+      tokens.insert(tokens.end(), fresh.begin(), fresh.end());
+      offsets.push_back(tokens.size());
+      appended.push_back(fresh);
+    }
+    if (std::string err =
+            expect(StatusCode::Ok,
+                   [&] {
+                     return manager_->commitBatch(ids.data(), accepted.data(),
+                                                  offsets.data(), tokens.data(),
+                                                  ids.size());
+                   });
+        !err.empty())
+      return err;
+    for (size_t k = 0; k < ran.size(); ++k) {
+      ModelSeq &seq = seqs_[ran[k]];
+      seq.tokens.insert(seq.tokens.end(), appended[k].begin(),
+                        appended[k].end());
+      seq.computed += accepted[k];
+      seq.state = State::Idle;
+      seq.scheduled = 0;
+    }
     return "";
   }
 
