@@ -121,8 +121,8 @@ private:
 class KernelBundle {
 public:
   /// Reads `directory/manifest.json` and loads every kernel file.
-  static StatusOr<std::unique_ptr<KernelBundle>> load(Driver &driver,
-                                                      const std::string &directory);
+  static StatusOr<std::unique_ptr<KernelBundle>>
+  load(Driver &driver, const std::string &directory);
   ~KernelBundle();
 
   const KernelManifest &manifest() const { return manifest_; }

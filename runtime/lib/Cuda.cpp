@@ -1,0 +1,457 @@
+//===- Cuda.cpp - The CUDA driver API, loaded at run time -----------------===//
+//
+// No cuda.h: the few driver types are opaque handles and ints, declared here
+// with the driver's C ABI (CUresult is an int enum, CUdeviceptr a 64-bit
+// integer on 64-bit hosts). Versioned entry points are looked up by the
+// names cuda.h maps them to (cuMemAlloc -> cuMemAlloc_v2, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Runtime/Cuda.h"
+
+#include <dlfcn.h>
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace inkling::cuda {
+
+namespace {
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
+using CUdeviceptr = unsigned long long;
+
+constexpr int kAttrComputeMajor =
+    75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeMinor =
+    76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+} // namespace
+
+struct Driver::Api {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+};
+
+namespace {
+
+/// Looks up the first of `names` that the library exports.
+template <typename Fn>
+bool resolve(void *library, Fn &fn, std::initializer_list<const char *> names,
+             std::string &missing) {
+  for (const char *name : names) {
+    if (void *symbol = dlsym(library, name)) {
+      fn = reinterpret_cast<Fn>(symbol);
+      return true;
+    }
+  }
+  missing = *names.begin();
+  return false;
+}
+
+Status unavailable(const std::string &message) {
+  return Status(StatusCode::Unavailable, message);
+}
+
+} // namespace
+
+Status Driver::check(CUresult result, const char *call) const {
+  if (result == 0)
+    return Status::ok();
+  const char *name = nullptr;
+  const char *text = nullptr;
+  if (api_ && api_->cuGetErrorName)
+    api_->cuGetErrorName(result, &name);
+  if (api_ && api_->cuGetErrorString)
+    api_->cuGetErrorString(result, &text);
+  return Status(StatusCode::Internal,
+                std::string(call) + " failed: " + (name ? name : "CUDA error") +
+                    " (" + std::to_string(result) + ")" +
+                    (text ? std::string(": ") + text : std::string()));
+}
+
+StatusOr<std::unique_ptr<Driver>> Driver::load(const std::string &library,
+                                               int ordinal) {
+  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    return unavailable("no CUDA driver: " + library + " could not be loaded (" +
+                       (why ? why : "unknown dlopen error") + ")");
+  }
+  std::unique_ptr<Driver> driver(new Driver());
+  driver->library_ = handle;
+  driver->api_ = std::make_unique<Api>();
+  Api &a = *driver->api_;
+  std::string missing;
+  bool ok =
+      resolve(handle, a.cuInit, {"cuInit"}, missing) &&
+      resolve(handle, a.cuDriverGetVersion, {"cuDriverGetVersion"}, missing) &&
+      resolve(handle, a.cuDeviceGetCount, {"cuDeviceGetCount"}, missing) &&
+      resolve(handle, a.cuDeviceGet, {"cuDeviceGet"}, missing) &&
+      resolve(handle, a.cuDeviceGetName, {"cuDeviceGetName"}, missing) &&
+      resolve(handle, a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"},
+              missing) &&
+      resolve(handle, a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"},
+              missing) &&
+      resolve(handle, a.cuDevicePrimaryCtxRelease,
+              {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"},
+              missing) &&
+      resolve(handle, a.cuCtxSetCurrent, {"cuCtxSetCurrent"}, missing) &&
+      resolve(handle, a.cuCtxSynchronize, {"cuCtxSynchronize"}, missing) &&
+      resolve(handle, a.cuMemAlloc, {"cuMemAlloc_v2"}, missing) &&
+      resolve(handle, a.cuMemFree, {"cuMemFree_v2"}, missing) &&
+      resolve(handle, a.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}, missing) &&
+      resolve(handle, a.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}, missing) &&
+      resolve(handle, a.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, missing) &&
+      resolve(handle, a.cuMemsetD8, {"cuMemsetD8_v2"}, missing) &&
+      resolve(handle, a.cuModuleLoadData, {"cuModuleLoadData"}, missing) &&
+      resolve(handle, a.cuModuleUnload, {"cuModuleUnload"}, missing) &&
+      resolve(handle, a.cuModuleGetFunction, {"cuModuleGetFunction"},
+              missing) &&
+      resolve(handle, a.cuLaunchKernel, {"cuLaunchKernel"}, missing) &&
+      resolve(handle, a.cuEventCreate, {"cuEventCreate"}, missing) &&
+      resolve(handle, a.cuEventDestroy, {"cuEventDestroy_v2"}, missing) &&
+      resolve(handle, a.cuEventRecord, {"cuEventRecord"}, missing) &&
+      resolve(handle, a.cuEventSynchronize, {"cuEventSynchronize"}, missing) &&
+      resolve(handle, a.cuEventElapsedTime,
+              {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing) &&
+      resolve(handle, a.cuGetErrorString, {"cuGetErrorString"}, missing) &&
+      resolve(handle, a.cuGetErrorName, {"cuGetErrorName"}, missing);
+  if (!ok)
+    return unavailable("no CUDA driver: " + library + " lacks " + missing +
+                       " (driver too old?)");
+
+  Driver &d = *driver;
+  CUresult init = a.cuInit(0);
+  if (init != 0)
+    return unavailable("no CUDA device: " + d.check(init, "cuInit").message());
+  int count = 0;
+  if (Status s = d.check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
+      !s.isOk())
+    return unavailable("no CUDA device: " + s.message());
+  if (ordinal < 0 || ordinal >= count)
+    return unavailable("no CUDA device: device " + std::to_string(ordinal) +
+                       " requested, " + std::to_string(count) + " present");
+  if (Status s = d.check(a.cuDeviceGet(&d.device_, ordinal), "cuDeviceGet");
+      !s.isOk())
+    return s;
+  char name[256] = {};
+  if (Status s = d.check(a.cuDeviceGetName(name, sizeof(name) - 1, d.device_),
+                         "cuDeviceGetName");
+      !s.isOk())
+    return s;
+  d.deviceName_ = name;
+  int major = 0, minor = 0;
+  if (Status s =
+          d.check(a.cuDeviceGetAttribute(&major, kAttrComputeMajor, d.device_),
+                  "cuDeviceGetAttribute");
+      !s.isOk())
+    return s;
+  if (Status s =
+          d.check(a.cuDeviceGetAttribute(&minor, kAttrComputeMinor, d.device_),
+                  "cuDeviceGetAttribute");
+      !s.isOk())
+    return s;
+  d.computeCapability_ = major * 10 + minor;
+  if (Status s = d.check(a.cuDriverGetVersion(&d.driverVersion_),
+                         "cuDriverGetVersion");
+      !s.isOk())
+    return s;
+  if (Status s = d.check(a.cuDevicePrimaryCtxRetain(&d.context_, d.device_),
+                         "cuDevicePrimaryCtxRetain");
+      !s.isOk())
+    return s;
+  if (Status s = d.makeCurrent(); !s.isOk())
+    return s;
+  return std::move(driver);
+}
+
+Driver::~Driver() {
+  if (api_ && context_)
+    api_->cuDevicePrimaryCtxRelease(device_);
+  // The library stays loaded: the driver does not support being unloaded
+  // while the process may still hold its state.
+}
+
+StatusOr<Driver *> Driver::get() {
+  static std::once_flag once;
+  static Driver *instance = nullptr;
+  static Status *failure = nullptr;
+  std::call_once(once, [] {
+    auto loaded = load("libcuda.so.1");
+    if (loaded)
+      instance = loaded->release();
+    else
+      failure = new Status(loaded.status());
+  });
+  if (!instance)
+    return *failure;
+  if (Status s = instance->makeCurrent(); !s.isOk())
+    return s;
+  return instance;
+}
+
+Status Driver::makeCurrent() {
+  return check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+StatusOr<DevicePtr> Driver::alloc(size_t bytes) {
+  CUdeviceptr ptr = 0;
+  if (Status s = check(api_->cuMemAlloc(&ptr, bytes ? bytes : 1), "cuMemAlloc");
+      !s.isOk())
+    return s;
+  return static_cast<DevicePtr>(ptr);
+}
+
+Status Driver::free(DevicePtr ptr) {
+  return check(api_->cuMemFree(ptr), "cuMemFree");
+}
+
+Status Driver::copyToDevice(DevicePtr dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  return check(api_->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+Status Driver::copyToHost(void *dst, DevicePtr src, size_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  return check(api_->cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+Status Driver::copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes,
+                            Stream stream) {
+  if (bytes == 0)
+    return Status::ok();
+  return check(api_->cuMemcpyDtoDAsync(dst, src, bytes, stream),
+               "cuMemcpyDtoDAsync");
+}
+
+Status Driver::memset(DevicePtr dst, uint8_t value, size_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  return check(api_->cuMemsetD8(dst, value, bytes), "cuMemsetD8");
+}
+
+Status Driver::synchronize() {
+  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+StatusOr<Event> Driver::createEvent() {
+  CUevent event = nullptr;
+  if (Status s = check(api_->cuEventCreate(&event, 0), "cuEventCreate");
+      !s.isOk())
+    return s;
+  return static_cast<Event>(event);
+}
+
+Status Driver::destroyEvent(Event event) {
+  return check(api_->cuEventDestroy(event), "cuEventDestroy");
+}
+
+Status Driver::record(Event event, Stream stream) {
+  return check(api_->cuEventRecord(event, stream), "cuEventRecord");
+}
+
+StatusOr<float> Driver::elapsedMs(Event start, Event end) {
+  if (Status s = check(api_->cuEventSynchronize(end), "cuEventSynchronize");
+      !s.isOk())
+    return s;
+  float ms = 0;
+  if (Status s = check(api_->cuEventElapsedTime(&ms, start, end),
+                       "cuEventElapsedTime");
+      !s.isOk())
+    return s;
+  return ms;
+}
+
+StatusOr<void *> Driver::loadModule(const std::string &image) {
+  CUmodule module = nullptr;
+  // PTX must be NUL-terminated; std::string's buffer is.
+  if (Status s = check(api_->cuModuleLoadData(&module, image.c_str()),
+                       "cuModuleLoadData");
+      !s.isOk())
+    return s;
+  return static_cast<void *>(module);
+}
+
+Status Driver::unloadModule(void *module) {
+  return check(api_->cuModuleUnload(module), "cuModuleUnload");
+}
+
+StatusOr<void *> Driver::function(void *module, const std::string &name) {
+  CUfunction fn = nullptr;
+  if (Status s = check(api_->cuModuleGetFunction(&fn, module, name.c_str()),
+                       "cuModuleGetFunction");
+      !s.isOk())
+    return Status(s.code(), s.message() + " (kernel " + name + ")");
+  return static_cast<void *>(fn);
+}
+
+Status Driver::launch(void *function, std::array<int64_t, 3> grid,
+                      std::array<int64_t, 3> block, void **params,
+                      Stream stream) {
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] < 1 || grid[i] > 0x7fffffff || (i > 0 && grid[i] > 65535))
+      return invalidArgument("grid dimension " + std::to_string(i) + " = " +
+                             std::to_string(grid[i]) + " is out of range");
+    if (block[i] < 1 || block[i] > 1024)
+      return invalidArgument("block dimension " + std::to_string(i) + " = " +
+                             std::to_string(block[i]) + " is out of range");
+  }
+  return check(
+      api_->cuLaunchKernel(
+          function, static_cast<unsigned>(grid[0]),
+          static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
+          static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+          static_cast<unsigned>(block[2]), 0, stream, params, nullptr),
+      "cuLaunchKernel");
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+StatusOr<DeviceBuffer> DeviceBuffer::allocate(Driver &driver, size_t bytes) {
+  auto ptr = driver.alloc(bytes);
+  if (!ptr)
+    return ptr.status();
+  DeviceBuffer buffer;
+  buffer.driver_ = &driver;
+  buffer.ptr_ = *ptr;
+  buffer.bytes_ = bytes;
+  return std::move(buffer);
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    if (driver_ && ptr_)
+      (void)driver_->free(ptr_);
+    driver_ = other.driver_;
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.driver_ = nullptr;
+    other.ptr_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (driver_ && ptr_)
+    (void)driver_->free(ptr_);
+}
+
+//===----------------------------------------------------------------------===//
+// KernelBundle
+//===----------------------------------------------------------------------===//
+
+StatusOr<std::unique_ptr<KernelBundle>>
+KernelBundle::load(Driver &driver, const std::string &directory) {
+  auto manifest = KernelManifest::load(directory);
+  if (!manifest)
+    return manifest.status();
+  std::unique_ptr<KernelBundle> bundle(
+      new KernelBundle(driver, std::move(*manifest)));
+  for (const KernelSpec &kernel : bundle->manifest_.kernels) {
+    std::string path = directory + "/" + kernel.file;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return Status(StatusCode::NotFound, "kernel bundle: cannot open " + path);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    auto module = driver.loadModule(bytes.str());
+    if (!module)
+      return Status(module.status().code(), "kernel bundle: " + path + ": " +
+                                                module.status().message());
+    bundle->modules_.push_back(*module);
+    auto fn = driver.function(*module, kernel.entry);
+    if (!fn)
+      return fn.status();
+    bundle->functions_[kernel.name] = *fn;
+  }
+  return std::move(bundle);
+}
+
+KernelBundle::~KernelBundle() {
+  for (void *module : modules_)
+    (void)driver_.unloadModule(module);
+}
+
+Status KernelBundle::launch(const std::string &name,
+                            const std::vector<MemRefArg> &args, Stream stream) {
+  const KernelSpec *kernel = manifest_.findKernel(name);
+  if (!kernel)
+    return Status(StatusCode::NotFound, "no kernel " + name + " in the bundle");
+  auto params = packKernelParams(*kernel, args);
+  if (!params)
+    return params.status();
+  auto tokens = tokenCount(*kernel, args);
+  if (!tokens)
+    return tokens.status();
+  std::array<int64_t, 3> grid = kernel->gridFor(*tokens);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    return Status::ok(); // No token: nothing to do.
+  std::vector<void *> pointers;
+  pointers.reserve(params->size());
+  for (uint64_t &slot : *params)
+    pointers.push_back(&slot);
+  return driver_.launch(functions_.at(name), grid, kernel->block,
+                        pointers.data(), stream);
+}
+
+Status KernelBundle::run(const std::string &host,
+                         const std::vector<MemRefArg> &hostArgs,
+                         Stream stream) {
+  const HostSpec *spec = manifest_.findHost(host);
+  if (!spec)
+    return Status(StatusCode::NotFound,
+                  "no host function " + host + " in the bundle");
+  for (const LaunchSpec &launchSpec : spec->launches) {
+    std::vector<MemRefArg> args;
+    for (int64_t index : launchSpec.hostArgs) {
+      if (index >= static_cast<int64_t>(hostArgs.size()))
+        return invalidArgument("host function " + host + " needs argument " +
+                               std::to_string(index) + ", got " +
+                               std::to_string(hostArgs.size()) + " arguments");
+      args.push_back(hostArgs[index]);
+    }
+    if (Status s = launch(launchSpec.kernel, args, stream); !s.isOk())
+      return s;
+  }
+  return Status::ok();
+}
+
+} // namespace inkling::cuda

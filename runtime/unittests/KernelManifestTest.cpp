@@ -1,0 +1,238 @@
+//===- KernelManifestTest.cpp - The kernel bundle's manifest --------------===//
+
+#include "inkling/Runtime/KernelManifest.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace inkling;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+TEST(Json, ParsesScalarsArraysObjects) {
+  auto v = JsonValue::parse(
+      R"( {"a": [1, -2, 3.5, 1e3, true, false, null], "b": {"c": "x\"\\\/\n\u00e9\ud83d\ude00"}} )");
+  ASSERT_TRUE(v) << v.status().toString();
+  const JsonValue *a = v->find("a");
+  ASSERT_TRUE(a && a->isArray());
+  ASSERT_EQ(a->array().size(), 7u);
+  EXPECT_TRUE(a->array()[0].isInteger());
+  EXPECT_EQ(a->array()[0].integer(), 1);
+  EXPECT_EQ(a->array()[1].integer(), -2);
+  EXPECT_FALSE(a->array()[2].isInteger());
+  EXPECT_DOUBLE_EQ(a->array()[2].number(), 3.5);
+  EXPECT_FALSE(a->array()[3].isInteger());
+  EXPECT_DOUBLE_EQ(a->array()[3].number(), 1000);
+  EXPECT_TRUE(a->array()[4].boolValue());
+  EXPECT_FALSE(a->array()[5].boolValue());
+  EXPECT_TRUE(a->array()[6].isNull());
+  EXPECT_EQ(v->find("b")->find("c")->string(),
+            "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+TEST(Json, RejectsMalformedDocuments) {
+  const char *bad[] = {
+      "",
+      "{",
+      "[1,]",
+      "{\"a\":1,}",
+      "{'a':1}",
+      "01",
+      "1.",
+      ".5",
+      "-",
+      "1e",
+      "\"\\x\"",
+      "\"a",
+      "\"\\ud800\"",
+      "tru",
+      "[1] 2",
+      "{\"a\" 1}",
+      "{1:2}",
+      "\"\x01\"",
+      "{\"a\":1,\"a\":2}",
+      "nan",
+  };
+  for (const char *text : bad) {
+    auto v = JsonValue::parse(text);
+    EXPECT_FALSE(v) << "accepted: " << text;
+    if (!v)
+      EXPECT_EQ(v.status().code(), StatusCode::InvalidArgument);
+  }
+}
+
+TEST(Json, LimitsNesting) {
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  auto v = JsonValue::parse(deep);
+  ASSERT_FALSE(v);
+  EXPECT_NE(v.status().message().find("nesting"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+/// A manifest as inkling-write-kernels writes it: an insert kernel of the
+/// K stream (cache bytes, slot mapping, x).
+std::string manifest(const std::string &kernelExtra = "",
+                     const std::string &grid = R"(["T", 8, 1])",
+                     const std::string &hostArgs = "[0, 4, 5]",
+                     const std::string &file = "layer_k1_insert_k.ptx") {
+  return R"({
+  "generator": "inkling-write-kernels",
+  "hosts": [{"launches": [{"host_args": )" +
+         hostArgs + R"(, "kernel": "layer_k1_insert_k"}], "name": "layer"}],
+  "kernels": [{
+    "args": [
+      {"element": "i8", "element_bytes": 1, "identity": true, "offset": 0,
+       "params": 5, "rank": 1, "shape": [-1], "strides": [1],
+       "type": "memref<?xi8>"},
+      {"element": "i64", "element_bytes": 8, "identity": true, "offset": 0,
+       "params": 5, "rank": 1, "shape": [-1], "strides": [1],
+       "type": "memref<?xi64>"},
+      {"element": "bf16", "element_bytes": 2, "identity": true, "offset": 0,
+       "params": 9, "rank": 3, "shape": [-1, 8, 128], "strides": [1024, 128, 1],
+       "type": "memref<?x8x128xbf16>"}
+    ],
+    "attributes": "{}", "block": [16, 1, 1], "entry": "layer_k1_insert_k",
+    "file": ")" +
+         file + R"(", "format": "ptx", "grid": )" + grid + R"(,
+    "host": "layer", "key": "k", "layout": "#sconv.layout<...>",
+    "name": "layer_k1_insert_k", "op": "sconv.insert",
+    "params": ["ptr", "ptr", "i64", "i64", "i64", "ptr", "ptr", "i64", "i64",
+               "i64", "ptr", "ptr", "i64", "i64", "i64", "i64", "i64", "i64",
+               "i64"],
+    "ptx_global_v4_loads": 1, "streams": ["k"], "tokens_arg": 2)" +
+         kernelExtra + R"(
+  }],
+  "target": {"chip": "sm_90", "features": "+ptx80", "format": "ptx", "opt_level": 3},
+  "version": 1
+})";
+}
+
+TEST(KernelManifest, ParsesWhatTheWriterWrites) {
+  auto m = KernelManifest::parse(manifest());
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_EQ(m->version, 1);
+  EXPECT_EQ(m->chip, "sm_90");
+  EXPECT_EQ(m->format, "ptx");
+  ASSERT_EQ(m->kernels.size(), 1u);
+  const KernelSpec &k = m->kernels[0];
+  EXPECT_EQ(k.name, "layer_k1_insert_k");
+  EXPECT_EQ(k.op, "sconv.insert");
+  ASSERT_EQ(k.streams.size(), 1u);
+  EXPECT_EQ(k.streams[0], "k");
+  EXPECT_EQ(k.args.size(), 3u);
+  EXPECT_EQ(k.args[2].shape, (std::vector<int64_t>{-1, 8, 128}));
+  EXPECT_EQ(k.tokensArg, 2);
+  EXPECT_EQ(k.gridFor(5), (std::array<int64_t, 3>{5, 8, 1}));
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{16, 1, 1}));
+  const HostSpec *host = m->findHost("layer");
+  ASSERT_TRUE(host);
+  ASSERT_EQ(host->launches.size(), 1u);
+  EXPECT_EQ(host->launches[0].hostArgs, (std::vector<int64_t>{0, 4, 5}));
+  EXPECT_EQ(m->findKernel("nope"), nullptr);
+}
+
+void expectRejected(const std::string &text, const std::string &needle) {
+  auto m = KernelManifest::parse(text);
+  ASSERT_FALSE(m) << "accepted a manifest that should mention " << needle;
+  EXPECT_EQ(m.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(m.status().message().find(needle), std::string::npos)
+      << m.status().message();
+}
+
+TEST(KernelManifest, RejectsMalformedManifests) {
+  expectRejected("{", "JSON");
+  expectRejected("[]", "is not an object");
+  expectRejected(R"({"version": 2})", "version 2 is not supported");
+  expectRejected(manifest("", R"(["T", 0, 1])"), "grid entries");
+  expectRejected(manifest("", R"(["N", 8, 1])"), "grid entries");
+  expectRejected(manifest("", R"([1, 8])"), "grid must have 3");
+  expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4]"), "host arguments");
+  expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4, -1]"), ">= 0");
+  expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4, 5]", "../x.ptx"),
+                 "plain file name");
+  expectRejected(manifest(R"(, "extra": 1, "tokens_arg": 1)"), "duplicate");
+  // A descriptor that does not expand to its params.
+  std::string wrongParams = manifest();
+  wrongParams.replace(wrongParams.find("\"params\": 9"), 11, "\"params\": 8");
+  expectRejected(wrongParams, "expands to 9 parameters");
+  // Parameter types that do not follow the descriptor layout.
+  std::string wrongType = manifest();
+  wrongType.replace(wrongType.find("[\"ptr\", \"ptr\", \"i64\""), 20,
+                    "[\"ptr\", \"i64\", \"i64\"");
+  expectRejected(wrongType, "the descriptor needs \"ptr\"");
+  // Missing fields name their path.
+  std::string noEntry = manifest();
+  noEntry.replace(noEntry.find("\"entry\""), 7, "\"entri\"");
+  expectRejected(noEntry, "kernels[0]: missing \"entry\"");
+  // A launch of a kernel that is not in the bundle.
+  std::string unknown = manifest();
+  unknown.replace(unknown.find("\"kernel\": \"layer_k1_insert_k\""), 29,
+                  "\"kernel\": \"other\"");
+  expectRejected(unknown, "names no kernel");
+}
+
+TEST(KernelManifest, LoadReportsAMissingFile) {
+  auto m = KernelManifest::load("/nonexistent/inkling/bundle");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.status().code(), StatusCode::NotFound);
+}
+
+//===----------------------------------------------------------------------===//
+// ABI packing
+//===----------------------------------------------------------------------===//
+
+TEST(KernelAbi, PacksDescriptorsInManifestOrder) {
+  auto m = KernelManifest::parse(manifest());
+  ASSERT_TRUE(m);
+  const KernelSpec &k = m->kernels[0];
+  std::vector<MemRefArg> args = {
+      {0x1000, {262144}, {}}, // cache bytes
+      {0x2000, {6}, {}},      // slots
+      {0x3000, {6, 8, 128}, {}},
+  };
+  auto params = packKernelParams(k, args);
+  ASSERT_TRUE(params) << params.status().toString();
+  std::vector<uint64_t> expected = {
+      0x1000, 0x1000, 0, 262144, 1, 0x2000, 0x2000, 0,   6, 1,
+      0x3000, 0x3000, 0, 6,      8, 128,    1024,   128, 1};
+  EXPECT_EQ(*params, expected);
+  auto tokens = tokenCount(k, args);
+  ASSERT_TRUE(tokens);
+  EXPECT_EQ(*tokens, 6);
+}
+
+TEST(KernelAbi, RejectsArgumentsThatDoNotMatchTheTypes) {
+  auto m = KernelManifest::parse(manifest());
+  ASSERT_TRUE(m);
+  const KernelSpec &k = m->kernels[0];
+  auto bad = [&](std::vector<MemRefArg> args, const std::string &needle) {
+    auto params = packKernelParams(k, args);
+    ASSERT_FALSE(params);
+    EXPECT_NE(params.status().message().find(needle), std::string::npos)
+        << params.status().message();
+  };
+  bad({{0x1000, {16}, {}}}, "takes 3 arguments");
+  bad({{0x1000, {16}, {}}, {0x2000, {6}, {}}, {0x3000, {6, 4, 128}, {}}},
+      "size 1 is 4, the type says 8");
+  bad({{0x1000, {16}, {}}, {0x2000, {6}, {}}, {0x3000, {6, 8}, {}}},
+      "expected 3 sizes");
+  bad({{0x1000, {16}, {}}, {0x2001, {6}, {}}, {0x3000, {6, 8, 128}, {}}},
+      "not aligned");
+  bad({{0x1000, {16}, {}},
+       {0x2000, {6}, {}},
+       {0x3000, {6, 8, 128}, {2048, 128, 1}}},
+      "stride 0 is 2048, the type says 1024");
+  bad({{0x1000, {-1}, {}}, {0x2000, {6}, {}}, {0x3000, {6, 8, 128}, {}}},
+      "negative");
+}
+
+} // namespace
