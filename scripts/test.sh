@@ -23,3 +23,6 @@ INKLING_BUILD_DIR="$asan" "$root/scripts/build.sh" -DINKLING_SANITIZE=ON
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 (cd "$asan" && ctest --output-on-failure -j "$jobs")
+
+echo "== stage 2: fuzzing (${INKLING_FUZZ_SECONDS:-60}s per target)"
+INKLING_ASAN_BUILD_DIR="$asan" "$root/scripts/fuzz.sh" "${INKLING_FUZZ_SECONDS:-60}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs both libFuzzer targets of the sanitizer build for a bounded time:
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60)
+# The build is $INKLING_ASAN_BUILD_DIR (default build-asan/, made by
+# scripts/test.sh's stage 2). A finding (crash, sanitizer report, leak,
+# timeout, invariant violation) stops the run with a non-zero exit and leaves
+# the reproducer in <build>/fuzz-work/artifacts/.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${INKLING_ASAN_BUILD_DIR:-$root/build-asan}"
+seconds="${1:-60}"
+work="$build/fuzz-work"
+mkdir -p "$work/ir-corpus" "$work/runtime-corpus" "$work/artifacts"
+
+python3 "$root/fuzz/make_ir_corpus.py" "$root/test" "$work/ir-corpus"
+export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+
+run() {
+  local name="$1"
+  shift
+  echo "== fuzzing $name for ${seconds}s"
+  "$build/bin/$name" -max_total_time="$seconds" -timeout=20 \
+    -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$work/artifacts/$name-" "$@" 2>&1 |
+    grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|INFO: Loaded|==[0-9]+==|SUMMARY|IR fuzzer|runtime fuzzer)|cov:" |
+    tail -n 6
+  return "${PIPESTATUS[0]}"
+}
+
+run inkling-fuzz-ir -dict="$root/fuzz/sconv.dict" -max_len=16384 \
+  "$work/ir-corpus"
+run inkling-fuzz-runtime -max_len=4096 "$work/runtime-corpus"
