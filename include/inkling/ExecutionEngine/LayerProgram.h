@@ -1,0 +1,172 @@
+//===- LayerProgram.h - JIT-compile and call a model's sconv layer -*- C++
+//-*-===//
+//
+// What `inkling-run` (and any host program that wants to drive a model's
+// sconv layer on the CPU) needs from MLIR, behind a header without MLIR
+// types:
+//
+//   * load: parse an IR file, pick the entry function, and discover the role
+//     of every argument by walking its sconv ops (the cache buffer of
+//     `sconv.bind`, the step metadata of `sconv.step`, each conv's input,
+//     weights, bias and output and each insert's input, with their stream);
+//     IR the host cannot drive is rejected with one line that says why;
+//   * compile: `inkling-lower-to-cpu` (fusion strategy, checked mode,
+//     emit-c-interface) and MLIR's ExecutionEngine at -O3, once;
+//   * invoke: call the compiled function with one memref descriptor per
+//     argument.
+//
+// Replay support: `keepOnlyOp` removes every sconv op but one before
+// compiling, so a single op can be run on tensors from elsewhere.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
+#define INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
+
+#include "inkling/Runtime/Layout.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace inkling::exec {
+
+/// Element types of the arguments a layer can take.
+enum class ElementKind { I8, I32, I64, BF16 };
+/// "i8", "i32", "i64", "bf16".
+const char *elementKindName(ElementKind kind);
+/// Bytes of one element.
+int64_t elementBytes(ElementKind kind);
+
+/// What an argument of the entry function is to the host.
+enum class ArgRole {
+  Cache,         ///< The raw byte buffer of `sconv.bind` (one per layer).
+  QueryStartLoc, ///< `sconv.step` metadata, i32 [B+1].
+  NumComputed,   ///< i32 [B].
+  BlockTable,    ///< i32 [B, M].
+  SlotMapping,   ///< i64 [>= T].
+  Status,        ///< i64 [>= 5], checked mode.
+  Input,         ///< A stream's input x: [T, H, w] or [T, H*w] bf16.
+  Weights,       ///< A conv's weights [H*w, W] bf16.
+  Bias,          ///< A conv's bias [H*w] bf16.
+  Output,        ///< A conv's output, shaped like x.
+};
+/// "cache", "query_start_loc", ..., "input", "weights", "bias", "output".
+const char *argRoleName(ArgRole role);
+
+/// A dynamic size, stride or offset.
+inline constexpr int64_t kDynamic = -1;
+
+struct ArgInfo {
+  ArgRole role = ArgRole::Input;
+  /// The stream of an Input/Weights/Bias/Output argument.
+  std::optional<Stream> stream;
+  ElementKind element = ElementKind::BF16;
+  /// Static sizes (kDynamic where dynamic), strides and offset of the memref
+  /// type (identity layouts give the row-major strides).
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  /// The argument's type as written, for messages.
+  std::string type;
+};
+
+/// One convolution of the layer (an `sconv.conv`, or one stream of an
+/// `sconv.fused_conv`): out = conv(x, weights, bias, history).
+struct ConvInfo {
+  Stream stream = Stream::K;
+  int x = -1, weights = -1, bias = -1, out = -1; ///< Argument indices.
+  bool residual = true;
+  bool silu = false;
+};
+
+/// One sconv op that reads or writes a step (replay unit).
+struct OpInfo {
+  std::string name;            ///< e.g. "sconv.conv".
+  std::vector<Stream> streams; ///< In operand order.
+  bool writesCache = false;    ///< insert, insert_packed, and_insert.
+  std::vector<int> outputs;    ///< Output arguments.
+  std::vector<int> arguments;  ///< Every argument the op (with its bind
+                               ///< and step) reads or writes.
+  std::string location;        ///< file:line:col.
+};
+
+/// The entry function's interface, discovered from its sconv ops.
+struct LayerSignature {
+  std::string function;
+  std::string location; ///< of the function, for messages
+  Layout layout;
+  int64_t pageBytes = 0;   ///< `page_bytes` of the bind.
+  int64_t blockStride = 0; ///< Elements between blocks.
+  std::vector<ArgInfo> args;
+  int cache = -1, queryStartLoc = -1, numComputed = -1, blockTable = -1,
+      slotMapping = -1, status = -1;
+  /// The input argument of each stream (-1: the stream is not used).
+  std::array<int, kNumStreams> input{{-1, -1, -1, -1}};
+  /// Streams whose inputs are stored into the cache by some op.
+  std::array<bool, kNumStreams> inserted{};
+  std::vector<ConvInfo> convs;
+  std::vector<OpInfo> ops;
+  /// The module's `inkling.num_layers` attribute, if present.
+  std::optional<int64_t> numLayers;
+};
+
+/// A memref argument: data pointer, offset, sizes and strides (elements).
+struct MemRefArg {
+  void *data = nullptr;
+  int64_t offset = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+struct CompileOptions {
+  /// Run-time checks of slot and block ids (sconv-lower-to-loops checked).
+  bool checked = false;
+  /// With `checked`: give the step a status buffer (a new last argument of
+  /// role Status) when the IR has none, so that a bad id is reported rather
+  /// than stopping the process.
+  bool addStatus = true;
+  /// "conv-insert", "packed-inserts" or "none"; empty: the pipeline's
+  /// default.
+  std::string fusion;
+  /// LLVM optimization level of the JIT.
+  unsigned optLevel = 3;
+};
+
+class LayerProgram {
+public:
+  ~LayerProgram();
+
+  /// Parses `path` and analyzes `entry` (empty: the only function with a
+  /// body). Returns null with a one-line `error` (starting with the file
+  /// name or the location) when the file cannot be read or parsed, or the
+  /// function cannot be driven.
+  static std::unique_ptr<LayerProgram>
+  load(const std::string &path, const std::string &entry, std::string &error);
+
+  const LayerSignature &signature() const;
+
+  /// Removes every sconv op of the function but `ops[index]` (before
+  /// compile). The signature keeps every argument; the others are unused.
+  bool keepOnlyOp(int64_t index, std::string &error);
+
+  /// Lowers and JIT-compiles the function (once). May add a Status argument
+  /// (see CompileOptions::addStatus).
+  bool compile(const CompileOptions &options, std::string &error);
+
+  /// Calls the compiled function; `args` has one entry per argument of the
+  /// signature, with as many sizes and strides as the argument's rank.
+  void invoke(const std::vector<MemRefArg> &args);
+
+private:
+  LayerProgram();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace inkling::exec
+
+#endif // INKLING_EXECUTIONENGINE_LAYERPROGRAM_H

@@ -1,0 +1,64 @@
+//===- Run.h - inkling-run's modes ------------------------------*- C++ -*-===//
+
+#ifndef INKLING_TOOLS_INKLING_RUN_RUN_H
+#define INKLING_TOOLS_INKLING_RUN_RUN_H
+
+#include "inkling/ExecutionEngine/LayerProgram.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace inkling::run {
+
+/// The synthetic workload and what to do with it.
+struct ServeOptions {
+  std::string modelPath;
+  int64_t layers = 2;
+  double budgetMB = 64;
+  exec::CompileOptions compile;
+  double compileSeconds = 0; ///< Filled by the caller.
+  uint64_t seed = 1;
+  int64_t steps = 400;
+  int64_t maxBatch = 16;
+  int64_t tokenBudget = 256;
+  int64_t maxChunk = 96;
+  int64_t minPrompt = 8, maxPrompt = 256;
+  int64_t minOutput = 8, maxOutput = 96;
+  double arrivalRate = 0.25;
+  double sharedPrefixRate = 0.5;
+  int64_t numSharedPrefixes = 4;
+  int64_t vocab = 64;
+  int64_t lookahead = 3;
+  double specRate = 0.5;
+  double preemptRate = 0.01;
+  double forkRate = 0.01;
+  bool prefixCaching = true;
+  bool check = true;
+  bool json = false;
+  bool progress = true;
+  /// Testing the checker: "output:STEP" or "cache:STEP" corrupts one value.
+  std::string injectFault;
+};
+
+/// Serves the workload through the runtime and `program`'s kernels; prints
+/// the report. Returns the process exit code.
+int serve(exec::LayerProgram &program, const ServeOptions &options);
+
+struct ReplayOptions {
+  std::string modelPath;
+  int64_t opIndex = 0;
+  std::vector<std::string> inputs; ///< name=file.npy
+  std::string outputDir;
+  std::string fusion;
+};
+
+/// Runs one sconv op on .npy tensors and writes its outputs as .npy.
+int replay(exec::LayerProgram &program, const ReplayOptions &options);
+
+/// Prints "inkling-run: <message>" to stderr; returns 1.
+int fail(const std::string &message);
+
+} // namespace inkling::run
+
+#endif // INKLING_TOOLS_INKLING_RUN_RUN_H

@@ -1,0 +1,1215 @@
+//===- Serve.cpp - A checked synthetic serving workload -------------------===//
+//
+// Drives the runtime's SequenceManager the way a serving engine does
+// (arrivals, chunked prefill under a token budget, decode, speculative
+// decoding with random acceptance, preemption and resume, prefix-cache hits,
+// forks, finishes) and runs the compiled layer for every layer of every
+// step. After every step it checks every output against a full-history
+// reference (the conv of DESIGN section 4 over inputs regenerated from each
+// sequence's token history, never read from the cache) and every cache row
+// the next step will read.
+//
+// Synthetic data. The input x of (layer, stream, position p, head, channel)
+// is a function of the sequence's token ids [0..p] only: a hash chain over
+// the token ids (xxh3), mixed with the layer and stream, expanded by
+// splitmix64 into bf16 values of magnitude in [2^-7, 2). Sequences with a
+// common prefix therefore have the same x there, which is what makes a
+// prefix-cache hit correct.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Run.h"
+
+#include "inkling/Runtime/SequenceManager.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <unistd.h>
+
+using namespace inkling;
+using namespace inkling::exec;
+using namespace inkling::run;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 and the generator
+//===----------------------------------------------------------------------===//
+
+inline float bf16ToFloat(uint16_t bits) {
+  uint32_t word = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, 4);
+  return value;
+}
+
+inline uint16_t floatToBf16(float value) {
+  uint32_t word;
+  std::memcpy(&word, &value, 4);
+  if ((word & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet, keep sign
+    return static_cast<uint16_t>((word >> 16) | 0x40);
+  uint32_t rounding = 0x7fffu + ((word >> 16) & 1u);
+  return static_cast<uint16_t>((word + rounding) >> 16);
+}
+
+inline uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hashWords(std::initializer_list<uint64_t> words) {
+  uint64_t buffer[8];
+  size_t n = 0;
+  for (uint64_t w : words)
+    buffer[n++] = w;
+  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(buffer), n * sizeof(uint64_t)));
+}
+
+/// A bf16 from 16 random bits: random sign and mantissa, exponent
+/// `minExp + [0, 8)`.
+inline uint16_t randomBits(uint16_t r, int minExp) {
+  return static_cast<uint16_t>((r & 0x8000) | ((minExp + ((r >> 7) & 7)) << 7) |
+                               (r & 0x7f));
+}
+
+/// Fills `count` bf16 values from `seed`.
+void fillValues(uint64_t seed, uint16_t *out, int64_t count, int minExp) {
+  for (int64_t i = 0; i < count; i += 4) {
+    uint64_t r =
+        splitmix(seed ^ (static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ull));
+    for (int64_t lane = 0; lane < 4 && i + lane < count; ++lane)
+      out[i + lane] =
+          randomBits(static_cast<uint16_t>(r >> (16 * lane)), minExp);
+  }
+}
+
+constexpr int kInputExp = 120;  // [2^-7, 2)
+constexpr int kWeightExp = 118; // [2^-9, 2^-1)
+
+struct Generator {
+  uint64_t seed;
+  uint64_t chainRoot() const { return hashWords({seed, 0x636861696eull}); }
+  uint64_t chainNext(uint64_t previous, int32_t token) const {
+    return hashWords(
+        {previous, static_cast<uint64_t>(static_cast<uint32_t>(token))});
+  }
+  /// The x row (H*w values) of (layer, stream) at a position with `chain`.
+  void row(uint64_t chain, int64_t layer, Stream stream, uint16_t *out,
+           int64_t count) const {
+    uint64_t rowSeed = hashWords({chain, seed, static_cast<uint64_t>(layer),
+                                  static_cast<uint64_t>(stream)});
+    fillValues(rowSeed, out, count, kInputExp);
+  }
+  void params(uint64_t what, int64_t layer, int arg, uint16_t *out,
+              int64_t count) const {
+    fillValues(hashWords({seed, what, static_cast<uint64_t>(layer),
+                          static_cast<uint64_t>(arg)}),
+               out, count, kWeightExp);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+struct Aligned {
+  explicit Aligned(size_t bytes)
+      : size(bytes), data(static_cast<uint8_t *>(
+                         std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64))) {
+    if (!data) {
+      std::fprintf(stderr, "inkling-run: cannot allocate %zu bytes\n", bytes);
+      std::exit(1);
+    }
+  }
+  ~Aligned() { std::free(data); }
+  Aligned(const Aligned &) = delete;
+  Aligned &operator=(const Aligned &) = delete;
+  size_t size;
+  uint8_t *data;
+};
+
+/// A stream argument's geometry: element (t, e) at offset + t * tokenStride
+/// + e, e = h*w + c.
+struct StreamGeometry {
+  int64_t offset = 0;
+  int64_t tokenStride = 0;
+};
+
+StreamGeometry streamGeometry(const ArgInfo &arg, int64_t rowElements) {
+  StreamGeometry g;
+  g.offset = arg.offset == kDynamic ? 0 : arg.offset;
+  g.tokenStride = arg.strides[0] == kDynamic ? rowElements : arg.strides[0];
+  return g;
+}
+
+//===----------------------------------------------------------------------===//
+// Requests
+//===----------------------------------------------------------------------===//
+
+/// The expected outputs of one token of one conv, DESIGN section 4: acc from
+/// the bias (or 0), one f32 fma per tap in ascending order, then silu, then
+/// the residual add, then one rounding to bf16. `weights` is [W][row]
+/// (transposed), `taps[j]` the input row at position p - (W-1) + j (zeros
+/// before position 0). Built for AVX2+FMA where the CPU has them (fma is
+/// exact either way: the same bits).
+#if defined(__x86_64__) && defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void expectedRow(const uint16_t *const *taps, int64_t W, const float *weights,
+                 const float *bias, bool silu, const uint16_t *residual,
+                 int64_t row, float *acc, uint16_t *out) {
+  for (int64_t e = 0; e < row; ++e)
+    acc[e] = bias ? bias[e] : 0.0f;
+  for (int64_t j = 0; j < W; ++j) {
+    const uint16_t *tap = taps[j];
+    const float *w = weights + j * row;
+    for (int64_t e = 0; e < row; ++e)
+      acc[e] = std::fma(w[e], bf16ToFloat(tap[e]), acc[e]);
+  }
+  if (silu)
+    for (int64_t e = 0; e < row; ++e)
+      acc[e] = acc[e] * (1.0f / (1.0f + std::exp(-acc[e])));
+  if (residual)
+    for (int64_t e = 0; e < row; ++e)
+      acc[e] = bf16ToFloat(residual[e]) + acc[e];
+  for (int64_t e = 0; e < row; ++e)
+    out[e] = floatToBf16(acc[e]);
+}
+
+struct Request {
+  int64_t number = 0;
+  SequenceId id = 0;
+  std::vector<int32_t> tokens;
+  std::vector<uint64_t> chain; ///< chain[p]: hash of tokens [0..p]
+  int64_t target = 0;
+  int64_t computed = 0;
+  int64_t admitOrder = 0;
+  bool preempted = false;
+  // The pending step.
+  bool scheduled = false;
+  bool decode = false;
+  int64_t numScheduled = 0;
+  std::vector<int32_t> stepTokens;
+  std::vector<uint64_t> stepChain;
+};
+
+struct Mismatch {
+  bool found = false;
+  std::string text;
+};
+
+struct Stats {
+  int64_t steps = 0, tokens = 0, prefillTokens = 0, decodeTokens = 0;
+  int64_t specProposed = 0, specAccepted = 0;
+  int64_t arrivals = 0, finished = 0, preemptions = 0, oobPreemptions = 0,
+          resumes = 0, prefixHits = 0, prefixHitTokens = 0, forks = 0,
+          blockCopies = 0;
+  int64_t peakBlocks = 0, baselinePeakBlocks = 0;
+  int64_t outputsChecked = 0, cacheValuesChecked = 0;
+  int64_t mismatches = 0;
+  double schedule = 0, inputs = 0, kernels = 0, checking = 0;
+};
+
+std::string hex16(uint16_t bits) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "0x%04x (%g)", bits, bf16ToFloat(bits));
+  return text;
+}
+
+class Server {
+public:
+  Server(LayerProgram &program, const ServeOptions &options)
+      : program_(program), sig_(program.signature()),
+        opt_(options), gen_{options.seed}, rng_(options.seed) {}
+
+  int run();
+
+private:
+  int setUp();
+  void arrive();
+  void admit();
+  bool scheduleBatch();
+  void fillInputs(int64_t layer);
+  void invokeLayer(int64_t layer);
+  bool checkOutputs(int64_t layer);
+  bool commitBatch();
+  bool checkCache();
+  void injectFault(bool cache);
+  int report(int exitCode);
+  void preempt(Request *r, bool outOfBlocks);
+  uint64_t extendChain(const std::vector<uint64_t> &chain, size_t p,
+                       int32_t token) const {
+    return gen_.chainNext(p == 0 ? gen_.chainRoot() : chain[p - 1], token);
+  }
+  std::unique_ptr<Request> newRequest();
+  int internalError(const std::string &what, const Status &status) {
+    return fail("internal error at step " + std::to_string(step_) + ": " +
+                what + ": " + status.toString());
+  }
+  int64_t rowElements(Stream s) const {
+    return sig_.layout.headsPerRank * sig_.layout.range(s).width;
+  }
+  int64_t uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+  bool chance(double p) {
+    return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+  }
+  int32_t randomToken() {
+    return static_cast<int32_t>(uniform(0, opt_.vocab - 1));
+  }
+
+  LayerProgram &program_;
+  const LayerSignature &sig_;
+  ServeOptions opt_;
+  Generator gen_;
+  std::mt19937_64 rng_;
+  Stats stats_;
+  Mismatch mismatch_;
+  std::string failure_; // a kernel status report
+  int64_t step_ = 0;
+  int64_t W_ = 0, N_ = 0;
+  int64_t numBlocks_ = 0, numCols_ = 0;
+
+  std::unique_ptr<SequenceManager> manager_;
+  std::unique_ptr<StepBuffers> stepBuffers_;
+  std::vector<int32_t> qsl_, nc_, bt_, copies_;
+  std::vector<int64_t> slots_;
+  std::vector<int64_t> status_;
+  std::vector<std::unique_ptr<Aligned>> caches_;
+  // Per argument: host storage (inputs, outputs; weights and bias per
+  // layer).
+  std::vector<std::unique_ptr<Aligned>> argData_;
+  std::vector<std::vector<std::unique_ptr<Aligned>>> paramData_; // [layer][arg]
+  std::vector<std::vector<std::vector<float>>> paramFloat_;      // [layer][arg]
+  std::vector<StreamGeometry> geometry_;
+  std::vector<MemRefArg> call_;
+  StepInfo info_;
+
+  std::vector<std::unique_ptr<Request>> live_; // running or preempted
+  std::vector<Request *> running_;
+  std::deque<Request *> preempted_;
+  std::deque<std::unique_ptr<Request>> waiting_;
+  std::vector<Request *> batch_;
+  std::vector<std::vector<int32_t>> sharedPrefixes_;
+  int64_t nextNumber_ = 0, nextAdmit_ = 0;
+  std::vector<uint16_t> scratch_, zeros_, expected_;
+  std::vector<float> acc_;
+};
+
+int Server::setUp() {
+  const Layout &layout = sig_.layout;
+  W_ = layout.config.kernel;
+  N_ = layout.blockSize;
+
+  // Serving needs dynamic token and batch dimensions.
+  auto dynamicFirst = [&](int index, const char *what) -> bool {
+    const ArgInfo &arg = sig_.args[index];
+    return arg.shape.empty() || arg.shape[0] == kDynamic ||
+           (fail(opt_.modelPath + ": argument " + std::to_string(index) +
+                 " of @" + sig_.function + " (" + arg.type + ", the " + what +
+                 ") has a static first dimension; inkling-run needs it "
+                 "dynamic"),
+            false);
+  };
+  for (size_t i = 0; i < sig_.args.size(); ++i) {
+    const ArgInfo &arg = sig_.args[i];
+    ArgRole role = arg.role;
+    if (role == ArgRole::Weights || role == ArgRole::Bias ||
+        role == ArgRole::Status)
+      continue;
+    if (!dynamicFirst(static_cast<int>(i), argRoleName(role)))
+      return 1;
+    if (role == ArgRole::BlockTable && arg.shape[1] != kDynamic)
+      return fail(opt_.modelPath + ": argument " + std::to_string(i) + " of @" +
+                  sig_.function + " (" + arg.type +
+                  ", the block_table) has a static width; inkling-run needs "
+                  "it dynamic");
+  }
+
+  // The memory budget: cache bytes across layers.
+  int64_t budgetBytes = static_cast<int64_t>(opt_.budgetMB * 1024 * 1024);
+  numBlocks_ = budgetBytes / (opt_.layers * sig_.pageBytes);
+  int64_t perSequence = 4 + (opt_.lookahead + N_ - 1) / N_;
+  if (numBlocks_ < perSequence + 1) {
+    char text[512];
+    std::snprintf(
+        text, sizeof(text),
+        "--budget-mb=%g: too small for one sequence: %lld blocks of %lld bytes "
+        "x %lld layers fit, a sequence needs %lld (4 + ceil(lookahead %lld / "
+        "%lld)) plus the null block, at least %.3g MiB",
+        opt_.budgetMB, static_cast<long long>(numBlocks_),
+        static_cast<long long>(sig_.pageBytes),
+        static_cast<long long>(opt_.layers),
+        static_cast<long long>(perSequence),
+        static_cast<long long>(opt_.lookahead), static_cast<long long>(N_),
+        double((perSequence + 1) * opt_.layers * sig_.pageBytes) / (1 << 20));
+    return fail(text);
+  }
+  SequenceManagerConfig config;
+  config.layout = layout;
+  config.numBlocks = numBlocks_;
+  config.lookahead = opt_.lookahead;
+  config.enablePrefixCaching = opt_.prefixCaching;
+  auto manager = SequenceManager::create(config);
+  if (!manager)
+    return fail(opt_.modelPath + ": the runtime rejects the layout of @" +
+                sig_.function + ": " + manager.status().toString());
+  manager_ = std::move(*manager);
+
+  // Step buffers sized for the workload's longest sequence.
+  int64_t maxLength = opt_.maxPrompt + opt_.maxOutput + opt_.lookahead + 2;
+  numCols_ = (maxLength + N_ - 1) / N_ + 1;
+  int64_t maxRows = opt_.maxBatch, maxTokens = opt_.tokenBudget;
+  qsl_.assign(maxRows + 1, 0);
+  nc_.assign(maxRows, 0);
+  bt_.assign(maxRows * numCols_, 0);
+  slots_.assign(maxTokens, -1);
+  copies_.assign(2 * maxRows, 0);
+  status_.assign(8, 0);
+  StepBufferSpec spec;
+  spec.queryStartLoc = qsl_.data();
+  spec.numComputed = nc_.data();
+  spec.blockTable = bt_.data();
+  spec.slotMapping = slots_.data();
+  spec.blockCopies = copies_.data();
+  spec.maxRows = maxRows;
+  spec.numCols = numCols_;
+  spec.maxTokens = maxTokens;
+  spec.maxCopies = maxRows;
+  auto buffers = manager_->bindStepBuffers(spec);
+  if (!buffers)
+    return fail("the runtime rejects the step buffers: " +
+                buffers.status().toString());
+  stepBuffers_ = std::make_unique<StepBuffers>(std::move(*buffers));
+
+  // One cache per layer, poisoned (bf16 NaN) so that a read of a row that
+  // was never written shows.
+  for (int64_t l = 0; l < opt_.layers; ++l) {
+    caches_.push_back(std::make_unique<Aligned>(numBlocks_ * sig_.pageBytes));
+    std::memset(caches_.back()->data, 0xff, numBlocks_ * sig_.pageBytes);
+  }
+
+  // Stream inputs and outputs (shared by the layers), weights and biases
+  // (per layer, seeded).
+  size_t numArgs = sig_.args.size();
+  argData_.resize(numArgs);
+  geometry_.resize(numArgs);
+  paramData_.resize(opt_.layers);
+  paramFloat_.resize(opt_.layers);
+  for (int64_t l = 0; l < opt_.layers; ++l) {
+    paramData_[l].resize(numArgs);
+    paramFloat_[l].resize(numArgs);
+  }
+  for (size_t i = 0; i < numArgs; ++i) {
+    const ArgInfo &arg = sig_.args[i];
+    if (arg.role == ArgRole::Input || arg.role == ArgRole::Output) {
+      int64_t row = rowElements(*arg.stream);
+      geometry_[i] = streamGeometry(arg, row);
+      size_t elements =
+          geometry_[i].offset + maxTokens * geometry_[i].tokenStride;
+      argData_[i] = std::make_unique<Aligned>(elements * 2);
+      std::memset(argData_[i]->data, 0, elements * 2);
+    } else if (arg.role == ArgRole::Weights || arg.role == ArgRole::Bias) {
+      int64_t count =
+          rowElements(*arg.stream) * (arg.role == ArgRole::Weights ? W_ : 1);
+      for (int64_t l = 0; l < opt_.layers; ++l) {
+        // Weights are read through their type's strides; the bindings here
+        // are dense (what the verifier allows: identity layouts).
+        auto data = std::make_unique<Aligned>(count * 2);
+        auto *bits = reinterpret_cast<uint16_t *>(data->data);
+        gen_.params(arg.role == ArgRole::Weights ? 0x77 : 0x62, l,
+                    static_cast<int>(i), bits, count);
+        // For the checker, as floats; weights transposed to [W][H*w].
+        std::vector<float> values(count);
+        int64_t rows = rowElements(*arg.stream);
+        for (int64_t e = 0; e < count; ++e)
+          values[arg.role == ArgRole::Weights ? (e % W_) * rows + e / W_ : e] =
+              bf16ToFloat(bits[e]);
+        paramData_[l][i] = std::move(data);
+        paramFloat_[l][i] = std::move(values);
+      }
+    }
+  }
+  call_.resize(numArgs);
+
+  // Prompts that requests share (system prompts), at most half the longest
+  // prompt, so that a shared prefix leaves a tail to compute.
+  for (int64_t i = 0; i < opt_.numSharedPrefixes; ++i) {
+    int64_t length = uniform(std::min<int64_t>(N_, opt_.maxPrompt / 2),
+                             std::max<int64_t>(N_, opt_.maxPrompt / 2));
+    std::vector<int32_t> prefix;
+    for (int64_t j = 0; j < length; ++j)
+      prefix.push_back(randomToken());
+    sharedPrefixes_.push_back(std::move(prefix));
+  }
+  return 0;
+}
+
+std::unique_ptr<Request> Server::newRequest() {
+  auto r = std::make_unique<Request>();
+  r->number = nextNumber_++;
+  int64_t length = uniform(opt_.minPrompt, opt_.maxPrompt);
+  if (!sharedPrefixes_.empty() && chance(opt_.sharedPrefixRate)) {
+    const auto &prefix =
+        sharedPrefixes_[uniform(0, sharedPrefixes_.size() - 1)];
+    r->tokens = prefix;
+    length = std::max<int64_t>(length, prefix.size() + 1);
+  }
+  while (static_cast<int64_t>(r->tokens.size()) < length)
+    r->tokens.push_back(randomToken());
+  r->target = length + uniform(opt_.minOutput, opt_.maxOutput);
+  for (size_t p = 0; p < r->tokens.size(); ++p)
+    r->chain.push_back(extendChain(r->chain, p, r->tokens[p]));
+  return r;
+}
+
+void Server::arrive() {
+  // Bernoulli arrivals per step (at most one per draw), several draws for
+  // rates above 1.
+  double rate = opt_.arrivalRate;
+  while (rate > 0) {
+    double p = std::min(rate, 1.0);
+    rate -= p;
+    if (chance(p) && waiting_.size() < size_t(4 * opt_.maxBatch)) {
+      waiting_.push_back(newRequest());
+      ++stats_.arrivals;
+    }
+  }
+  // Keep the server busy at the start.
+  if (running_.empty() && waiting_.empty() && preempted_.empty()) {
+    waiting_.push_back(newRequest());
+    ++stats_.arrivals;
+  }
+}
+
+void Server::preempt(Request *r, bool outOfBlocks) {
+  if (Status s = manager_->preempt(r->id); !s) {
+    internalError("preempt", s);
+    std::exit(1);
+  }
+  r->preempted = true;
+  r->computed = 0;
+  r->scheduled = false;
+  running_.erase(std::find(running_.begin(), running_.end(), r));
+  auto inBatch = std::find(batch_.begin(), batch_.end(), r);
+  if (inBatch != batch_.end())
+    batch_.erase(inBatch);
+  preempted_.push_back(r);
+  ++stats_.preemptions;
+  if (outOfBlocks)
+    ++stats_.oobPreemptions;
+}
+
+void Server::admit() {
+  while (static_cast<int64_t>(running_.size()) < opt_.maxBatch &&
+         (!preempted_.empty() || !waiting_.empty())) {
+    // Leave room for a step of the running sequences.
+    if (manager_->pool().numFreeBlocks() <
+        manager_->maxBlocksPerSequence() * (1 + int64_t(running_.size()) / 4))
+      break;
+    if (!preempted_.empty()) {
+      Request *r = preempted_.front();
+      auto hit = manager_->longestCachedPrefix(r->id, r->tokens.size() - 1);
+      if (!hit) {
+        internalError("longestCachedPrefix", hit.status());
+        std::exit(1);
+      }
+      if (Status s = manager_->resume(r->id, *hit); !s) {
+        internalError("resume", s);
+        std::exit(1);
+      }
+      preempted_.pop_front();
+      r->preempted = false;
+      r->computed = *hit;
+      r->admitOrder = nextAdmit_++;
+      running_.push_back(r);
+      ++stats_.resumes;
+      if (*hit > 0) {
+        ++stats_.prefixHits;
+        stats_.prefixHitTokens += *hit;
+      }
+      continue;
+    }
+    std::unique_ptr<Request> owned = std::move(waiting_.front());
+    waiting_.pop_front();
+    Request *r = owned.get();
+    auto hit = manager_->longestCachedPrefix(r->tokens.data(), r->tokens.size(),
+                                             r->tokens.size() - 1);
+    if (!hit) {
+      internalError("longestCachedPrefix", hit.status());
+      std::exit(1);
+    }
+    auto id = manager_->addSequence(r->tokens, *hit);
+    if (!id) {
+      internalError("addSequence", id.status());
+      std::exit(1);
+    }
+    r->id = *id;
+    r->computed = *hit;
+    r->admitOrder = nextAdmit_++;
+    if (*hit > 0) {
+      ++stats_.prefixHits;
+      stats_.prefixHitTokens += *hit;
+    }
+    running_.push_back(r);
+    live_.push_back(std::move(owned));
+  }
+}
+
+bool Server::scheduleBatch() {
+  batch_.clear();
+  int64_t budget = opt_.tokenBudget;
+  std::vector<Request *> order = running_;
+  std::sort(order.begin(), order.end(), [](Request *a, Request *b) {
+    return a->admitOrder < b->admitOrder;
+  });
+  for (Request *r : order) {
+    if (budget == 0 || static_cast<int64_t>(batch_.size()) >= opt_.maxBatch)
+      break;
+    if (r->preempted) // a victim of an earlier out-of-blocks retry
+      continue;
+    int64_t known = r->tokens.size(), c = r->computed, n;
+    bool decode = c >= known - 1;
+    if (!decode) {
+      n = std::min({known - c, opt_.maxChunk, budget});
+    } else {
+      int64_t drafts = opt_.lookahead > 0 && chance(opt_.specRate)
+                           ? uniform(1, opt_.lookahead)
+                           : 0;
+      n = std::min(1 + drafts, budget);
+    }
+    Status s = manager_->schedule(r->id, n);
+    while (!s && s.code() == StatusCode::OutOfBlocks) {
+      // Out of blocks: preempt the newest running sequence and retry.
+      Request *victim = *std::max_element(
+          running_.begin(), running_.end(),
+          [](Request *a, Request *b) { return a->admitOrder < b->admitOrder; });
+      preempt(victim, /*outOfBlocks=*/true);
+      if (victim == r)
+        break;
+      s = manager_->schedule(r->id, n);
+    }
+    if (r->preempted)
+      continue;
+    if (!s) {
+      internalError("schedule", s);
+      return false;
+    }
+    r->scheduled = true;
+    r->decode = decode;
+    r->numScheduled = n;
+    r->stepTokens.clear();
+    r->stepChain.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t p = c + i;
+      int32_t token = p < known ? r->tokens[p] : randomToken(); // drafts
+      r->stepTokens.push_back(token);
+      uint64_t previous =
+          p == 0 ? gen_.chainRoot()
+                 : (i == 0 ? r->chain[p - 1] : r->stepChain[i - 1]);
+      r->stepChain.push_back(gen_.chainNext(previous, token));
+    }
+    batch_.push_back(r);
+    budget -= n;
+  }
+  return true;
+}
+
+void Server::fillInputs(int64_t layer) {
+  for (int s = 0; s < kNumStreams; ++s) {
+    int arg = sig_.input[s];
+    if (arg < 0)
+      continue;
+    Stream stream = static_cast<Stream>(s);
+    int64_t row = rowElements(stream);
+    auto *x = reinterpret_cast<uint16_t *>(argData_[arg]->data);
+    const StreamGeometry &g = geometry_[arg];
+    for (size_t b = 0; b < batch_.size(); ++b) {
+      Request *r = batch_[b];
+      for (int64_t i = 0; i < r->numScheduled; ++i)
+        gen_.row(r->stepChain[i], layer, stream,
+                 x + g.offset + (qsl_[b] + i) * g.tokenStride, row);
+    }
+  }
+}
+
+void Server::invokeLayer(int64_t layer) {
+  int64_t B = info_.numSequences, T = info_.numTokens;
+  const Layout &layout = sig_.layout;
+  for (size_t i = 0; i < sig_.args.size(); ++i) {
+    const ArgInfo &arg = sig_.args[i];
+    MemRefArg &m = call_[i];
+    m.offset = 0;
+    switch (arg.role) {
+    case ArgRole::Cache:
+      m.data = caches_[layer]->data;
+      m.sizes = {numBlocks_ * sig_.pageBytes};
+      m.strides = {1};
+      break;
+    case ArgRole::QueryStartLoc:
+      m.data = qsl_.data();
+      m.sizes = {B + 1};
+      m.strides = {1};
+      break;
+    case ArgRole::NumComputed:
+      m.data = nc_.data();
+      m.sizes = {B};
+      m.strides = {1};
+      break;
+    case ArgRole::BlockTable:
+      m.data = bt_.data();
+      m.sizes = {B, numCols_};
+      m.strides = {numCols_, 1};
+      break;
+    case ArgRole::SlotMapping:
+      m.data = slots_.data();
+      m.sizes = {T};
+      m.strides = {1};
+      break;
+    case ArgRole::Status:
+      std::fill(status_.begin(), status_.end(), 0);
+      m.data = status_.data();
+      m.sizes = {static_cast<int64_t>(status_.size())};
+      m.strides = {1};
+      break;
+    case ArgRole::Input:
+    case ArgRole::Output: {
+      const StreamGeometry &g = geometry_[i];
+      int64_t w = layout.range(*arg.stream).width;
+      m.data = argData_[i]->data;
+      m.offset = g.offset;
+      if (arg.shape.size() == 3) {
+        m.sizes = {T, layout.headsPerRank, w};
+        m.strides = {g.tokenStride, w, 1};
+      } else {
+        m.sizes = {T, layout.headsPerRank * w};
+        m.strides = {g.tokenStride, 1};
+      }
+      break;
+    }
+    case ArgRole::Weights:
+    case ArgRole::Bias: {
+      m.data = paramData_[layer][i]->data;
+      int64_t rows = rowElements(*arg.stream);
+      if (arg.role == ArgRole::Weights) {
+        m.sizes = {rows, W_};
+        m.strides = {W_, 1};
+      } else {
+        m.sizes = {rows};
+        m.strides = {1};
+      }
+      break;
+    }
+    }
+  }
+  program_.invoke(call_);
+  if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
+    static const char *kinds[] = {"?", "slot", "block id",
+                                  "logical block beyond the block table"};
+    int64_t kind = status_[1] >= 0 && status_[1] <= 3 ? status_[1] : 0;
+    failure_ = "step " + std::to_string(step_) + ", layer " +
+               std::to_string(layer) + ": the checked kernel rejected " +
+               std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +
+               " " + std::to_string(status_[3]) + " of token " +
+               std::to_string(status_[2]) + ", limit " +
+               std::to_string(status_[4]) + ")";
+  }
+}
+
+bool Server::checkOutputs(int64_t layer) {
+  const Layout &layout = sig_.layout;
+  int64_t hist = W_ - 1;
+  for (const ConvInfo &conv : sig_.convs) {
+    Stream stream = conv.stream;
+    int64_t row = rowElements(stream), w = layout.range(stream).width;
+    const auto *x = reinterpret_cast<const uint16_t *>(argData_[conv.x]->data);
+    const auto *y =
+        reinterpret_cast<const uint16_t *>(argData_[conv.out]->data);
+    const StreamGeometry &gx = geometry_[conv.x], &gy = geometry_[conv.out];
+    const float *weights = paramFloat_[layer][conv.weights].data();
+    const float *bias =
+        conv.bias >= 0 ? paramFloat_[layer][conv.bias].data() : nullptr;
+    scratch_.resize(std::max<size_t>(scratch_.size(), hist * row));
+    zeros_.assign(row, 0);
+    acc_.resize(row);
+    expected_.resize(row);
+    for (size_t b = 0; b < batch_.size(); ++b) {
+      Request *r = batch_[b];
+      int64_t c = r->computed;
+      // History rows [c - (W-1), c), regenerated from the token history.
+      for (int64_t j = 0; j < hist; ++j) {
+        int64_t q = c - hist + j;
+        if (q >= 0)
+          gen_.row(r->chain[q], layer, stream, scratch_.data() + j * row, row);
+      }
+      for (int64_t i = 0; i < r->numScheduled; ++i) {
+        int64_t t = qsl_[b] + i, p = c + i;
+        const uint16_t *xt = x + gx.offset + t * gx.tokenStride;
+        const uint16_t *yt = y + gy.offset + t * gy.tokenStride;
+        const uint16_t *taps[16];
+        for (int64_t j = 0; j < W_; ++j) {
+          int64_t q = p - hist + j;
+          taps[j] = q < 0    ? zeros_.data()
+                    : q >= c ? x + gx.offset + (t - (p - q)) * gx.tokenStride
+                             : scratch_.data() + (q - (c - hist)) * row;
+        }
+        expectedRow(taps, W_, weights, bias, conv.silu,
+                    conv.residual ? xt : nullptr, row, acc_.data(),
+                    expected_.data());
+        if (std::memcmp(expected_.data(), yt, row * 2) != 0) {
+          for (int64_t e = 0; e < row; ++e) {
+            uint16_t expected = expected_[e], found = yt[e];
+            bool same = expected == found;
+            if (!same && conv.silu) // exp differs between libms: 1 bf16 ulp
+              same =
+                  ((expected ^ found) & 0x8000) == 0 &&
+                  std::abs(int(expected & 0x7fff) - int(found & 0x7fff)) <= 1;
+            if (same)
+              continue;
+            mismatch_.found = true;
+            mismatch_.text =
+                "mismatch in step " + std::to_string(step_) + ", layer " +
+                std::to_string(layer) + ": output of stream " +
+                streamName(stream) + ", sequence " + std::to_string(r->number) +
+                " (runtime id " + std::to_string(r->id) + "), position " +
+                std::to_string(p) + ", head " + std::to_string(e / w) +
+                ", channel " + std::to_string(e % w) + ": expected " +
+                hex16(expected) + ", found " + hex16(found);
+            return false;
+          }
+        }
+        stats_.outputsChecked += row;
+      }
+    }
+  }
+  return true;
+}
+
+bool Server::commitBatch() {
+  for (Request *r : batch_) {
+    int64_t known = r->tokens.size(), c = r->computed, n = r->numScheduled;
+    int64_t k = r->decode ? uniform(1, n) : n;
+    int64_t next = c + k;
+    std::vector<int32_t> fresh;
+    for (int64_t p = known; p < next; ++p)
+      fresh.push_back(r->stepTokens[p - c]); // accepted drafts
+    if (next >= known)
+      fresh.push_back(randomToken()); // the sampled token
+    if (Status s = manager_->commit(r->id, k, fresh.data(), fresh.size()); !s) {
+      internalError("commit", s);
+      return false;
+    }
+    for (int32_t token : fresh) {
+      r->chain.push_back(extendChain(r->chain, r->tokens.size(), token));
+      r->tokens.push_back(token);
+    }
+    r->computed = next;
+    r->scheduled = false;
+    stats_.tokens += n;
+    if (r->decode) {
+      stats_.decodeTokens += n;
+      stats_.specProposed += n - 1;
+      stats_.specAccepted += k - 1;
+    } else {
+      stats_.prefillTokens += n;
+    }
+  }
+  // Finishes: a sequence that reached its length.
+  for (size_t i = 0; i < running_.size();) {
+    Request *r = running_[i];
+    if (static_cast<int64_t>(r->tokens.size()) >= r->target &&
+        r->computed >= static_cast<int64_t>(r->tokens.size()) - 1) {
+      if (Status s = manager_->finish(r->id); !s) {
+        internalError("finish", s);
+        return false;
+      }
+      running_.erase(running_.begin() + i);
+      ++stats_.finished;
+      live_.erase(std::find_if(live_.begin(), live_.end(),
+                               [&](const auto &p) { return p.get() == r; }));
+      continue;
+    }
+    ++i;
+  }
+  return true;
+}
+
+bool Server::checkCache() {
+  const Layout &layout = sig_.layout;
+  int64_t hist = W_ - 1;
+  int64_t D = layout.headSize, H = layout.headsPerRank;
+  int64_t maxRow = 0;
+  for (Stream s : kAllStreams)
+    maxRow = std::max(maxRow, rowElements(s));
+  scratch_.resize(std::max<size_t>(scratch_.size(), maxRow));
+  for (Request *r : running_) {
+    auto info = manager_->sequenceInfo(r->id);
+    if (!info) {
+      internalError("sequenceInfo", info.status());
+      std::exit(1);
+    }
+    if (info->numComputed != r->computed) {
+      mismatch_.found = true;
+      mismatch_.text = "after step " + std::to_string(step_) + ": sequence " +
+                       std::to_string(r->number) + ": the runtime says " +
+                       std::to_string(info->numComputed) +
+                       " tokens are computed, the workload " +
+                       std::to_string(r->computed);
+      return false;
+    }
+    int64_t c = r->computed;
+    for (int64_t q = std::max<int64_t>(0, c - hist); q < c; ++q) {
+      int64_t logical = q / N_, physical = -1;
+      for (const MappedBlock &m : info->blocks)
+        if (m.logical == logical)
+          physical = m.physical;
+      if (physical <= 0 || physical >= numBlocks_) {
+        mismatch_.found = true;
+        mismatch_.text =
+            "after step " + std::to_string(step_) + ": sequence " +
+            std::to_string(r->number) + " (runtime id " +
+            std::to_string(r->id) + "), position " + std::to_string(q) +
+            ": the next step reads it from logical block " +
+            std::to_string(logical) + ", which the runtime does not map (" +
+            std::to_string(physical) + ")";
+        return false;
+      }
+      for (int64_t l = 0; l < opt_.layers; ++l) {
+        const auto *cache =
+            reinterpret_cast<const uint16_t *>(caches_[l]->data);
+        for (Stream stream : kAllStreams) {
+          if (!sig_.inserted[static_cast<int>(stream)])
+            continue;
+          const StreamRange &range = layout.range(stream);
+          gen_.row(r->chain[q], l, stream, scratch_.data(),
+                   rowElements(stream));
+          for (int64_t h = 0; h < H; ++h) {
+            const uint16_t *rowPtr = cache + physical * sig_.blockStride +
+                                     (h * N_ + q % N_) * D + range.offset;
+            const uint16_t *expected = scratch_.data() + h * range.width;
+            if (std::memcmp(rowPtr, expected, range.width * 2) == 0)
+              continue;
+            for (int64_t ch = 0; ch < range.width; ++ch) {
+              if (rowPtr[ch] == expected[ch])
+                continue;
+              mismatch_.found = true;
+              mismatch_.text =
+                  "mismatch after step " + std::to_string(step_) + ", layer " +
+                  std::to_string(l) + ": cache of stream " +
+                  streamName(stream) + ", sequence " +
+                  std::to_string(r->number) + " (runtime id " +
+                  std::to_string(r->id) + "), position " + std::to_string(q) +
+                  " (block " + std::to_string(physical) + ", row " +
+                  std::to_string(q % N_) + "), head " + std::to_string(h) +
+                  ", channel " + std::to_string(ch) + ": expected " +
+                  hex16(expected[ch]) + ", found " + hex16(rowPtr[ch]);
+              return false;
+            }
+          }
+          stats_.cacheValuesChecked += rowElements(stream);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void Server::injectFault(bool cache) {
+  if (!cache) {
+    if (sig_.convs.empty() || batch_.empty())
+      return;
+    const ConvInfo &conv = sig_.convs.front();
+    auto *y = reinterpret_cast<uint16_t *>(argData_[conv.out]->data);
+    y[geometry_[conv.out].offset + 1] ^= 0x0001;
+    return;
+  }
+  for (Request *r : running_) {
+    if (r->computed == 0)
+      continue;
+    auto info = manager_->sequenceInfo(r->id);
+    int64_t q = r->computed - 1;
+    for (const MappedBlock &m : info->blocks)
+      if (m.logical == q / N_) {
+        Stream stream = Stream::K;
+        for (Stream s : kAllStreams)
+          if (sig_.inserted[static_cast<int>(s)]) {
+            stream = s;
+            break;
+          }
+        auto *cacheData = reinterpret_cast<uint16_t *>(caches_[0]->data);
+        cacheData[m.physical * sig_.blockStride +
+                  (q % N_) * sig_.layout.headSize +
+                  sig_.layout.range(stream).offset + 2] ^= 0x0100;
+        return;
+      }
+  }
+}
+
+int Server::run() {
+  if (int rc = setUp())
+    return rc;
+  bool tty = opt_.progress && !opt_.json && isatty(STDOUT_FILENO);
+  int64_t faultStep = -1;
+  bool faultCache = false;
+  if (!opt_.injectFault.empty()) {
+    size_t colon = opt_.injectFault.find(':');
+    faultCache = opt_.injectFault.substr(0, colon) == "cache";
+    faultStep = std::atoll(opt_.injectFault.c_str() + colon + 1);
+  }
+  auto start = Clock::now();
+  for (step_ = 0; step_ < opt_.steps; ++step_) {
+    auto t0 = Clock::now();
+    arrive();
+    // Random preemption of a running sequence.
+    if (!running_.empty() && chance(opt_.preemptRate))
+      preempt(running_[uniform(0, running_.size() - 1)], false);
+    // A fork for parallel sampling: a child of an idle decoding sequence.
+    if (!running_.empty() &&
+        static_cast<int64_t>(running_.size()) < opt_.maxBatch &&
+        chance(opt_.forkRate)) {
+      Request *parent = running_[uniform(0, running_.size() - 1)];
+      if (parent->computed == static_cast<int64_t>(parent->tokens.size()) - 1) {
+        auto id = manager_->fork(parent->id);
+        if (!id)
+          return internalError("fork", id.status());
+        auto child = std::make_unique<Request>(*parent);
+        child->number = nextNumber_++;
+        child->id = *id;
+        child->admitOrder = nextAdmit_++;
+        running_.push_back(child.get());
+        live_.push_back(std::move(child));
+        ++stats_.forks;
+      }
+    }
+    admit();
+    if (!scheduleBatch())
+      return 1;
+    std::vector<SequenceId> ids;
+    for (Request *r : batch_)
+      ids.push_back(r->id);
+    if (batch_.empty()) {
+      stats_.schedule += seconds(t0, Clock::now());
+      continue;
+    }
+    auto built =
+        manager_->buildStep(ids.data(), ids.size(), StepShape{}, *stepBuffers_);
+    if (!built)
+      return internalError("buildStep", built.status());
+    info_ = *built;
+    // Copy-on-write pages, in every layer's cache, before the kernels.
+    for (int64_t i = 0; i < info_.numCopies; ++i) {
+      int32_t src = copies_[2 * i], dst = copies_[2 * i + 1];
+      for (auto &cache : caches_)
+        std::memcpy(cache->data + dst * sig_.pageBytes,
+                    cache->data + src * sig_.pageBytes, sig_.pageBytes);
+    }
+    stats_.blockCopies += info_.numCopies;
+    // Blocks: the runtime's (held now, the step's peak) and an
+    // allocate-the-whole-chunk policy's (ceil(n/N) + 1 per scheduled
+    // sequence, what the others hold).
+    stats_.peakBlocks =
+        std::max<int64_t>(stats_.peakBlocks, manager_->pool().numHeldBlocks());
+    int64_t baseline = 0;
+    for (Request *r : running_) {
+      if (r->scheduled) {
+        baseline += (r->numScheduled + N_ - 1) / N_ + 1;
+      } else if (auto info = manager_->sequenceInfo(r->id)) {
+        baseline += info->blocks.size();
+      }
+    }
+    stats_.baselinePeakBlocks = std::max(stats_.baselinePeakBlocks, baseline);
+    auto t1 = Clock::now();
+    stats_.schedule += seconds(t0, t1);
+
+    for (int64_t layer = 0; layer < opt_.layers; ++layer) {
+      auto a = Clock::now();
+      fillInputs(layer);
+      auto b = Clock::now();
+      invokeLayer(layer);
+      auto c = Clock::now();
+      stats_.inputs += seconds(a, b);
+      stats_.kernels += seconds(b, c);
+      if (!failure_.empty()) {
+        ++stats_.mismatches;
+        fail(failure_);
+        return report(1);
+      }
+      if (step_ == faultStep && !faultCache && layer == 0)
+        injectFault(false);
+      if (opt_.check && !checkOutputs(layer)) {
+        ++stats_.mismatches;
+        stats_.checking += seconds(c, Clock::now());
+        fail(mismatch_.text);
+        return report(1);
+      }
+      stats_.checking += seconds(c, Clock::now());
+    }
+
+    auto t2 = Clock::now();
+    if (!commitBatch())
+      return 1;
+    ++stats_.steps;
+    auto t3 = Clock::now();
+    stats_.schedule += seconds(t2, t3);
+    if (step_ == faultStep && faultCache)
+      injectFault(true);
+    if (opt_.check && !checkCache()) {
+      ++stats_.mismatches;
+      stats_.checking += seconds(t3, Clock::now());
+      fail(mismatch_.text);
+      return report(1);
+    }
+    stats_.checking += seconds(t3, Clock::now());
+
+    if (tty && (step_ % std::max<int64_t>(1, opt_.steps / 200) == 0 ||
+                step_ + 1 == opt_.steps)) {
+      int width = 30, done = static_cast<int>(width * (step_ + 1) / opt_.steps);
+      double elapsed = seconds(start, Clock::now());
+      std::printf("\r  [%.*s%*s] step %lld/%lld, %lld tokens, %.0f tokens/s, "
+                  "%lld mismatches ",
+                  done, "##############################", width - done, "",
+                  static_cast<long long>(step_ + 1),
+                  static_cast<long long>(opt_.steps),
+                  static_cast<long long>(stats_.tokens),
+                  elapsed > 0 ? stats_.tokens / elapsed : 0.0,
+                  static_cast<long long>(stats_.mismatches));
+      std::fflush(stdout);
+    }
+  }
+  if (tty)
+    std::printf("\r%*s\r", 110, "");
+  if (Status s = manager_->checkInvariants(); !s)
+    return internalError("checkInvariants", s);
+  return report(0);
+}
+
+int Server::report(int exitCode) {
+  const Layout &layout = sig_.layout;
+  double serveTime =
+      stats_.schedule + stats_.inputs + stats_.kernels + stats_.checking;
+  double tokensPerS = serveTime > 0 ? stats_.tokens / serveTime : 0;
+  double kernelTokensPerS =
+      stats_.kernels > 0 ? stats_.tokens / stats_.kernels : 0;
+  const char *fusion =
+      opt_.compile.fusion.empty() ? "default" : opt_.compile.fusion.c_str();
+  if (opt_.json) {
+    llvm::json::Object time{{"compile", opt_.compileSeconds},
+                            {"schedule", stats_.schedule},
+                            {"inputs", stats_.inputs},
+                            {"kernels", stats_.kernels},
+                            {"checking", stats_.checking},
+                            {"total", opt_.compileSeconds + serveTime}};
+    llvm::json::Object o{
+        {"model", opt_.modelPath},
+        {"function", sig_.function},
+        {"layers", opt_.layers},
+        {"fusion", fusion},
+        {"checked", opt_.compile.checked},
+        {"check", opt_.check},
+        {"seed", static_cast<int64_t>(opt_.seed)},
+        {"num_blocks", numBlocks_},
+        {"page_bytes", sig_.pageBytes},
+        {"steps", stats_.steps},
+        {"tokens", stats_.tokens},
+        {"prefill_tokens", stats_.prefillTokens},
+        {"decode_tokens", stats_.decodeTokens},
+        {"spec_proposed", stats_.specProposed},
+        {"spec_accepted", stats_.specAccepted},
+        {"arrivals", stats_.arrivals},
+        {"finished", stats_.finished},
+        {"preemptions", stats_.preemptions},
+        {"out_of_blocks_preemptions", stats_.oobPreemptions},
+        {"resumes", stats_.resumes},
+        {"prefix_hits", stats_.prefixHits},
+        {"prefix_hit_tokens", stats_.prefixHitTokens},
+        {"forks", stats_.forks},
+        {"block_copies", stats_.blockCopies},
+        {"mismatches", stats_.mismatches},
+        {"outputs_checked", stats_.outputsChecked},
+        {"cache_values_checked", stats_.cacheValuesChecked},
+        {"peak_blocks", stats_.peakBlocks},
+        {"baseline_peak_blocks", stats_.baselinePeakBlocks},
+        {"time_s", std::move(time)},
+        {"tokens_per_s", tokensPerS},
+        {"kernel_tokens_per_s", kernelTokensPerS},
+    };
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)))
+                 << "\n";
+    llvm::outs().flush();
+    return exitCode;
+  }
+  auto ll = [](int64_t v) { return static_cast<long long>(v); };
+  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s\n",
+              opt_.modelPath.c_str(), sig_.function.c_str(), ll(opt_.layers),
+              fusion, opt_.compile.checked ? ", checked" : "");
+  std::printf("  layout         kv_heads %lld, head_dim %lld, hidden %lld, "
+              "kernel %lld, tp %lld: H %lld, D %lld, page %lld bytes\n",
+              ll(layout.config.kvHeads), ll(layout.config.headDim),
+              ll(layout.config.hidden), ll(layout.config.kernel),
+              ll(layout.config.tp), ll(layout.headsPerRank),
+              ll(layout.headSize), ll(sig_.pageBytes));
+  std::printf("  cache          %g MiB: %lld blocks per layer (block 0 null)\n",
+              opt_.budgetMB, ll(numBlocks_));
+  std::printf("  steps          %lld\n", ll(stats_.steps));
+  std::printf("  tokens         %lld (prefill %lld, decode %lld; speculative "
+              "drafts %lld proposed, %lld accepted)\n",
+              ll(stats_.tokens), ll(stats_.prefillTokens),
+              ll(stats_.decodeTokens), ll(stats_.specProposed),
+              ll(stats_.specAccepted));
+  std::printf("  sequences      %lld arrived, %lld finished, %lld forks, %lld "
+              "preemptions (%lld out of blocks), %lld resumes\n",
+              ll(stats_.arrivals), ll(stats_.finished), ll(stats_.forks),
+              ll(stats_.preemptions), ll(stats_.oobPreemptions),
+              ll(stats_.resumes));
+  std::printf("  prefix cache   %lld hits, %lld tokens not recomputed; %lld "
+              "copy-on-write pages\n",
+              ll(stats_.prefixHits), ll(stats_.prefixHitTokens),
+              ll(stats_.blockCopies));
+  if (opt_.check)
+    std::printf("  mismatches     %lld (%lld outputs and %lld cache values "
+                "checked bit-exact against the full-history reference)\n",
+                ll(stats_.mismatches), ll(stats_.outputsChecked),
+                ll(stats_.cacheValuesChecked));
+  else
+    std::printf("  mismatches     not checked (--no-check)\n");
+  std::printf("  peak blocks    %lld (window-only) vs %lld "
+              "(allocate-the-whole-chunk)\n",
+              ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks));
+  std::printf(
+      "  time           compile %.2f s, schedule %.2f s, inputs %.2f s, "
+      "kernels %.2f s, checking %.2f s\n",
+      opt_.compileSeconds, stats_.schedule, stats_.inputs, stats_.kernels,
+      stats_.checking);
+  std::printf("  throughput     %.0f tokens/s (%.0f tokens/s in the kernels; "
+              "%lld layers per token)\n",
+              tokensPerS, kernelTokensPerS, ll(opt_.layers));
+  std::fflush(stdout);
+  return exitCode;
+}
+
+} // namespace
+
+int run::serve(LayerProgram &program, const ServeOptions &options) {
+  Server server(program, options);
+  return server.run();
+}
