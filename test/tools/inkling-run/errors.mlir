@@ -1,0 +1,124 @@
+// Every bad input gives one line "inkling-run: ..." and a non-zero exit.
+//
+// RUN: rm -rf %t && split-file %s %t
+//
+// A missing file.
+// RUN: not inkling-run %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: inkling-run: {{.*}}missing.mlir: cannot read the file: No such file or directory
+// MISSING-NOT: {{.}}
+//
+// Malformed IR: the parser's first error, with its location.
+// RUN: not inkling-run %t/malformed.mlir 2>&1 | FileCheck %s --check-prefix=MALFORMED
+// MALFORMED: inkling-run: {{.*}}malformed.mlir:2:3: error: custom op 'sconv.frobnicate' is unknown
+// MALFORMED-NOT: {{.}}
+//
+// A layout the dialect accepts but the runtime rejects (kernel 1: no state).
+// RUN: not inkling-run %t/kernel1.mlir 2>&1 | FileCheck %s --check-prefix=KERNEL
+// KERNEL: inkling-run: {{.*}}kernel1.mlir: the runtime rejects the layout of @layer: invalid argument: kernel (1) must be in [2, 4096]{{.*}}
+// KERNEL-NOT: {{.}}
+//
+// A budget too small for one sequence.
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --budget-mb=1 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BUDGET
+// BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (4 + ceil(lookahead 3 / 4)) plus the null block, at least 1.5 MiB
+// BUDGET-NOT: {{.}}
+//
+// An argument the runner cannot give a role.
+// RUN: not inkling-run %t/unused.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
+// UNUSED: inkling-run: {{.*}}unused.mlir:{{[0-9]+}}:{{[0-9]+}}: error: argument 5 of @layer is not used by an sconv op
+// UNUSED-NOT: {{.}}
+//
+// One buffer in two roles.
+// RUN: not inkling-run %t/aliased.mlir 2>&1 | FileCheck %s --check-prefix=ALIASED
+// ALIASED: inkling-run: {{.*}}aliased.mlir:{{[0-9]+}}:{{[0-9]+}}: error: argument 5 of @layer is both the k input and the v input; inkling-run needs one buffer per role
+//
+// A conv whose stream is never inserted.
+// RUN: not inkling-run %t/noinsert.mlir 2>&1 | FileCheck %s --check-prefix=NOINSERT
+// NOINSERT: inkling-run: {{.*}}noinsert.mlir:{{[0-9]+}}:{{[0-9]+}}: error: @layer convolves stream k but never inserts it: its history would never be written
+//
+// Two functions and no --entry; an --entry that does not exist.
+// RUN: not inkling-run %t/two.mlir 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: inkling-run: {{.*}}two.mlir: 2 functions with a body (@a, @b, ...): choose one with --entry
+// RUN: not inkling-run %t/two.mlir --entry=c 2>&1 | FileCheck %s --check-prefix=ENTRY
+// ENTRY: inkling-run: {{.*}}two.mlir: no function @c with a body
+//
+// Options out of range.
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --fusion=fast 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FUSION
+// FUSION: inkling-run: --fusion=fast: unknown strategy (conv-insert, packed-inserts, none)
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --min-prompt=9 --max-prompt=8 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PROMPT
+// PROMPT: inkling-run: --min-prompt and --max-prompt: need 1 <= min <= max
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --device=tpu 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DEVICE
+// DEVICE: inkling-run: --device=tpu: expected cpu or gpu
+
+//--- malformed.mlir
+func.func @layer(%buffer: memref<?xi8>) {
+  sconv.frobnicate %buffer : memref<?xi8>
+  return
+}
+
+//--- kernel1.mlir
+#layout = #sconv.layout<kv_heads = 2, head_dim = 8, hidden = 16, kernel = 1, tp = 1>
+func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
+                 %bt: memref<?x?xi32>, %slots: memref<?xi64>, %k: memref<?x2x8xbf16>) {
+  %cache = sconv.bind %buffer layout #layout page_bytes 128
+      : memref<?xi8> -> memref<?x2x1x32xbf16, strided<[64, 32, 32, 1]>>
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.insert %k into %cache[k] layout #layout step %step
+      : memref<?x2x8xbf16>, memref<?x2x1x32xbf16, strided<[64, 32, 32, 1]>>
+  return
+}
+
+//--- unused.mlir
+#layout = #sconv.layout<kv_heads = 2, head_dim = 8, hidden = 16, kernel = 4, tp = 1>
+func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
+                 %bt: memref<?x?xi32>, %slots: memref<?xi64>, %extra: memref<?x2x8xbf16>,
+                 %k: memref<?x2x8xbf16>) {
+  %cache = sconv.bind %buffer layout #layout page_bytes 512
+      : memref<?xi8> -> memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.insert %k into %cache[k] layout #layout step %step
+      : memref<?x2x8xbf16>, memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  return
+}
+
+//--- aliased.mlir
+#layout = #sconv.layout<kv_heads = 2, head_dim = 8, hidden = 16, kernel = 4, tp = 1>
+func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
+                 %bt: memref<?x?xi32>, %slots: memref<?xi64>, %k: memref<?x2x8xbf16>) {
+  %cache = sconv.bind %buffer layout #layout page_bytes 512
+      : memref<?xi8> -> memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.insert %k into %cache[k] layout #layout step %step
+      : memref<?x2x8xbf16>, memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  sconv.insert %k into %cache[v] layout #layout step %step
+      : memref<?x2x8xbf16>, memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  return
+}
+
+//--- noinsert.mlir
+#layout = #sconv.layout<kv_heads = 2, head_dim = 8, hidden = 16, kernel = 4, tp = 1>
+func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
+                 %bt: memref<?x?xi32>, %slots: memref<?xi64>, %k: memref<?x2x8xbf16>,
+                 %wk: memref<16x4xbf16>, %yk: memref<?x2x8xbf16>) {
+  %cache = sconv.bind %buffer layout #layout page_bytes 512
+      : memref<?xi8> -> memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>>
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.conv %k, %wk history %cache[k] layout #layout step %step into %yk
+      : memref<?x2x8xbf16>, memref<16x4xbf16>, memref<?x2x4x32xbf16, strided<[256, 128, 32, 1]>> -> memref<?x2x8xbf16>
+  return
+}
+
+//--- two.mlir
+func.func @a() {
+  return
+}
+func.func @b() {
+  return
+}
