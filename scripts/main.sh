@@ -12,3 +12,5 @@ echo "== verifying $example"
 "$build/bin/inkling-opt" "$example" -o /dev/null
 echo "== derived layout"
 "$build/bin/inkling-opt" "$example" --sconv-print-layouts -o /dev/null
+echo "== serving a checked synthetic workload (docs/inkling-run.md)"
+"$build/bin/inkling-run" "$example"
