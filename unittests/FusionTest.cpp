@@ -12,7 +12,9 @@
 //
 // A first test checks that the fusion really happened: the ops each
 // strategy leaves (e.g. conv-insert: one fused_conv per group of convs that
-// are ready together, no insert left).
+// are ready together, no insert left). The fused programs run in both loop
+// forms of the fused ops: the CPU's (one inner loop per stream) and the
+// GPU's (one inner loop over the concatenated chunks, dispatched per chunk).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +50,22 @@ struct FusionCase {
 
 void PrintTo(const FusionCase &fc, std::ostream *os) { *os << fc.name; }
 
-constexpr FusionStrategy kStrategies[] = {FusionStrategy::ConvInsert,
-                                          FusionStrategy::PackedInserts,
-                                          FusionStrategy::None};
+/// A way to compile the layer: a fusion strategy, and for the fused ops
+/// the CPU's per-stream inner loops or the GPU's loop over the concatenated
+/// chunks (`split-streams`; the GPU's form runs here too).
+struct Variant {
+  const char *name;
+  FusionStrategy strategy;
+  bool splitStreams;
+};
+constexpr Variant kNone{"none", FusionStrategy::None, true};
+constexpr Variant kVariants[] = {
+    {"conv-insert", FusionStrategy::ConvInsert, true},
+    {"conv-insert/concatenated", FusionStrategy::ConvInsert, false},
+    {"packed-inserts", FusionStrategy::PackedInserts, true},
+    {"packed-inserts/concatenated", FusionStrategy::PackedInserts, false},
+    kNone,
+};
 
 const char *strategyName(FusionStrategy s) {
   switch (s) {
@@ -166,12 +181,12 @@ protected:
     Layout layout;
     int64_t pageBytes = 0;
     std::string source;
-    std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
   };
 
   /// One engine per layout and strategy, on demand (ctest runs every test in
   /// its own process).
-  Compiled &compiled(FusionStrategy strategy) {
+  Compiled &compiled(const Variant &variant) {
     static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const FusionCase &fc = GetParam();
     auto &slot = (*cache)[fc.name];
@@ -183,14 +198,15 @@ protected:
       slot->pageBytes = derived->pageBytes() + fc.pagePaddingBytes;
       slot->source = buildModule(fc, slot->layout, slot->pageBytes);
     }
-    auto &engine = slot->engines[strategy];
+    auto &engine = slot->engines[variant.name];
     if (!engine) {
       CompileOptions options;
-      options.fusion = strategy;
+      options.fusion = variant.strategy;
+      options.splitStreams = variant.splitStreams;
       std::string error;
       engine = harness::compile(slot->source, options, error);
       if (!engine)
-        ADD_FAILURE() << strategyName(strategy) << ": " << error;
+        ADD_FAILURE() << variant.name << ": " << error;
     }
     return *slot;
   }
@@ -219,7 +235,7 @@ protected:
 
 /// The ops each strategy leaves in the module (summed over its functions).
 TEST_P(FusionTest, StrategiesFuse) {
-  Compiled &c = compiled(FusionStrategy::None);
+  Compiled &c = compiled(kNone);
   struct Expected {
     FusionStrategy strategy;
     int fusedConv, fusedConvInsert, insertPacked, conv, insert;
@@ -250,9 +266,9 @@ TEST_P(FusionTest, StrategiesFuse) {
 }
 
 TEST_P(FusionTest, FusedMatchesUnfused) {
-  for (FusionStrategy s : kStrategies)
-    ASSERT_TRUE(compiled(s).engines[s]) << strategyName(s);
-  Compiled &c = compiled(FusionStrategy::None);
+  for (const Variant &v : kVariants)
+    ASSERT_TRUE(compiled(v).engines[v.name]) << v.name;
+  Compiled &c = compiled(kNone);
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
   int64_t kernel = layout.config.kernel;
@@ -288,9 +304,9 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
         std::vector<uint16_t> cache;
         std::vector<std::vector<uint16_t>> outs;
       };
-      std::map<FusionStrategy, Result> results;
-      for (FusionStrategy strategy : kStrategies) {
-        mlir::ExecutionEngine &engine = *c.engines[strategy];
+      std::map<std::string, Result> results;
+      for (const Variant &variant : kVariants) {
+        mlir::ExecutionEngine &engine = *c.engines[variant.name];
         AlignedBuffer<uint16_t> cache(cache0.size, 0);
         std::copy(cache0.data, cache0.data + cache0.size, cache.data);
         std::vector<std::unique_ptr<char[]>> keep;
@@ -322,7 +338,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
           reinterpret_cast<InsertsFn>(address)(&call.cache, &call.qsl, &call.nc,
                                                &call.bt, &call.slots, x[0],
                                                x[1], x[2], x[3]);
-        Result &r = results[strategy];
+        Result &r = results[variant.name];
         r.cache.assign(cache.data, cache.data + cache.size);
         for (auto &yd : ys)
           r.outs.emplace_back(yd->buffer.data,
@@ -334,7 +350,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
                          " tokens";
       // `none` against the reference: convs over the step's initial cache,
       // then the inserts (they commute: DESIGN section 4).
-      const Result &none = results[FusionStrategy::None];
+      const Result &none = results[kNone.name];
       std::vector<uint16_t> expectedCache(cache0.data,
                                           cache0.data + cache0.size);
       for (Stream s : kAllStreams) {
@@ -361,9 +377,9 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
                            none.cache.size(), 0,
                            what + ": none vs reference, cache"));
       // Every strategy against `none`, bit for bit.
-      for (FusionStrategy strategy : kStrategies) {
-        const Result &r = results[strategy];
-        std::string label = what + ": " + strategyName(strategy) + " vs none";
+      for (const Variant &variant : kVariants) {
+        const Result &r = results[variant.name];
+        std::string label = what + ": " + variant.name + " vs none";
         ASSERT_TRUE(sameBits(none.cache.data(), r.cache.data(), r.cache.size(),
                              0, label + ", cache"));
         for (Stream s : kAllStreams) {

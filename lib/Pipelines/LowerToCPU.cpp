@@ -107,6 +107,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    GPU pipeline maps to blocks and threads.
   inkling::SConvLowerToLoopsOptions lowerOptions;
   lowerOptions.checked = options.checked;
+  lowerOptions.splitStreams = options.splitStreams;
   pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
   // 2. Fold the index arithmetic of the nests (constants, dims of static
   //    shapes). The nests stay parallel; canonicalization may merge the two

@@ -8,6 +8,8 @@
 // RUN:   | FileCheck %s --check-prefix=DEFAULT
 // RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=conv-insert --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DEFAULT
+// RUN: inkling-opt %s --inkling-lower-to-cpu=split-streams=false --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CONCAT
 // RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=packed-inserts --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PACKED
 // RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=none --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
@@ -64,11 +66,13 @@ func.func @layer(%k: !kv {llvm.noalias}, %v: !kv {llvm.noalias},
 }
 
 // conv-insert (the default): K+V conv with both inserts, then ATTN, then
-// MLP, each conv storing its input: 3 nests. The K+V nest's inner loop runs
-// over 16 + 16 chunks; ATTN's and MLP's over 64.
+// MLP, each conv storing its input: 3 nests. On the CPU (split-streams, the
+// default) the K+V nest runs one inner loop per stream (16 chunks each);
+// ATTN's and MLP's run over 64.
 // DEFAULT-LABEL: func.func @layer
 // DEFAULT:       scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
-// DEFAULT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c32)
+// DEFAULT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c16)
+// DEFAULT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c16)
 // DEFAULT:       call @attention
 // DEFAULT:       scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // DEFAULT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c64)
@@ -77,6 +81,14 @@ func.func @layer(%k: !kv {llvm.noalias}, %v: !kv {llvm.noalias},
 // DEFAULT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c64)
 // DEFAULT-NOT:   scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // DEFAULT:       return
+
+// The GPU's form (split-streams=false): the K+V nest's inner loop runs over
+// the 16 + 16 concatenated chunks.
+// CONCAT-LABEL: func.func @layer
+// CONCAT:       scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// CONCAT:         scf.parallel (%{{[^)]+}}) = (%c0) to (%c32)
+// CONCAT-NOT:     scf.parallel (%{{[^)]+}}) = (%c0) to (%c16)
+// CONCAT:       call @attention
 
 // packed-inserts: K+V conv, K+V packed insert, then ATTN conv + insert and
 // MLP conv + insert (the inserts cannot move past the calls): 6 nests.

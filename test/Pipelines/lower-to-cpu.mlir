@@ -28,14 +28,13 @@
 // LLVM-COUNT-16: llvm.intr.fma
 // LLVM-NOT: __truncsfbf2
 
-// With the default fusion (one fused_conv of the four streams, and_insert)
-// the same arithmetic: no libgcc call, no fmuladd. (The 16 fma chains of the
-// loop form are 16 math.fma; the LLVM conversion's region simplification
-// merges the K and V chunk branches, structurally identical, into one block.)
+// With the default fusion (one fused_conv of the four streams, and_insert;
+// one inner loop per stream on the CPU) the same arithmetic: no libgcc
+// call, no fmuladd, the 16 fmas of the four chains.
 // FUSED-NOT: __truncsfbf2
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-NOT: llvm.intr.fmuladd
-// FUSED-COUNT-12: llvm.intr.fma
+// FUSED-COUNT-16: llvm.intr.fma
 // FUSED-NOT: llvm.intr.fma
 // FUSED-NOT: __truncsfbf2
 

@@ -153,6 +153,7 @@ harness::compile(const std::string &source,
   LowerToCPUOptions options;
   options.checked = compileOptions.checked;
   options.fusion = compileOptions.fusion;
+  options.splitStreams = compileOptions.splitStreams;
   options.emitCInterface = true;
   buildLowerToCPUPipeline(pm, options);
   if (mlir::failed(pm.run(*module))) {

@@ -101,6 +101,7 @@ inline bool isFlat(Stream stream) {
 struct CompileOptions {
   bool checked = false;
   sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
+  bool splitStreams = true;
 };
 
 /// Parses `source`, lowers it with `inkling-lower-to-cpu` (`options`) and

@@ -8,7 +8,8 @@ include "mlir/Pass/PassBase.td"
 def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
   let summary = "Lower sconv ops to scf.parallel + vector + memref + arith loops";
   let description = [{
-    Lowers `sconv.bind`, `sconv.insert` and `sconv.conv` to loop nests that
+    Lowers `sconv.bind`, `sconv.insert`, `sconv.conv`, `sconv.insert_packed`
+    and `sconv.fused_conv` to loop nests that
     run on the CPU and map to GPU blocks and threads later (DESIGN section
     5): an outer `scf.parallel` over (token, head) and an inner `scf.parallel`
     over 16-byte chunks (8 bf16 channels) of the stream's width.
@@ -23,6 +24,14 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
       block table), `math.fma` in f32 in ascending tap order starting from
       the bias (or 0), then the activation, the residual add, and one
       `arith.truncf` to bf16.
+    - `sconv.insert_packed` and `sconv.fused_conv`: one nest for all their
+      streams; the inner loop runs over the concatenation of the streams'
+      chunks in row order (offset order), each chunk dispatched to its
+      stream by comparisons against the streams' chunk ranges. With all four
+      streams of a layout whose widths are multiples of 8 the packed insert
+      writes the row `[0, raw)` with one 16-byte store per chunk and never
+      the padding. `fused_conv ... and_insert` loads `x[t]` once for the
+      last tap, the residual and the cache store (skipped for slot < 0).
     - `sconv.step` carries no computation: it is erased once unused. An
       insert or conv whose step is not produced by a visible `sconv.step`
       (e.g. a block argument) is reported as an error.
@@ -53,6 +62,13 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
            "Guard slot and block ids against the cache size and report "
            "out-of-range ids at run time instead of accessing memory out of "
            "bounds">,
+    Option<"splitStreams", "split-streams", "bool", /*default=*/"false",
+           "In the nest of a fused op (insert_packed, fused_conv), run one "
+           "inner loop per stream in row order instead of one loop over the "
+           "concatenated chunks with a per-chunk dispatch: the same chunks "
+           "in the same order, one nest either way. The CPU's form (LLVM "
+           "vectorizes a plain per-stream loop); the GPU keeps the "
+           "concatenated loop (consecutive threads, consecutive chunks)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

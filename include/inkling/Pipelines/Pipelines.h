@@ -52,6 +52,14 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
                      "convs fuse"),
           clEnumValN(sconv::FusionStrategy::None, "none",
                      "no fusion: one loop nest per op"))};
+  Option<bool> splitStreams{
+      *this, "split-streams",
+      llvm::cl::desc(
+          "In a fused op's nest, one inner loop per stream (the "
+          "sconv-lower-to-loops option of the same name): on by default on "
+          "the CPU, where a plain per-stream loop vectorizes; off gives the "
+          "GPU's loop over the concatenated chunks"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the CPU lowering to `pm` (anchored on `builtin.module`): the

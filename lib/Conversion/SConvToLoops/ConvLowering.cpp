@@ -65,7 +65,7 @@ struct ConvPart {
 LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                          Value stepValue, Value cache, LayoutAttr layoutAttr,
                          ArrayRef<ConvStream> streams, bool residual, bool silu,
-                         bool insert, bool checked) {
+                         bool insert, bool checked, bool splitStreams) {
   auto step = stepValue.getDefiningOp<StepOp>();
   if (!step)
     return rewriter.notifyMatchFailure(op, kNoStepMessage);
@@ -308,7 +308,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
 
   std::string message = slotMessage(op);
   emitNest(
-      rewriter, loc, tokens, layout.headsPerRank, widths,
+      rewriter, loc, tokens, layout.headsPerRank, widths, splitStreams,
       [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
           Value chunk) {
         const ConvPart &part = parts[i];
@@ -339,7 +339,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       stream, op.getResidual(),
                       op.getActivation() == Activation::Silu,
-                      /*insert=*/false, options.checked);
+                      /*insert=*/false, options.checked, options.splitStreams);
   }
 
   SConvToLoopsOptions options;
@@ -359,7 +359,7 @@ struct FusedConvLowering : OpRewritePattern<FusedConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       streams, op.getResidual(),
                       op.getActivation() == Activation::Silu, op.getInsert(),
-                      options.checked);
+                      options.checked, options.splitStreams);
   }
 
   SConvToLoopsOptions options;

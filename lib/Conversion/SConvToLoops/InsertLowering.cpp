@@ -35,7 +35,7 @@ struct InsertPart {
 LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
                            Value stepValue, Value cache, LayoutAttr layoutAttr,
                            ValueRange inputs, ArrayRef<sconv::Stream> streams,
-                           bool checked) {
+                           bool checked, bool splitStreams) {
   auto step = stepValue.getDefiningOp<StepOp>();
   if (!step)
     return rewriter.notifyMatchFailure(op, kNoStepMessage);
@@ -64,7 +64,7 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
 
   SlotInfo slot;
   emitNest(
-      rewriter, loc, tokens, layout.headsPerRank, widths,
+      rewriter, loc, tokens, layout.headsPerRank, widths, splitStreams,
       [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
           Value chunk) {
         const InsertPart &part = parts[i];
@@ -103,7 +103,8 @@ struct InsertLowering : OpRewritePattern<InsertOp> {
                                 PatternRewriter &rewriter) const override {
     sconv::Stream stream = op.getStream();
     return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
-                        op.getLayout(), op.getX(), stream, options.checked);
+                        op.getLayout(), op.getX(), stream, options.checked,
+                        options.splitStreams);
   }
 
   SConvToLoopsOptions options;
@@ -117,7 +118,7 @@ struct InsertPackedLowering : OpRewritePattern<InsertPackedOp> {
                                 PatternRewriter &rewriter) const override {
     return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
                         op.getLayout(), op.getInputs(), op.getStreamList(),
-                        options.checked);
+                        options.checked, options.splitStreams);
   }
 
   SConvToLoopsOptions options;

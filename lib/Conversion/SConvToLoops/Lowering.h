@@ -294,9 +294,14 @@ inline void dispatchChunk(OpBuilder &b, Location loc, Value token, Value head,
 /// chunks are concatenated in the order given (callers order the streams by
 /// their offset in the head row), so consecutive inner iterations touch
 /// consecutive 16-byte chunks of a packed row.
+///
+/// With `splitStreams` (the CPU's form) the outer body instead runs one
+/// inner scf.parallel per stream, in the same order: the same chunks in the
+/// same sequence, without the per-chunk dispatch, so that each inner loop is
+/// a plain strided copy or conv that LLVM vectorizes (still one nest).
 inline void
 emitNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
-         ArrayRef<int64_t> widths, PartBody inner,
+         ArrayRef<int64_t> widths, bool splitStreams, PartBody inner,
          function_ref<void(OpBuilder &, Location, Value, Value)> outer) {
   SmallVector<int64_t> starts = {0};
   for (int64_t width : widths)
@@ -307,6 +312,17 @@ emitNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
       ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange th) {
         outer(b, loc, th[0], th[1]);
         Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+        if (splitStreams && widths.size() > 1) {
+          for (unsigned i = 0; i < widths.size(); ++i)
+            scf::ParallelOp::create(
+                b, loc, ValueRange{c0},
+                ValueRange{cIndex(b, loc, numChunks(widths[i]))},
+                ValueRange{c1},
+                [&](OpBuilder &b, Location loc, ValueRange chunk) {
+                  inner(b, loc, th[0], th[1], i, chunk[0]);
+                });
+          return;
+        }
         scf::ParallelOp::create(
             b, loc, ValueRange{c0}, ValueRange{cIndex(b, loc, starts.back())},
             ValueRange{c1}, [&](OpBuilder &b, Location loc, ValueRange chunk) {

@@ -113,6 +113,7 @@ struct SConvLowerToLoopsPass
     RewritePatternSet patterns(&getContext());
     SConvToLoopsOptions options;
     options.checked = checked;
+    options.splitStreams = splitStreams;
     populateSConvToLoopsPatterns(patterns, options);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();

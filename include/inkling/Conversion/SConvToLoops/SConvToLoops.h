@@ -18,9 +18,14 @@ struct SConvToLoopsOptions {
   /// Guard slot and block ids against the cache size at run time (see the
   /// `sconv-lower-to-loops` pass description).
   bool checked = false;
+  /// In a fused op's nest, run one inner loop per stream (in row order)
+  /// instead of one loop over the concatenated chunks (see the
+  /// `sconv-lower-to-loops` pass description). The CPU's choice.
+  bool splitStreams = false;
 };
 
-/// Patterns lowering `sconv.bind`, `sconv.insert` and `sconv.conv` to
+/// Patterns lowering `sconv.bind`, `sconv.insert`, `sconv.conv`,
+/// `sconv.insert_packed` and `sconv.fused_conv` to
 /// `scf.parallel` + `vector` + `memref` + `arith` + `math`, and erasing
 /// unused `sconv.step` ops. An insert or conv whose step is not produced by
 /// a visible `sconv.step` does not match.

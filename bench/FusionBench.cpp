@@ -1,0 +1,369 @@
+//===- FusionBench.cpp - Fused vs unfused sconv kernels on the CPU --------===//
+//
+// inkling-bench-fusion: JIT-compiles, once, a decoder layer's sconv work at
+// the real layout (kv_heads 8, head_dim 128, hidden 4096, kernel 4, tp 1)
+// with each fusion strategy of `inkling-lower-to-cpu`, then times
+//
+//   insert/packed      the four-stream packed insert (sconv.insert_packed)
+//   insert/separate    four per-stream inserts (sconv.insert x 4)
+//   insert/memcpy      memcpy of the bytes the insert writes
+//   layer/conv-insert  the layer with the default strategy: one fused_conv
+//                      of the four streams, and_insert (x read once)
+//   layer/packed       fused_conv of the four streams, then insert_packed
+//   layer/none         4 convs, then 4 inserts (8 loop nests)
+//
+// at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
+// cache) and 8192 prefill tokens (one sequence from position 0). Every slot
+// is valid and distinct. Bytes are counted as the bytes the insert writes:
+// T * H * raw * 2 (raw = 1280 channels of a head row, 2 bytes each; 20 KiB
+// per token); memcpy copies exactly that many bytes (it also reads that many,
+// like the insert reads its inputs). The layer benchmarks report the same
+// count (the row bytes of the step) so their bytes/s compare directly.
+//
+// After the run a summary table prints the ratios, from times measured in
+// this process: packed vs memcpy, separate vs packed, and each layer
+// strategy vs conv-insert.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Harness/JitHarness.h"
+#include "inkling/Runtime/Layout.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+
+#include "benchmark/benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace inkling;
+using namespace inkling::harness;
+using sconv::FusionStrategy;
+
+namespace {
+
+constexpr int64_t kTokenCounts[] = {1, 8, 64, 256, 8192};
+constexpr int64_t kPrefillTokens = 8192;
+
+const LayoutConfig kReal{8, 128, 4096, 4, 1, "bf16"};
+
+/// The module: @inserts (the four inserts) and @layer (conv + insert per
+/// stream, the order of a decoder layer without calls between).
+std::string buildModule(const Layout &layout, int64_t pageBytes) {
+  std::ostringstream os;
+  std::string l = layoutAttr(kReal);
+  std::string cache = cacheType(layout, pageBytes);
+  const char *na = " {llvm.noalias}";
+  auto xType = [&](Stream s) {
+    return typeOfStream(layout, s, isFlat(s), false);
+  };
+  auto wType = [&](Stream s) {
+    return "memref<" +
+           std::to_string(layout.headsPerRank * layout.range(s).width) +
+           "x4xbf16>";
+  };
+  auto signature = [&](const char *name, bool convs) {
+    os << "func.func @" << name << "(%buffer: memref<?xi8>" << na
+       << ", %qsl: memref<?xi32>" << na << ", %nc: memref<?xi32>" << na
+       << ", %bt: memref<?x?xi32>" << na << ", %slots: memref<?xi64>" << na;
+    for (Stream s : kAllStreams)
+      os << ", %x_" << streamName(s) << ": " << xType(s) << na;
+    if (convs) {
+      for (Stream s : kAllStreams)
+        os << ", %w_" << streamName(s) << ": " << wType(s) << na;
+      for (Stream s : kAllStreams)
+        os << ", %y_" << streamName(s) << ": " << xType(s) << na;
+    }
+    os << ") {\n  %cache = sconv.bind %buffer layout " << l << " page_bytes "
+       << pageBytes << " : memref<?xi8> -> " << cache
+       << "\n  %step = sconv.step query_start_loc %qsl num_computed %nc "
+          "block_table %bt slot_mapping %slots : memref<?xi32>, "
+          "memref<?xi32>, memref<?x?xi32>, memref<?xi64>\n";
+  };
+  auto insert = [&](Stream s) {
+    os << "  sconv.insert %x_" << streamName(s) << " into %cache["
+       << streamName(s) << "] layout " << l << " step %step : " << xType(s)
+       << ", " << cache << "\n";
+  };
+  os << "module {\n";
+  signature("inserts", false);
+  for (Stream s : kAllStreams)
+    insert(s);
+  os << "  return\n}\n";
+  signature("layer", true);
+  for (Stream s : kAllStreams) {
+    std::string n = streamName(s);
+    os << "  sconv.conv %x_" << n << ", %w_" << n << " history %cache[" << n
+       << "] layout " << l << " step %step into %y_" << n << " : " << xType(s)
+       << ", " << wType(s) << ", " << cache << " -> " << xType(s) << "\n";
+    insert(s);
+  }
+  os << "  return\n}\n}\n";
+  return os.str();
+}
+
+using InsertsFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                           void *, void *, void *, void *);
+using LayerFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                         void *, void *, void *, void *, Mem2 *, Mem2 *, Mem2 *,
+                         Mem2 *, void *, void *, void *, void *);
+
+/// Everything one token count needs: the step, the buffers, descriptors.
+struct Workload {
+  int64_t tokens;
+  reference::StepMetadata meta;
+  std::unique_ptr<AlignedBuffer<uint16_t>> cache;
+  std::vector<std::unique_ptr<AlignedBuffer<uint16_t>>> xs, ys, ws;
+  Call call;
+  Mem3 x3[2], y3[2];
+  Mem2 x2[2], y2[2], w[4];
+  void *x[4], *y[4];
+  std::unique_ptr<AlignedBuffer<uint8_t>> copySource, copyDest;
+  int64_t rowBytes; ///< T * H * raw * 2: what the insert writes.
+};
+
+struct Engines {
+  Layout layout;
+  int64_t pageBytes;
+  std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  std::map<int64_t, std::unique_ptr<Workload>> workloads;
+};
+
+Engines &engines() {
+  static Engines *e = [] {
+    auto *e = new Engines();
+    e->layout = *Layout::derive(kReal);
+    e->pageBytes = e->layout.pageBytes();
+    std::string source = buildModule(e->layout, e->pageBytes);
+    for (FusionStrategy s :
+         {FusionStrategy::ConvInsert, FusionStrategy::PackedInserts,
+          FusionStrategy::None}) {
+      CompileOptions options;
+      options.fusion = s;
+      std::string error;
+      e->engines[s] = compile(source, options, error);
+      if (!e->engines[s]) {
+        std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
+        std::exit(1);
+      }
+    }
+    return e;
+  }();
+  return *e;
+}
+
+/// Decode (T <= 256): T sequences of one token at position 6 (its three
+/// history taps, positions 3..5, in the cache: two blocks per sequence).
+/// Prefill: one sequence of T tokens from position 0 (taps from x).
+Workload &workload(int64_t tokens) {
+  Engines &e = engines();
+  auto &slot = e.workloads[tokens];
+  if (slot)
+    return *slot;
+  slot = std::make_unique<Workload>();
+  Workload &w = *slot;
+  const Layout &layout = e.layout;
+  int64_t n = layout.blockSize, h = layout.headsPerRank;
+  w.tokens = tokens;
+  int64_t numBlocks;
+  if (tokens < kPrefillTokens) {
+    w.meta.blockTableWidth = 2;
+    for (int64_t b = 0; b < tokens; ++b) {
+      w.meta.queryStartLoc.push_back(static_cast<int32_t>(b));
+      w.meta.numComputed.push_back(6);
+      int32_t first = static_cast<int32_t>(1 + 2 * b);
+      w.meta.blockTable.push_back(first);
+      w.meta.blockTable.push_back(first + 1);
+      w.meta.slotMapping.push_back((first + 1) * n + 6 % n);
+    }
+    w.meta.queryStartLoc.push_back(static_cast<int32_t>(tokens));
+    numBlocks = 1 + 2 * tokens;
+  } else {
+    int64_t blocks = (tokens + n - 1) / n;
+    w.meta.blockTableWidth = blocks;
+    w.meta.queryStartLoc = {0, static_cast<int32_t>(tokens)};
+    w.meta.numComputed = {0};
+    for (int64_t j = 0; j < blocks; ++j)
+      w.meta.blockTable.push_back(static_cast<int32_t>(1 + j));
+    for (int64_t t = 0; t < tokens; ++t)
+      w.meta.slotMapping.push_back((1 + t / n) * n + t % n);
+    numBlocks = 1 + blocks;
+  }
+  std::mt19937_64 rng(7);
+  int64_t blockStride = e.pageBytes / 2;
+  w.cache =
+      std::make_unique<AlignedBuffer<uint16_t>>(numBlocks * blockStride, 0);
+  for (size_t i = 0; i < w.cache->size; i += 7)
+    w.cache->data[i] = randomBf16(rng, 2.0f);
+  w.call = makeCall(w.cache->data, numBlocks * e.pageBytes, w.meta);
+  for (Stream s : kAllStreams) {
+    int i = static_cast<int>(s);
+    int64_t width = layout.range(s).width, row = h * width;
+    w.xs.push_back(std::make_unique<AlignedBuffer<uint16_t>>(tokens * row, 0));
+    w.ys.push_back(std::make_unique<AlignedBuffer<uint16_t>>(tokens * row, 0));
+    w.ws.push_back(std::make_unique<AlignedBuffer<uint16_t>>(row * 4, 0));
+    for (size_t j = 0; j < w.xs.back()->size; ++j)
+      w.xs.back()->data[j] = randomBf16(rng, 2.0f);
+    for (size_t j = 0; j < w.ws.back()->size; ++j)
+      w.ws.back()->data[j] = randomBf16(rng, 1.0f);
+    w.w[i] = descriptor<uint16_t, 2>(w.ws.back()->data, {row, 4}, {4, 1});
+    if (isFlat(s)) {
+      w.x2[i - 2] =
+          descriptor<uint16_t, 2>(w.xs.back()->data, {tokens, row}, {row, 1});
+      w.y2[i - 2] =
+          descriptor<uint16_t, 2>(w.ys.back()->data, {tokens, row}, {row, 1});
+      w.x[i] = &w.x2[i - 2];
+      w.y[i] = &w.y2[i - 2];
+    } else {
+      w.x3[i] = descriptor<uint16_t, 3>(w.xs.back()->data, {tokens, h, width},
+                                        {row, width, 1});
+      w.y3[i] = descriptor<uint16_t, 3>(w.ys.back()->data, {tokens, h, width},
+                                        {row, width, 1});
+      w.x[i] = &w.x3[i];
+      w.y[i] = &w.y3[i];
+    }
+  }
+  w.rowBytes = tokens * h * layout.rawWidth * 2;
+  w.copySource = std::make_unique<AlignedBuffer<uint8_t>>(w.rowBytes, 1);
+  w.copyDest = std::make_unique<AlignedBuffer<uint8_t>>(w.rowBytes, 0);
+  return w;
+}
+
+/// Seconds per iteration of each benchmark (the minimum over repetitions),
+/// for the summary.
+std::map<std::string, double> &secondsPerIteration() {
+  static std::map<std::string, double> m;
+  return m;
+}
+
+std::string key(const char *what, int64_t tokens) {
+  return std::string(what) + "/" + std::to_string(tokens);
+}
+
+template <typename Body>
+void timed(benchmark::State &state, const char *what, Body body) {
+  int64_t tokens = state.range(0);
+  Workload &w = workload(tokens);
+  body(w); // warm up (page faults, caches)
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state)
+    body(w);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  state.SetBytesProcessed(state.iterations() * w.rowBytes);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * tokens),
+                         benchmark::Counter::kIsRate);
+  // The best repetition (--benchmark_repetitions): the machine may be shared.
+  double perIteration = seconds / static_cast<double>(state.iterations());
+  auto [it, inserted] =
+      secondsPerIteration().emplace(key(what, tokens), perIteration);
+  if (!inserted)
+    it->second = std::min(it->second, perIteration);
+}
+
+void callInserts(Workload &w, FusionStrategy strategy) {
+  auto fn = reinterpret_cast<InsertsFn>(
+      lookupFunction(*engines().engines[strategy], "inserts"));
+  Call &c = w.call;
+  fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3]);
+}
+
+void callLayer(Workload &w, FusionStrategy strategy) {
+  auto fn = reinterpret_cast<LayerFn>(
+      lookupFunction(*engines().engines[strategy], "layer"));
+  Call &c = w.call;
+  fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3],
+     &w.w[0], &w.w[1], &w.w[2], &w.w[3], w.y[0], w.y[1], w.y[2], w.y[3]);
+}
+
+void BM_InsertPacked(benchmark::State &state) {
+  // conv-insert and packed-inserts both pack the lone inserts.
+  timed(state, "insert/packed",
+        [](Workload &w) { callInserts(w, FusionStrategy::PackedInserts); });
+}
+void BM_InsertSeparate(benchmark::State &state) {
+  timed(state, "insert/separate",
+        [](Workload &w) { callInserts(w, FusionStrategy::None); });
+}
+void BM_InsertMemcpy(benchmark::State &state) {
+  timed(state, "insert/memcpy", [](Workload &w) {
+    std::memcpy(w.copyDest->data, w.copySource->data, w.rowBytes);
+    benchmark::DoNotOptimize(w.copyDest->data);
+    benchmark::ClobberMemory();
+  });
+}
+void BM_LayerConvInsert(benchmark::State &state) {
+  timed(state, "layer/conv-insert",
+        [](Workload &w) { callLayer(w, FusionStrategy::ConvInsert); });
+}
+void BM_LayerPacked(benchmark::State &state) {
+  timed(state, "layer/packed",
+        [](Workload &w) { callLayer(w, FusionStrategy::PackedInserts); });
+}
+void BM_LayerNone(benchmark::State &state) {
+  timed(state, "layer/none",
+        [](Workload &w) { callLayer(w, FusionStrategy::None); });
+}
+
+void tokenArgs(benchmark::internal::Benchmark *b) {
+  for (int64_t t : kTokenCounts)
+    b->Arg(t);
+  b->ArgName("T")->UseRealTime();
+}
+
+BENCHMARK(BM_InsertPacked)->Apply(tokenArgs);
+BENCHMARK(BM_InsertSeparate)->Apply(tokenArgs);
+BENCHMARK(BM_InsertMemcpy)->Apply(tokenArgs);
+BENCHMARK(BM_LayerConvInsert)->Apply(tokenArgs);
+BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
+BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
+
+void printSummary() {
+  auto &m = secondsPerIteration();
+  auto get = [&](const char *what, int64_t t) -> double {
+    auto it = m.find(key(what, t));
+    return it == m.end() ? 0.0 : it->second;
+  };
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  std::printf("\nSummary (microseconds per call, best repetition, measured in "
+              "this process; a ratio > 1: the first is slower)\n");
+  std::printf("%6s | %10s %10s %10s | %13s %15s | %11s %11s %11s | %12s "
+              "%10s\n",
+              "T", "packed us", "separ. us", "memcpy us", "packed/memcpy",
+              "separate/packed", "c-i us", "packed us", "none us", "packed/c-i",
+              "none/c-i");
+  for (int64_t t : kTokenCounts) {
+    double packed = get("insert/packed", t),
+           separate = get("insert/separate", t), copy = get("insert/memcpy", t),
+           ci = get("layer/conv-insert", t), lp = get("layer/packed", t),
+           ln = get("layer/none", t);
+    if (packed == 0 && ci == 0)
+      continue;
+    std::printf("%6lld | %10.2f %10.2f %10.2f | %13.2f %15.2f | %11.2f %11.2f "
+                "%11.2f | %12.2f %10.2f\n",
+                static_cast<long long>(t), packed * 1e6, separate * 1e6,
+                copy * 1e6, ratio(packed, copy), ratio(separate, packed),
+                ci * 1e6, lp * 1e6, ln * 1e6, ratio(lp, ci), ratio(ln, ci));
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  printSummary();
+  return 0;
+}
