@@ -331,7 +331,8 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   return scheduleGeneral(id, numTokens);
 }
 
-SequenceManager::SchedulePlan
+// Both helpers run on every general schedule: keep them in the caller.
+[[gnu::always_inline]] inline SequenceManager::SchedulePlan
 SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
   SchedulePlan plan;
   int64_t c = seq.numComputed, end = c + numTokens;
@@ -348,9 +349,9 @@ SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
   return plan;
 }
 
-Status SequenceManager::checkSchedule(const Sequence &seq, SequenceId id,
-                                      int64_t numTokens,
-                                      SchedulePlan &plan) const {
+[[gnu::always_inline]] inline Status
+SequenceManager::checkSchedule(const Sequence &seq, SequenceId id,
+                               int64_t numTokens, SchedulePlan &plan) const {
   int64_t c = seq.numComputed;
   if (seq.state != SequenceState::Idle || numTokens < 1 ||
       numTokens > kMaxPosition - c || c >= seq.numTokens)
@@ -569,10 +570,22 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
       }
     }
     seq->numComputed = computed;
-    // Position c was stored (storeFrom == c): the valid range extends.
-    if (blockOf(computed) != blockOf(oldComputed) &&
-        config_.enablePrefixCaching)
-      registerCompleteBlocks(*seq, oldComputed);
+    // Position c was stored (storeFrom == c): the valid range extends. A
+    // block completes when c' crosses a block start: it is the block of c,
+    // the last one held, resumable if its last W-1 positions are valid.
+    if (config_.enablePrefixCaching &&
+        blockOf(computed) != blockOf(oldComputed)) {
+      const MappedBlock &done = heldBlocks(*seq)[seq->numHeld - 1];
+      if (computed - history_ >= seq->validFrom &&
+          !pool_.hasCacheTag(done.physical)) {
+        const std::vector<uint64_t> &hashes = blockHashes(*seq);
+        uint64_t hash = static_cast<int64_t>(hashes.size()) == done.logical + 1
+                            ? seq->lastHash
+                            : hashes[done.logical];
+        if (cache_.insert(hash, done.physical))
+          pool_.setCacheTagUnchecked(done.physical, hash);
+      }
+    }
     // The history moved by one position: at most its first block leaves.
     if (computed > history_) {
       MappedBlock *held = heldBlocks(*seq);
