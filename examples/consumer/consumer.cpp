@@ -1,0 +1,330 @@
+//===- consumer.cpp - An ML compiler that links Inkling -------------------===//
+//
+// Built against the *installed* package only (find_package(Inkling)): builds
+// one layer's sconv IR with the C++ builders, lowers it to PTX (the NVVM
+// pipeline, and the cached in-memory kernel bundle the runtime's CUDA
+// launcher reads) and to the CPU, JIT-compiles the CPU code with MLIR's
+// ExecutionEngine and runs three steps of one sequence through it (prefill
+// of 3 tokens, then 2 decode tokens, the second across a block boundary),
+// checking every output against a few lines of scalar reference.
+//
+// README's "Use it from your compiler" shows the marked region of main().
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Dialect/SConv/IR/SConvOps.h"
+#include "inkling/InitInkling.h"
+#include "inkling/KernelBundle.h"
+#include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Runtime/KernelManifest.h"
+#include "inkling/Version.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace {
+
+using namespace inkling;
+
+// The layer: 2 KV heads of 16, hidden 64, kernel 4 (head row D = 128,
+// block size N = 4); K stream only: conv then insert.
+constexpr int64_t kHeads = 2, kHeadDim = 16, kKernel = 4;
+
+/// `func.func @layer(buffer, qsl, num_computed, block_table, slots, k, wk,
+/// yk) attributes {llvm.emit_c_interface}` with sconv.bind, sconv.step,
+/// sconv.conv and sconv.insert, built with the ops' builders.
+mlir::OwningOpRef<mlir::ModuleOp> buildLayer(mlir::MLIRContext &context) {
+  mlir::OpBuilder b(&context);
+  mlir::Location loc = b.getUnknownLoc();
+  auto layout = sconv::LayoutAttr::get(&context, /*kvHeads=*/kHeads,
+                                       /*headDim=*/kHeadDim, /*hidden=*/64,
+                                       /*kernel=*/kKernel, /*tp=*/1);
+  int64_t pageBytes = layout.getDerived().pageBytes();
+  int64_t dyn = mlir::ShapedType::kDynamic;
+  mlir::Type bf16 = b.getBF16Type();
+  auto x = mlir::MemRefType::get({dyn, kHeads, kHeadDim}, bf16);
+  auto weights = mlir::MemRefType::get({kHeads * kHeadDim, kKernel}, bf16);
+  mlir::Type args[] = {
+      mlir::MemRefType::get({dyn}, b.getI8Type()),       // cache buffer
+      mlir::MemRefType::get({dyn}, b.getI32Type()),      // query_start_loc
+      mlir::MemRefType::get({dyn}, b.getI32Type()),      // num_computed
+      mlir::MemRefType::get({dyn, dyn}, b.getI32Type()), // block_table
+      mlir::MemRefType::get({dyn}, b.getI64Type()),      // slot_mapping
+      x,                                                 // k
+      weights,                                           // wk
+      x};                                                // yk
+
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func =
+      mlir::func::FuncOp::create(b, loc, "layer", b.getFunctionType(args, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    func.setArgAttr(i, "llvm.noalias", b.getUnitAttr()); // distinct buffers
+  mlir::Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto arg = [&](int i) { return body->getArgument(i); };
+
+  mlir::Value cache = sconv::BindOp::create(b, loc, arg(0), layout, pageBytes);
+  mlir::Value step = sconv::StepOp::create(
+      b, loc, sconv::StepType::get(&context), arg(1), arg(2), arg(3), arg(4),
+      /*status=*/mlir::Value());
+  sconv::ConvOp::create(b, loc, arg(5), arg(6), /*bias=*/mlir::Value(), cache,
+                        step, arg(7), sconv::Stream::K, layout);
+  sconv::InsertOp::create(b, loc, arg(5), cache, sconv::Stream::K, step,
+                          layout);
+  mlir::func::ReturnOp::create(b, loc);
+  return module;
+}
+
+int failures = 0;
+void check(bool ok, const char *what) {
+  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what);
+  failures += !ok;
+}
+
+//===----------------------------------------------------------------------===//
+// Data and the scalar reference
+//===----------------------------------------------------------------------===//
+
+float fromBf16(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, 4);
+  return value;
+}
+
+uint16_t toBf16(float value) { // round to nearest even (no NaNs here)
+  uint32_t word;
+  std::memcpy(&word, &value, 4);
+  return uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
+}
+
+template <typename T, int N>
+StridedMemRefType<T, N> memref(T *data, std::array<int64_t, N> sizes) {
+  StridedMemRefType<T, N> d;
+  d.basePtr = d.data = data;
+  d.offset = 0;
+  int64_t stride = 1;
+  for (int i = N - 1; i >= 0; --i) {
+    d.sizes[i] = sizes[i];
+    d.strides[i] = stride;
+    stride *= sizes[i];
+  }
+  return d;
+}
+
+using LayerFn = void (*)(
+    StridedMemRefType<int8_t, 1> *, StridedMemRefType<int32_t, 1> *,
+    StridedMemRefType<int32_t, 1> *, StridedMemRefType<int32_t, 2> *,
+    StridedMemRefType<int64_t, 1> *, StridedMemRefType<uint16_t, 3> *,
+    StridedMemRefType<uint16_t, 2> *, StridedMemRefType<uint16_t, 3> *);
+
+/// Runs `layer` for one sequence over three steps and compares each output
+/// with `y[t,h,c] = x[t,h,c] + sum_j w[h*16+c][j] * x[p-3+j]` (zero before
+/// position 0; f32, one fma per tap, one rounding to bf16).
+void runSteps(LayerFn layer, int64_t pageBytes) {
+  constexpr int64_t channels = kHeads * kHeadDim;
+  const int64_t numBlocks = 2, blockSize = kKernel;
+  // The engine's cache allocation, 64-byte aligned.
+  std::vector<uint64_t> storage(numBlocks * pageBytes / 8 + 8, 0);
+  auto *buffer = reinterpret_cast<int8_t *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  std::vector<uint16_t> w(channels * kKernel);
+  for (int64_t ch = 0; ch < channels; ++ch)
+    for (int64_t j = 0; j < kKernel; ++j)
+      w[ch * kKernel + j] = toBf16(float((ch + 3 * j) % 7 - 3) / 4.0f);
+  std::vector<std::vector<float>> history; // x of every position so far
+
+  const int tokensPerStep[] = {3, 1, 1};
+  int32_t position = 0;
+  for (int tokens : tokensPerStep) {
+    std::vector<uint16_t> x(tokens * channels), y(tokens * channels, 0);
+    for (int t = 0; t < tokens; ++t)
+      for (int64_t ch = 0; ch < channels; ++ch)
+        x[t * channels + ch] =
+            toBf16(float((7 * (position + t) + ch) % 11 - 5) / 8.0f);
+    std::vector<int32_t> qsl = {0, tokens}, numComputed = {position};
+    std::vector<int32_t> blockTable = {0, 1};
+    std::vector<int64_t> slots(tokens);
+    for (int t = 0; t < tokens; ++t)
+      slots[t] = position + t; // blocks 0, 1 in order: slot == position
+
+    auto mBuffer = memref<int8_t, 1>(buffer, {numBlocks * pageBytes});
+    auto mQsl = memref<int32_t, 1>(qsl.data(), {2});
+    auto mComputed = memref<int32_t, 1>(numComputed.data(), {1});
+    auto mTable = memref<int32_t, 2>(blockTable.data(), {1, 2});
+    auto mSlots = memref<int64_t, 1>(slots.data(), {tokens});
+    auto mX = memref<uint16_t, 3>(x.data(), {tokens, kHeads, kHeadDim});
+    auto mW = memref<uint16_t, 2>(w.data(), {channels, kKernel});
+    auto mY = memref<uint16_t, 3>(y.data(), {tokens, kHeads, kHeadDim});
+    layer(&mBuffer, &mQsl, &mComputed, &mTable, &mSlots, &mX, &mW, &mY);
+
+    int mismatches = 0;
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<float> row(channels);
+      for (int64_t ch = 0; ch < channels; ++ch)
+        row[ch] = fromBf16(x[t * channels + ch]);
+      history.push_back(row);
+      int64_t p = position + t;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < kKernel; ++j) {
+          int64_t q = p - (kKernel - 1) + j;
+          float tap = q < 0 ? 0.0f : history[q][ch];
+          acc = std::fma(fromBf16(w[ch * kKernel + j]), tap, acc);
+        }
+        uint16_t expected = toBf16(row[ch] + acc);
+        mismatches += y[t * channels + ch] != expected;
+      }
+    }
+    std::printf("  step at position %d: %d tokens, %d mismatches\n", position,
+                tokens, mismatches);
+    check(mismatches == 0, "CPU conv output equals the scalar reference");
+    position += tokens;
+  }
+  // The cache holds every position's K row, at offset 0 of head row h.
+  int mismatches = 0;
+  auto *cache = reinterpret_cast<uint16_t *>(buffer);
+  for (int32_t p = 0; p < position; ++p)
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t c = 0; c < kHeadDim; ++c) {
+        int64_t block = p / blockSize, slot = p % blockSize;
+        uint16_t stored =
+            cache[block * pageBytes / 2 + (h * blockSize + slot) * 128 + c];
+        mismatches += fromBf16(stored) != history[p][h * kHeadDim + c];
+      }
+  check(mismatches == 0, "CPU insert stored every position in the cache");
+}
+
+} // namespace
+
+int main() {
+  std::printf("Inkling %s (MLIR %s), headers %s\n", inkling::getVersion(),
+              inkling::getMLIRVersion(), INKLING_VERSION);
+  check(std::strcmp(inkling::getVersion(), INKLING_VERSION) == 0,
+        "library and header versions agree");
+  check(std::strcmp(inkling::getMLIRVersion(), LLVM_VERSION_STRING) == 0,
+        "Inkling was built against this program's MLIR");
+
+  // [readme-snippet-begin]
+  // Once per process: Inkling's passes and pipelines in MLIR's registries,
+  // its dialects (and those its lowerings produce) in your context.
+  inkling::registerAllPasses();
+  mlir::MLIRContext context;
+  inkling::registerAllDialects(context);
+  context.loadAllAvailableDialects();
+
+  // A layer's sconv IR, built with the ops' builders (see buildLayer).
+  mlir::OwningOpRef<mlir::ModuleOp> layer = buildLayer(context);
+
+  // GPU: the NVVM pipeline with typed options, in your PassManager.
+  mlir::OwningOpRef<mlir::ModuleOp> gpu = layer->clone();
+  mlir::PassManager gpuPm(&context);
+  inkling::LowerToNVVMOptions gpuOptions;
+  gpuOptions.chip = "sm_90";
+  gpuOptions.format = "isa"; // PTX text; "bin" runs ptxas for a cubin
+  inkling::buildLowerToNVVMPipeline(gpuPm, gpuOptions);
+  bool gpuOk = mlir::succeeded(gpuPm.run(*gpu));
+
+  // ... or a kernel bundle in memory (objects + manifest.json for the
+  // runtime's CUDA launcher), compiled once per layout and op.
+  inkling::KernelCompiler kernels(context);
+  llvm::Expected<std::shared_ptr<const inkling::KernelBundle>> bundle =
+      kernels.compile(*layer);
+
+  // CPU: the CPU pipeline, then MLIR's ExecutionEngine.
+  mlir::OwningOpRef<mlir::ModuleOp> cpu = layer->clone();
+  mlir::PassManager cpuPm(&context);
+  inkling::LowerToCPUOptions cpuOptions;
+  cpuOptions.emitCInterface = true; // _mlir_ciface_layer(memref*...)
+  inkling::buildLowerToCPUPipeline(cpuPm, cpuOptions);
+  bool cpuOk = mlir::succeeded(cpuPm.run(*cpu));
+  // [readme-snippet-end]
+
+  // The PTX of the NVVM pipeline.
+  check(gpuOk, "inkling-lower-to-nvvm ran");
+  std::string ptx;
+  gpu->walk([&](mlir::gpu::BinaryOp binary) {
+    for (mlir::Attribute object : binary.getObjects())
+      ptx += mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().str();
+  });
+  check(ptx.find(".target sm_90") != std::string::npos &&
+            ptx.find(".entry") != std::string::npos,
+        "the NVVM pipeline produced sm_90 PTX with kernel entries");
+
+  // The bundle: PTX objects, a manifest the runtime accepts; a second,
+  // separately built identical layer is a cache hit.
+  if (!bundle) {
+    std::printf("FAILED: kernel bundle: %s\n",
+                llvm::toString(bundle.takeError()).c_str());
+    return 1;
+  }
+  const inkling::KernelBundle &kb = **bundle;
+  inkling::StatusOr<inkling::KernelManifest> manifest =
+      inkling::KernelManifest::parse(kb.manifest);
+  check(manifest.isOk() && manifest->format == "ptx" &&
+            manifest->findHost("layer") != nullptr &&
+            manifest->kernels.size() == kb.objects.size(),
+        "the bundle's manifest parses with the runtime's reader");
+  bool objectsOk = !kb.objects.empty();
+  for (const inkling::KernelObject &object : kb.objects)
+    objectsOk &= object.bytes.find(".entry") != std::string::npos;
+  check(objectsOk, "every bundle object is PTX with an entry");
+  std::printf("  bundle: %zu kernels, manifest %zu bytes\n", kb.objects.size(),
+              kb.manifest.size());
+  mlir::OwningOpRef<mlir::ModuleOp> sameLayer = buildLayer(context);
+  auto again = kernels.compile(*sameLayer);
+  check(again && again->get() == bundle->get() && kernels.hits() == 1 &&
+            kernels.misses() == 1,
+        "an identical layer is a cache hit (compiled once)");
+  if (!again)
+    llvm::consumeError(again.takeError());
+
+  // JIT the CPU code and run it on data.
+  check(cpuOk, "inkling-lower-to-cpu ran");
+  if (!cpuOk)
+    return 1;
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  // `transformer` is a function_ref: the std::function must outlive create.
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      mlir::makeOptimizingTransformer(3, 0, nullptr);
+  mlir::ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = optimize;
+  auto engine = mlir::ExecutionEngine::create(*cpu, engineOptions);
+  if (!engine) {
+    std::printf("FAILED: ExecutionEngine: %s\n",
+                llvm::toString(engine.takeError()).c_str());
+    return 1;
+  }
+  auto symbol = (*engine)->lookup("_mlir_ciface_layer");
+  if (!symbol) {
+    std::printf("FAILED: %s\n", llvm::toString(symbol.takeError()).c_str());
+    return 1;
+  }
+  auto layout =
+      sconv::LayoutAttr::get(&context, kHeads, kHeadDim, 64, kKernel, 1);
+  runSteps(reinterpret_cast<LayerFn>(*symbol), layout.getDerived().pageBytes());
+
+  std::printf("%s\n", failures ? "inkling-consumer: FAILED"
+                               : "inkling-consumer: all checks passed");
+  return failures ? 1 : 0;
+}
