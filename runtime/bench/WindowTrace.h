@@ -1,5 +1,4 @@
-//===- WindowTrace.h - Blocks held: window vs whole-chunk allocation -*- C++
-//-*-===//
+//===- WindowTrace.h - Blocks held: window vs whole chunk -------*- C++ -*-===//
 //
 // Replays a serving trace (long prompts, chunked prefill, then decode with
 // optional speculative steps) through the SequenceManager and, beside it,

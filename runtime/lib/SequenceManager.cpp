@@ -13,7 +13,9 @@ namespace {
 /// Positions, token counts and step sizes stay below 2^31: num_computed and
 /// query_start_loc are int32 in the step metadata.
 constexpr int64_t kMaxPosition = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxLookahead = int64_t(1) << 20;
+/// Drafts per step are tens at most; the bound keeps the per-sequence block
+/// window (4 + ceil(L/N) entries) small.
+constexpr int64_t kMaxLookahead = 1024;
 constexpr uint32_t kMaxGeneration = 0x7fffffff;
 
 std::string str(int64_t value) { return std::to_string(value); }
@@ -61,7 +63,7 @@ SequenceManager::create(const SequenceManagerConfig &config) {
                            str(layout.blockSize) + "): both are the kernel");
   if (config.lookahead < 0 || config.lookahead > kMaxLookahead)
     return invalidArgument("lookahead (" + str(config.lookahead) +
-                           ") must be in [0, 2^20]");
+                           ") must be in [0, 1024]");
   StatusOr<BlockPool> pool = BlockPool::create(config.numBlocks);
   if (!pool)
     return pool.status();

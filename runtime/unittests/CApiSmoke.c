@@ -1,7 +1,8 @@
-/*===- CApiSmoke.c - A C11 client of the runtime: one engine step --------===*\
-|* Compiled as strict C11 to prove the header is C; exits non-zero on any   *|
-|* unexpected result.                                                        *|
-\*===----------------------------------------------------------------------===*/
+/*===- CApiSmoke.c - A C11 client of the runtime: one engine step ---------===*/
+/*
+ * Compiled as strict C11 to prove the header is C; exits non-zero on any
+ * unexpected result.
+ */
 
 #include "inkling/Runtime/inkling_runtime.h"
 

@@ -1,4 +1,4 @@
-//===- TestEngine.h - A tiny serving engine over the runtime -*- C++ -*-===//
+//===- TestEngine.h - A tiny serving engine over the runtime ----*- C++ -*-===//
 //
 // Drives a SequenceManager the way a serving engine does (schedule, build
 // the step, run the kernels, commit) and runs every step through the

@@ -1,5 +1,4 @@
-//===- BlockPool.h - Fixed pool of cache pages with an LRU free queue -*- C++
-//-*-===//
+//===- BlockPool.h - Cache pages with an LRU free queue ---------*- C++ -*-===//
 //
 // The physical pages of one sconv cache group. Block 0 is the null block: it
 // is never handed out, and block tables use it for "no block". Free blocks

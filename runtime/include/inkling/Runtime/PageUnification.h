@@ -1,5 +1,4 @@
-//===- PageUnification.h - One page size for sconv and attention -*- C++
-//-*-===//
+//===- PageUnification.h - One page size for sconv and attention *- C++ -*-===//
 //
 // A serving engine allocates every layer group's cache from one pool of
 // equal pages. The unifier (like vLLM's unify_kv_cache_spec_page_size, with

@@ -1,5 +1,4 @@
-//===- PrefixCache.h - Hash chain over token blocks -> cached block -*- C++
-//-*-===//
+//===- PrefixCache.h - Hash chain over blocks -> cached block ---*- C++ -*-===//
 //
 // Prefix caching for the sconv cache (DESIGN section 6). The key of logical
 // block j of a token sequence is a hash chain over whole token blocks:

@@ -1,5 +1,4 @@
-//===- SequenceManager.h - Paged block tables of one sconv group -*- C++
-//-*-===//
+//===- SequenceManager.h - Block tables of one sconv group ------*- C++ -*-===//
 //
 // Owns the block pool, the prefix cache and the sequences of one group of
 // sconv layers (they share block ids), and produces each step's metadata
@@ -52,7 +51,8 @@
 namespace inkling {
 
 /// An opaque, positive sequence handle: a slot index and a generation, so a
-/// handle of a finished sequence is reported as unknown, never aliased.
+/// handle of a finished sequence is reported as unknown (a slot's generation
+/// repeats only after 2^31 - 1 later sequences in it).
 using SequenceId = int64_t;
 
 struct SequenceManagerConfig {
@@ -109,7 +109,7 @@ struct StepInfo {
 class SequenceManager {
 public:
   /// Validates the config: layout kernel >= 2 (a kernel of 1 has no conv
-  /// state), numBlocks in [2, 2^31), lookahead in [0, 2^20].
+  /// state), numBlocks in [2, 2^31), lookahead in [0, 1024].
   static StatusOr<std::unique_ptr<SequenceManager>>
   create(const SequenceManagerConfig &config);
 

@@ -1,5 +1,4 @@
-//===- StepBuffers.h - Caller-owned step metadata, updated in place -*- C++
-//-*-===//
+//===- StepBuffers.h - Step metadata updated in place -----------*- C++ -*-===//
 //
 // The serving engine owns fixed-shape step buffers (for graph capture):
 //   query_start_loc [maxRows + 1] int32

@@ -1,5 +1,4 @@
-//===- TensorParallel.h - Per-rank sconv layouts -----------------*- C++
-//-*-===//
+//===- TensorParallel.h - Per-rank sconv layouts ----------------*- C++ -*-===//
 //
 // With tensor parallelism of size tp, rank r owns the global KV heads
 // [r*H, (r+1)*H) (H = kv_heads / tp) and the matching hidden chunk

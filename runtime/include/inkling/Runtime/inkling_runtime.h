@@ -1,26 +1,26 @@
-/*===- inkling_runtime.h - C API of the Inkling sconv runtime -----*- C -*-===*\
-|*                                                                            *|
-|* Paged block tables for the sconv conv-state cache, for embedding in a      *|
-|* serving engine (through ctypes, cffi or a binding).                        *|
-|*                                                                            *|
-|* Conventions                                                                *|
-|*  - Every fallible call returns an inkling_status_t (the numbers of the C++ *|
-|*    StatusCode); INKLING_OK is 0. Nothing aborts on bad input. *|
-|*  - A manager keeps the message of its last failed call:                    *|
-|*    inkling_manager_last_error(). Calls without a manager take a caller-    *|
-|*    owned `error` buffer (may be NULL) and write a NUL-terminated message,  *|
-|*    truncated to `error_capacity` bytes.                                    *|
-|*  - A failed call changes nothing (also no output parameter).               *|
-|*  - Handles are opaque. Output arrays are owned by the caller.              *|
-|*  - Thread-compatible: distinct handles may be used from distinct threads   *|
-|*    at once; one handle needs external synchronization. No global state.   *|
-|*  - Sequence ids are positive int64 values; ids of finished sequences are  *|
-|*    never reused (they are reported as INKLING_NOT_FOUND).                  *|
-|*  - Step metadata dtypes: query_start_loc and num_computed int32,           *|
-|*    block_table int32 (0 = the null block), slot_mapping int64 (-1 = do not *|
-|*    store), block_copies int32 pairs (src, dst).                            *|
-|*                                                                            *|
-\*===----------------------------------------------------------------------===*/
+/*===- inkling_runtime.h - C API of the Inkling sconv runtime -----*- C -*-===*/
+/*
+ * Paged block tables for the sconv conv-state cache, for embedding in a
+ * serving engine (through ctypes, cffi or a binding).
+ *
+ * Conventions
+ *  - Every fallible call returns an inkling_status_t (the numbers of the C++
+ *    StatusCode); INKLING_OK is 0. Nothing aborts on bad input.
+ *  - A manager keeps the message of its last failed call:
+ *    inkling_manager_last_error(). Calls without a manager take a
+ *    caller-owned `error` buffer (may be NULL) and write a NUL-terminated
+ *    message, truncated to `error_capacity` bytes.
+ *  - A failed call changes nothing (also no output parameter).
+ *  - Handles are opaque. Output arrays are owned by the caller.
+ *  - Thread-compatible: distinct handles may be used from distinct threads at
+ *    once; one handle needs external synchronization. No global state.
+ *  - Sequence ids are positive int64 values; ids of finished sequences are
+ *    reported as INKLING_NOT_FOUND (a slot's ids repeat only after 2^31 - 1
+ *    later sequences in it).
+ *  - Step metadata dtypes: query_start_loc and num_computed int32,
+ *    block_table int32 (0 = the null block), slot_mapping int64 (-1 = do not
+ *    store), block_copies int32 pairs (src, dst).
+ */
 
 #ifndef INKLING_RUNTIME_INKLING_RUNTIME_H
 #define INKLING_RUNTIME_INKLING_RUNTIME_H
