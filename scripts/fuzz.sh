@@ -13,7 +13,8 @@ work="$build/fuzz-work"
 mkdir -p "$work/ir-corpus" "$work/runtime-corpus" "$work/artifacts"
 
 python3 "$root/fuzz/make_ir_corpus.py" "$root/test" "$work/ir-corpus"
-export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+# See scripts/test.sh for allow_user_poisoning=0.
+export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
 
 run() {
   local name="$1"
