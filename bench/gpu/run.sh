@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU backend's device check, for a machine with an NVIDIA GPU and its
+# driver (docs/gpu.md). One call, a few minutes on 16 cores:
+#   1. builds inkling-opt, the runtime and inkling-gpu-bench (build-gpu-device/);
+#   2. writes the decoder layer's kernels: unfused PTX and cubin (the build
+#      step), and fused PTX (sconv-fuse first) when the lowering handles it;
+#   3. runs each bundle on random data, compares with the CPU reference
+#      (bit for bit), times every kernel, the whole layer and a
+#      device-to-device copy of the same bytes, and prints one table.
+# Environment: INKLING_GPU_TOKENS (default 256), INKLING_GPU_RUNS (200),
+# INKLING_GPU_BUILD_DIR, INKLING_GPU_SKIP_SETUP=1 (packages already there).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${INKLING_GPU_BUILD_DIR:-$root/build-gpu-device}"
+tokens="${INKLING_GPU_TOKENS:-256}"
+runs="${INKLING_GPU_RUNS:-200}"
+
+if [ "${INKLING_GPU_SKIP_SETUP:-0}" != 1 ]; then
+  "$root/scripts/setup.sh"
+fi
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target inkling-opt inkling-gpu-bench \
+  inkling-kernels
+
+kernels="$build/kernels/decoder_layer"
+bundles=(--bundle "unfused=$kernels/isa")
+if [ -f "$kernels/bin/manifest.json" ]; then
+  bundles+=(--bundle "cubin=$kernels/bin")
+fi
+rm -rf "$kernels/fused-isa"
+if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" --sconv-fuse \
+    "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa" \
+    "--inkling-write-kernels=dir=$kernels/fused-isa" -o /dev/null \
+    2>"$build/fused-lowering.log"; then
+  bundles+=(--bundle "fused=$kernels/fused-isa")
+else
+  echo "fused bundle not built (see $build/fused-lowering.log)"
+fi
+
+set +e
+"$build/bench/gpu/inkling-gpu-bench" "${bundles[@]}" --tokens "$tokens" \
+  --runs "$runs" --warmup 20
+rc=$?
+set -e
+if [ "$rc" = 77 ]; then
+  echo "run.sh: no GPU run (see the reason above)"
+  exit 0
+fi
+exit "$rc"
