@@ -3,7 +3,8 @@
 # driver (docs/gpu.md). One call, a few minutes on 16 cores:
 #   1. builds inkling-opt, the runtime and inkling-gpu-bench (build-gpu-device/);
 #   2. writes the decoder layer's kernels: unfused PTX and cubin (the build
-#      step), and fused PTX (sconv-fuse first) when the lowering handles it;
+#      step), fused PTX (sconv-fuse: one fused_conv that also inserts) and
+#      packed PTX (fused convs + one insert_packed);
 #   3. runs each bundle on random data, compares with the CPU reference
 #      (bit for bit), times every kernel, the whole layer and a
 #      device-to-device copy of the same bytes, and prints one table.
@@ -39,6 +40,14 @@ if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" --sconv-fuse \
   bundles+=(--bundle "fused=$kernels/fused-isa")
 else
   echo "fused bundle not built (see $build/fused-lowering.log)"
+fi
+rm -rf "$kernels/packed-isa"
+if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
+    --sconv-defer-inserts --sconv-fuse-inserts --sconv-fuse-convs \
+    "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa" \
+    "--inkling-write-kernels=dir=$kernels/packed-isa" -o /dev/null \
+    2>>"$build/fused-lowering.log"; then
+  bundles+=(--bundle "packed=$kernels/packed-isa")
 fi
 
 set +e

@@ -23,3 +23,14 @@
 // BIN: "file": "decoder_layer_k0_conv_k.cubin",
 // BIN-NEXT: "format": "cubin",
 // BIN: "format": "cubin"
+
+// The fused kernels (sconv-fuse; the packed-insert strategy) spill nothing
+// either.
+// RUN: rm -rf %t.fused && inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-fuse \
+// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.fused -o /dev/null
+// RUN: %ptxas -arch=sm_90 -v %t.fused/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx -o %t.fused/f.cubin 2>&1 | FileCheck %s --check-prefix=FUSED
+// RUN: rm -rf %t.packed && inkling-opt %inkling_src/examples/decoder_layer.mlir \
+// RUN:   --sconv-defer-inserts --sconv-fuse-inserts --sconv-fuse-convs \
+// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.packed -o /dev/null
+// RUN: %ptxas -arch=sm_90 -v %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx -o %t.packed/p.cubin 2>&1 | FileCheck %s --check-prefix=FUSED
+// FUSED: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
