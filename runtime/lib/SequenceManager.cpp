@@ -762,7 +762,7 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
 
 StatusOr<StepBuffers>
 SequenceManager::bindStepBuffers(const StepBufferSpec &spec) const {
-  return StepBuffers::bind(spec, maxHeld_);
+  return StepBuffers::bind(spec, maxHeld_, this);
 }
 
 StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
@@ -770,11 +770,11 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
                                               const StepShape &shape,
                                               StepBuffers &buffers) {
   const StepBufferSpec &spec = buffers.spec();
-  if (buffers.maxBlocksPerRow() < maxHeld_)
-    return invalidArgument("step buffers track " +
-                           str(buffers.maxBlocksPerRow()) +
-                           " blocks per row, this manager needs " +
-                           str(maxHeld_) + ": bind them with bindStepBuffers");
+  // The buffers record what this manager wrote into them.
+  if (buffers.owner() != this)
+    return invalidArgument("step buffers were bound by another manager (or "
+                           "by StepBuffers::bind): bind them with this "
+                           "manager's bindStepBuffers");
   if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
     return invalidArgument("batch of " + str(numSequences) +
                            " sequences needs a non-null id array");

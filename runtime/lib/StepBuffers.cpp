@@ -10,7 +10,8 @@
 namespace inkling {
 
 StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
-                                        int64_t maxBlocksPerRow) {
+                                        int64_t maxBlocksPerRow,
+                                        const void *owner) {
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   auto positive = [](const char *name, int64_t value) -> Status {
     if (value < 1 || value > kInt32Max)
@@ -40,6 +41,7 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
   StepBuffers buffers;
   buffers.spec_ = spec;
   buffers.maxBlocksPerRow_ = maxBlocksPerRow;
+  buffers.owner_ = owner;
   buffers.rowCounts_.assign(spec.maxRows, 0);
   buffers.rowBlocks_.assign(spec.maxRows * maxBlocksPerRow, MappedBlock());
   buffers.reset();

@@ -516,6 +516,20 @@ TEST(SequenceManagerTest, CopiesNeedRoomInTheCopyBuffer) {
   EXPECT_NE(step.status().message().find("copy-on-write"), std::string::npos);
 }
 
+TEST(SequenceManagerTest, StepBuffersBelongToTheirManager) {
+  TestEngine a, b;
+  SequenceId id = *a.add(iota(3));
+  ASSERT_TRUE(a.manager().schedule(id, 3).isOk());
+  StatusOr<StepInfo> step =
+      a.manager().buildStep(&id, 1, StepShape(), b.stepBuffers());
+  EXPECT_EQ(step.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(step.status().message().find("another manager"), std::string::npos);
+  OwnedStepBuffers owned(2, 8, 8, 0);
+  StepBuffers unowned = std::move(*StepBuffers::bind(owned.spec, 8));
+  EXPECT_EQ(a.manager().buildStep(&id, 1, StepShape(), unowned).status().code(),
+            StatusCode::InvalidArgument);
+}
+
 TEST(SequenceManagerTest, FinishedIdsAreNeverReused) {
   TestEngine engine;
   SequenceId a = *engine.add(iota(3));

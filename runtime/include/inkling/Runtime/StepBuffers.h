@@ -56,11 +56,15 @@ public:
   /// Validates the spec, fills block_table with the null block and
   /// slot_mapping with -1 once. `maxBlocksPerRow` bounds the live entries of
   /// a row (the sequence manager's per-sequence block bound).
+  /// `owner` identifies the producer that may write them (the sequence
+  /// manager refuses buffers bound by another).
   static StatusOr<StepBuffers> bind(const StepBufferSpec &spec,
-                                    int64_t maxBlocksPerRow);
+                                    int64_t maxBlocksPerRow,
+                                    const void *owner = nullptr);
 
   const StepBufferSpec &spec() const { return spec_; }
   int64_t maxBlocksPerRow() const { return maxBlocksPerRow_; }
+  const void *owner() const { return owner_; }
   /// Token count and rows of the last build (the invariant's watermarks).
   int64_t lastNumTokens() const { return lastTokens_; }
   int64_t lastNumRows() const { return lastRows_; }
@@ -98,6 +102,7 @@ private:
 
   StepBufferSpec spec_;
   int64_t maxBlocksPerRow_ = 0;
+  const void *owner_ = nullptr;
   // Per row: the count and the recorded entries (sorted) of its window.
   std::vector<int32_t> rowCounts_;
   std::vector<MappedBlock> rowBlocks_;
