@@ -808,7 +808,8 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
     seq.buildStamp = buildStamp_;
     batch_[b] = &seq;
     numTokens += seq.numScheduled;
-    int64_t lastColumn = heldBlocks(seq)[seq.numHeld - 1].logical;
+    // The window's last block is the one of the step's last position.
+    int64_t lastColumn = blockOf(seq.numComputed + seq.numScheduled - 1);
     if (lastColumn >= spec.numCols)
       return outOfRange(seqName(ids[b]) + " needs block table column " +
                         str(lastColumn) + ", but the table has " +
