@@ -94,12 +94,6 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   if (!program.keepOnlyOp(options.opIndex, error))
     return fail(error);
   OpInfo op = before.ops[options.opIndex];
-  CompileOptions compile;
-  compile.checked = true;
-  compile.addStatus = true;
-  compile.fusion = options.fusion.empty() ? "none" : options.fusion;
-  if (!program.compile(compile, error))
-    return fail(error);
   const LayerSignature &sig = program.signature();
   const Layout &layout = sig.layout;
   int64_t H = layout.headsPerRank, W = layout.config.kernel;
@@ -187,6 +181,15 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                 "', expected a uint16 (or uint8) array of "
                 "whole pages of " +
                 std::to_string(sig.pageBytes) + " bytes");
+
+  // Inputs are read and checked before the (slower) compilation. Checked
+  // mode adds a status buffer as the last argument.
+  CompileOptions compile;
+  compile.checked = true;
+  compile.addStatus = true;
+  compile.fusion = options.fusion.empty() ? "none" : options.fusion;
+  if (!program.compile(compile, error))
+    return fail(error);
 
   // Buffers for every argument of the function (the others are unused).
   std::vector<std::unique_ptr<Buffer>> storage;

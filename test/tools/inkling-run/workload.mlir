@@ -4,13 +4,13 @@
 // hits), random and out-of-blocks preemption, resume, forks with
 // copy-on-write pages, finishes. Every output and cache row is checked.
 //
-// RUN: inkling-run %inkling_src/examples/small_layer.mlir --steps=1500 \
-// RUN:   --budget-mb=0.03 --fork-rate=0.05 --preempt-rate=0.02 \
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --steps=1000 \
+// RUN:   --budget-mb=0.025 --arrival-rate=0.5 --fork-rate=0.05 --preempt-rate=0.02 \
 // RUN:   --max-prompt=64 --max-output=48 --json | FileCheck %s
 //
 // CHECK: {
 // CHECK-DAG: "mismatches": 0,
-// CHECK-DAG: "steps": 1500,
+// CHECK-DAG: "steps": 1000,
 // CHECK-DAG: "layers": 3,
 // CHECK-DAG: "tokens": {{[1-9][0-9]*}},
 // CHECK-DAG: "block_copies": {{[1-9][0-9]*}},
