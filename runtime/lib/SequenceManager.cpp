@@ -320,15 +320,27 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   // path (which validates and explains).
   Sequence *seq = find(id);
   if (seq && numTokens == 1 && seq->state == SequenceState::Idle &&
-      seq->numComputed < seq->numTokens && seq->numHeld > 0) {
-    const MappedBlock &last = heldBlocks(*seq)[seq->numHeld - 1];
-    if (last.logical == blockOf(seq->numComputed) &&
-        !pool_.isSharedOrCached(last.physical)) {
-      seq->state = SequenceState::Scheduled;
-      seq->numScheduled = 1;
-      seq->storeFrom = seq->numComputed;
-      return Status::ok();
+      seq->numComputed < seq->numTokens) {
+    // One token: the stored range is position c alone, in block c/N.
+    int64_t block = blockOf(seq->numComputed);
+    MappedBlock *held = heldBlocks(*seq);
+    bool inLastBlock =
+        seq->numHeld > 0 && held[seq->numHeld - 1].logical == block;
+    if (inLastBlock &&
+        !pool_.isSharedOrCached(held[seq->numHeld - 1].physical)) {
+      // Written in place: nothing to allocate.
+    } else if (!inLastBlock && pool_.numFreeBlocks() > 0 &&
+               seq->numHeld < maxHeld_) {
+      // c starts a block: one new block.
+      held[seq->numHeld++] = {static_cast<int32_t>(block),
+                              pool_.allocateUnchecked()};
+    } else {
+      return scheduleGeneral(id, numTokens); // copy-on-write, out of blocks
     }
+    seq->state = SequenceState::Scheduled;
+    seq->numScheduled = 1;
+    seq->storeFrom = seq->numComputed;
+    return Status::ok();
   }
   return scheduleGeneral(id, numTokens);
 }

@@ -65,6 +65,27 @@ void StepBuffers::rewriteRow(int64_t row, const MappedBlock *blocks,
   int32_t *table = spec_.blockTable + row * spec_.numCols;
   MappedBlock *recorded = rowBlocks_.data() + row * maxBlocksPerRow_;
   int32_t oldCount = rowCounts_[row];
+  auto same = [](const MappedBlock *a, const MappedBlock *b, int32_t n) {
+    for (int32_t i = 0; i < n; ++i)
+      if (a[i].logical != b[i].logical || a[i].physical != b[i].physical)
+        return false;
+    return true;
+  };
+  // The two ways a decode step moves its window: a block appended (the
+  // step starts a block) or the first block dropped (the history left it).
+  if (count == oldCount + 1 && same(recorded, blocks, oldCount)) {
+    table[blocks[oldCount].logical] = blocks[oldCount].physical;
+    recorded[oldCount] = blocks[oldCount];
+    rowCounts_[row] = count;
+    return;
+  }
+  if (count == oldCount - 1 && same(recorded + 1, blocks, count)) {
+    table[recorded[0].logical] = kNullBlock;
+    for (int32_t i = 0; i < count; ++i)
+      recorded[i] = blocks[i];
+    rowCounts_[row] = count;
+    return;
+  }
   // Both windows are sorted: null the old columns the new one lacks.
   int32_t next = 0;
   for (int32_t i = 0; i < oldCount; ++i) {
