@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -168,7 +169,10 @@ harness::compile(const std::string &source,
       module->print(os);
   }
   mlir::ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
+  // `transformer` is a function_ref: keep the function alive past create().
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      mlir::makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine) {
     llvm::raw_string_ostream os(error);
