@@ -623,12 +623,14 @@ Status SequenceManager::checkCommit(const Sequence &seq, SequenceId id,
                                     const int32_t *newTokens,
                                     int64_t numNewTokens) const {
   int64_t n = seq.numScheduled;
-  int64_t computed = seq.numComputed + numAccepted;
+  // numAccepted is added only once it is known to be in [0, n]: a hostile
+  // value must not overflow (found by the C API fuzzer;
+  // fuzz/regressions/runtime/commit-accepted-overflow).
   if (seq.state != SequenceState::Scheduled || numAccepted < 0 ||
       numAccepted > n || n - numAccepted > lookahead_ || numNewTokens < 0 ||
       numNewTokens > kMaxPosition - seq.numTokens ||
       (numNewTokens > 0 && newTokens == nullptr) ||
-      seq.numTokens + numNewTokens < computed)
+      seq.numTokens + numNewTokens < seq.numComputed + numAccepted)
     return commitError(seq, id, numAccepted, newTokens, numNewTokens);
   return Status::ok();
 }

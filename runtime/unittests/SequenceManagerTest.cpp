@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <numeric>
 
 using namespace inkling;
@@ -436,6 +438,16 @@ TEST_F(ErrorTest, FailingCallsLeaveTheStateUnchanged) {
               "cannot accept 3");
   expectError([&] { return m.commit(scheduled, -1); }, StatusCode::OutOfRange,
               "cannot accept -1");
+  // Found by the C API fuzzer: the accepted count was added to num_computed
+  // before its range check (signed overflow).
+  expectError(
+      [&] {
+        return m.commit(scheduled, std::numeric_limits<int64_t>::max() - 1);
+      },
+      StatusCode::OutOfRange, "cannot accept 9223372036854775806");
+  expectError(
+      [&] { return m.commit(scheduled, std::numeric_limits<int64_t>::min()); },
+      StatusCode::OutOfRange, "cannot accept");
   expectError([&] { return m.commit(scheduled, 2, nullptr, 2); },
               StatusCode::InvalidArgument, "null token pointer");
   expectError([&] { return m.appendTokens(idle, &token, -1); },
