@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdio>
+#include <string>
 
 namespace {
 
@@ -66,7 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
         return mlir::success();
       });
 
-  llvm::StringRef source(reinterpret_cast<const char *>(bytes), size);
+  // MLIR's lexer scans its buffer up to a terminating NUL (as files and
+  // strings read by the tools have); libFuzzer's bytes have none.
+  std::string source(reinterpret_cast<const char *>(bytes), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(source, &context);
   if (!module)
