@@ -158,6 +158,9 @@ void SequenceManager::hashTail(Sequence &seq) {
   seq.lastHash = chainBlockHash(seq.lastHash, tailTokens(seq), blockSize_);
   blockHashes(seq).push_back(seq.lastHash);
   seq.tailCount = 0;
+  // In decode the block's tokens are known a step before its positions are
+  // computed and it is registered: load its map slot meanwhile.
+  cache_.prefetch(seq.lastHash);
 }
 
 Status SequenceManager::checkStartPosition(const std::vector<uint64_t> &hashes,
@@ -591,7 +594,7 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
         blockOf(computed) != blockOf(oldComputed)) {
       const MappedBlock &done = heldBlocks(*seq)[seq->numHeld - 1];
       if (computed - history_ >= seq->validFrom &&
-          !pool_.hasCacheTag(done.physical)) {
+          !pool_.hasCacheTagUnchecked(done.physical)) {
         const std::vector<uint64_t> &hashes = blockHashes(*seq);
         uint64_t hash = static_cast<int64_t>(hashes.size()) == done.logical + 1
                             ? seq->lastHash

@@ -55,6 +55,10 @@ public:
         return entry.block;
     }
   }
+  /// Starts loading the slot of `hash` (an insert or find follows soon).
+  void prefetch(uint64_t hash) const {
+    __builtin_prefetch(&entries_[hash & mask_]);
+  }
   /// Registers `block` under `hash`; false (and no change) when the hash is
   /// already registered or the table is full.
   bool insert(uint64_t hash, int32_t block);
