@@ -106,7 +106,7 @@ int32_t SequenceManager::newSlot() {
   } else {
     slot = static_cast<int32_t>(seqs_.size());
     seqs_.emplace_back();
-    hashes_.emplace_back();
+    chains_.emplace_back();
     numSlots_ = seqs_.size();
     held_.resize(seqs_.size() * maxHeld_);
     tails_.resize(seqs_.size() * blockSize_);
@@ -118,7 +118,8 @@ int32_t SequenceManager::newSlot() {
   seq.generation = generation;
   seq.slot = static_cast<uint32_t>(slot);
   seq.lastHash = config_.prefixSeed;
-  hashes_[slot].clear(); // keeps its capacity: sequences come and go
+  chains_[slot].base = 0;
+  chains_[slot].hashes.clear(); // keeps its capacity: sequences come and go
   ++numLive_;
   return slot;
 }
@@ -134,8 +135,7 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
   if (!config_.enablePrefixCaching)
     return;
   auto chain = [&](const int32_t *block) {
-    seq.lastHash = chainBlockHash(seq.lastHash, block, blockSize_);
-    blockHashes(seq).push_back(seq.lastHash);
+    pushHash(seq, chainBlockHash(seq.lastHash, block, blockSize_));
   };
   int32_t *tail = tailTokens(seq);
   int64_t i = 0;
@@ -154,9 +154,22 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
     tail[seq.tailCount++] = tokens[i];
 }
 
+void SequenceManager::pushHash(Sequence &seq, uint64_t hash) {
+  seq.lastHash = hash;
+  HashChain &chain = chainOf(seq);
+  // Drop the hashes of blocks before c/N (in batches, so the vector stays
+  // small while decoding).
+  int64_t keepFrom = blockOf(seq.numComputed);
+  if (keepFrom - chain.base >= 32) {
+    chain.hashes.erase(chain.hashes.begin(),
+                       chain.hashes.begin() + (keepFrom - chain.base));
+    chain.base = keepFrom;
+  }
+  chain.hashes.push_back(hash);
+}
+
 void SequenceManager::hashTail(Sequence &seq) {
-  seq.lastHash = chainBlockHash(seq.lastHash, tailTokens(seq), blockSize_);
-  blockHashes(seq).push_back(seq.lastHash);
+  pushHash(seq, chainBlockHash(seq.lastHash, tailTokens(seq), blockSize_));
   seq.tailCount = 0;
   // In decode the block's tokens are known a step before its positions are
   // computed and it is registered: load its map slot meanwhile.
@@ -272,23 +285,6 @@ SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
       best = (j + 1) * blockSize_;
   }
   return best;
-}
-
-StatusOr<int64_t>
-SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
-  const Sequence *seq = find(id);
-  if (!seq)
-    return unknownSequence(id, "longest cached prefix");
-  if (maxLength < 0)
-    return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
-  if (!config_.enablePrefixCaching)
-    return int64_t(0);
-  const std::vector<uint64_t> &hashes = blockHashes(*seq);
-  int64_t blocks = std::min<int64_t>(maxLength / blockSize_, hashes.size());
-  for (int64_t j = blocks - 1; j >= 0; --j)
-    if (cache_.find(hashes[j]) >= 0)
-      return (j + 1) * blockSize_;
-  return int64_t(0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -470,9 +466,7 @@ void SequenceManager::registerCompleteBlocks(Sequence &seq,
     if (held[i].logical != j)
       continue;
     int32_t block = held[i].physical;
-    const std::vector<uint64_t> &hashes = blockHashes(seq);
-    uint64_t hash =
-        j + 1 == static_cast<int64_t>(hashes.size()) ? seq.lastHash : hashes[j];
+    uint64_t hash = chainOf(seq).at(j);
     if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
       pool_.setCacheTagUnchecked(block, hash);
   }
@@ -595,10 +589,10 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
       const MappedBlock &done = heldBlocks(*seq)[seq->numHeld - 1];
       if (computed - history_ >= seq->validFrom &&
           !pool_.hasCacheTagUnchecked(done.physical)) {
-        const std::vector<uint64_t> &hashes = blockHashes(*seq);
-        uint64_t hash = static_cast<int64_t>(hashes.size()) == done.logical + 1
+        // Usually the last hash (only the sampled token is known ahead).
+        uint64_t hash = blockOf(seq->numTokens) == done.logical + 1
                             ? seq->lastHash
-                            : hashes[done.logical];
+                            : chainOf(*seq).at(done.logical);
         if (cache_.insert(hash, done.physical))
           pool_.setCacheTagUnchecked(done.physical, hash);
       }
@@ -712,7 +706,8 @@ Status SequenceManager::preempt(SequenceId id) {
   return Status::ok();
 }
 
-Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
+Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
+                               int64_t numTokens, int64_t startPosition) {
   Sequence *found = find(id);
   if (!found)
     return unknownSequence(id, "resume");
@@ -720,11 +715,34 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
   if (seq.state != SequenceState::Preempted)
     return failedPrecondition(seqName(id) + " is not preempted (it is " +
                               sequenceStateName(seq.state) + ")");
+  if (numTokens != seq.numTokens)
+    return invalidArgument("resuming " + seqName(id) + " needs its " +
+                           str(seq.numTokens) + " known token ids, got " +
+                           str(numTokens));
+  HashChain rebuilt;
+  if (config_.enablePrefixCaching) {
+    if (numTokens > 0 && tokens == nullptr)
+      return invalidArgument("resuming " + seqName(id) +
+                             " with a null token pointer");
+    appendChainHashes(config_.prefixSeed, tokens, numTokens, blockSize_,
+                      rebuilt.hashes);
+    // The last block hash names the whole prefix; the partial block is kept
+    // as tokens: together they check every token id.
+    int64_t whole = static_cast<int64_t>(rebuilt.hashes.size()) * blockSize_;
+    uint64_t last =
+        rebuilt.hashes.empty() ? config_.prefixSeed : rebuilt.hashes.back();
+    if (last != seq.lastHash ||
+        !std::equal(tokens + whole, tokens + numTokens, tailTokens(seq)))
+      return invalidArgument("the token ids given to resume " + seqName(id) +
+                             " are not the sequence's own");
+  }
   int32_t block = -1;
-  if (Status status = checkStartPosition(blockHashes(seq), seq.numTokens,
-                                         startPosition, block);
+  if (Status status =
+          checkStartPosition(rebuilt.hashes, numTokens, startPosition, block);
       !status)
     return status;
+  if (config_.enablePrefixCaching)
+    chainOf(seq) = std::move(rebuilt);
   startAt(seq, startPosition, block);
   return Status::ok();
 }
@@ -736,7 +754,8 @@ Status SequenceManager::finish(SequenceId id) {
   Sequence &seq = *found;
   releaseAll(seq);
   seq.generation |= Sequence::kFinished;
-  blockHashes(seq).clear();
+  chainOf(seq).hashes.clear();
+  chainOf(seq).base = 0;
   freeSlots_.push_back(static_cast<int32_t>(&seq - seqs_.data()));
   --numLive_;
   return Status::ok();
@@ -759,7 +778,7 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
   child.numComputed = parent.numComputed;
   child.numTokens = parent.numTokens;
   child.validFrom = parent.validFrom;
-  blockHashes(child) = blockHashes(parent);
+  chainOf(child) = chainOf(parent);
   child.lastHash = parent.lastHash;
   child.tailCount = parent.tailCount;
   std::copy_n(tailTokens(parent), parent.tailCount, tailTokens(child));
@@ -1003,10 +1022,14 @@ Status SequenceManager::checkInvariants() const {
                                str(block));
       }
     }
+    const HashChain &chain = chainOf(seq);
     if (config_.enablePrefixCaching &&
-        (static_cast<int64_t>(blockHashes(seq).size()) !=
-             seq.numTokens / blockSize_ ||
-         seq.tailCount != seq.numTokens % blockSize_))
+        (chain.end() != seq.numTokens / blockSize_ ||
+         seq.tailCount != seq.numTokens % blockSize_ ||
+         (chain.end() > 0 && !chain.hashes.empty() &&
+          chain.hashes.back() != seq.lastHash) ||
+         (seq.state != SequenceState::Preempted &&
+          chain.base > c / blockSize_)))
       return internalError(name + " has a hash chain out of step with its " +
                            str(seq.numTokens) + " tokens");
   }
@@ -1064,9 +1087,8 @@ std::string SequenceManager::debugString() const {
     const MappedBlock *held = heldBlocks(seq);
     for (int32_t i = 0; i < seq.numHeld; ++i)
       os << held[i].logical << ':' << held[i].physical << ' ';
-    os << "] hashes=" << blockHashes(seq).size();
-    if (!blockHashes(seq).empty())
-      os << '/' << std::hex << blockHashes(seq).back() << std::dec;
+    os << "] hashes=[" << chainOf(seq).base << ", " << chainOf(seq).end()
+       << ")/" << std::hex << seq.lastHash << std::dec;
     os << " tail=[";
     for (int32_t i = 0; i < seq.tailCount; ++i)
       os << tailTokens(seq)[i] << ' ';

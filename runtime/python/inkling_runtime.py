@@ -159,13 +159,12 @@ _SIGNATURES = {
         _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _P(_I64), _P(_I32),
                   _I64)),
     "inkling_preempt": (_STATUS, (ctypes.c_void_p, _I64)),
-    "inkling_resume": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
+    "inkling_resume": (
+        _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64, _I64)),
     "inkling_finish": (_STATUS, (ctypes.c_void_p, _I64)),
     "inkling_fork": (_STATUS, (ctypes.c_void_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix": (
         _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64))),
-    "inkling_sequence_longest_cached_prefix": (
-        _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I64))),
     "inkling_sequence_info": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_SequenceInfo))),
     "inkling_step_buffers_create": (
@@ -338,8 +337,11 @@ class Manager:
     def preempt(self, seq):
         self._check(self._lib.inkling_preempt(self._handle, seq))
 
-    def resume(self, seq, start=0):
-        self._check(self._lib.inkling_resume(self._handle, seq, start))
+    def resume(self, seq, tokens, start=0):
+        """Resumes a preempted sequence; `tokens` are all its known ids."""
+        array, count = _int32_array(tokens)
+        self._check(self._lib.inkling_resume(self._handle, seq, array, count,
+                                             start))
 
     def finish(self, seq):
         self._check(self._lib.inkling_finish(self._handle, seq))
@@ -355,12 +357,6 @@ class Manager:
         out = _I64()
         self._check(self._lib.inkling_longest_cached_prefix(
             self._handle, array, count, max_length, ctypes.byref(out)))
-        return out.value
-
-    def sequence_longest_cached_prefix(self, seq, max_length):
-        out = _I64()
-        self._check(self._lib.inkling_sequence_longest_cached_prefix(
-            self._handle, seq, max_length, ctypes.byref(out)))
         return out.value
 
     def sequence_info(self, seq):

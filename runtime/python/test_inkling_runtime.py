@@ -152,10 +152,14 @@ class ServingEngineStepTest(unittest.TestCase):
             self.manager.commit(seq, 1, [token])
         self.manager.preempt(seq)
         self.assertEqual(self.manager.sequence_info(seq).num_blocks, 0)
-        hit = self.manager.sequence_longest_cached_prefix(seq, 100)
+        tokens = list(range(20))  # the engine keeps the token ids
+        hit = self.manager.longest_cached_prefix(tokens, 100)
         self.assertEqual(hit % W, 0)
         self.assertGreater(hit, 0)
-        self.manager.resume(seq, hit)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.resume(seq, tokens[:-1], hit)
+        self.assertEqual(caught.exception.code, rt.INVALID_ARGUMENT)
+        self.manager.resume(seq, tokens, hit)
         info = self.manager.sequence_info(seq)
         self.assertEqual((info.state, info.num_computed), ("idle", hit))
         self.run_step([(seq, info.num_tokens - hit)])

@@ -587,15 +587,25 @@ private:
                           : StatusCode::FailedPrecondition;
     if (chance(0.6)) {
       int64_t maxLength = uniform(0, seq.tokens.size());
-      StatusOr<int64_t> hit = manager_->longestCachedPrefix(seq.id, maxLength);
+      StatusOr<int64_t> hit = manager_->longestCachedPrefix(
+          seq.tokens.data(), seq.tokens.size(), maxLength);
       if (!hit || *hit > maxLength || *hit % n_ != 0)
         return "bad prefix hit for a sequence";
       start = *hit;
       prefixHits_ += start > 0 && code == StatusCode::Ok;
     }
+    // The engine passes the sequence's token ids; sometimes wrong ones.
+    std::vector<int32_t> tokens = seq.tokens;
+    if (code == StatusCode::Ok && !tokens.empty() && chance(0.1)) {
+      if (chance(0.5))
+        tokens.pop_back();
+      else
+        tokens[uniform(0, tokens.size() - 1)] ^= 1;
+      code = StatusCode::InvalidArgument;
+    }
     lastOp_ = "resume at " + std::to_string(start);
-    if (std::string err =
-            expect(code, [&] { return manager_->resume(seq.id, start); });
+    if (std::string err = expect(
+            code, [&] { return manager_->resume(seq.id, tokens, start); });
         !err.empty())
       return err;
     if (code == StatusCode::Ok) {

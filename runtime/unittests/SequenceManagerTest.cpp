@@ -100,7 +100,7 @@ TEST(SequenceManagerTest, CommitReturnsBlocksLeavingTheWindowAtOnce) {
   EXPECT_EQ(engine.manager().pool().refCount(leaving), 1)
       << "the step at 10 reads history [7, 10) from block 1";
   ASSERT_TRUE(engine.manager().preempt(id).isOk());
-  ASSERT_TRUE(engine.manager().resume(id).isOk());
+  ASSERT_TRUE(engine.manager().resume(id, engine.tokens(id)).isOk());
   ASSERT_EQ(engine.step({{id, 10}}), "");
   leaving = engine.manager().sequenceInfo(id)->blocks[0].physical;
   // Committing position 10 makes c = 11: history [8, 11) is block 2 only.
@@ -125,7 +125,7 @@ TEST(SequenceManagerTest, DecodeNeverHoldsMoreThanTheBound) {
       EXPECT_LE(static_cast<int64_t>(during.blocks.size()),
                 engine.manager().maxBlocksPerSequence());
       ASSERT_TRUE(engine.manager().preempt(id).isOk());
-      ASSERT_TRUE(engine.manager().resume(id, 0).isOk());
+      ASSERT_TRUE(engine.manager().resume(id, engine.tokens(id), 0).isOk());
       // Re-prefill the whole sequence, then decode one more token.
       ASSERT_EQ(
           engine.step({{id, static_cast<int64_t>(engine.tokens(id).size())}}),
@@ -151,7 +151,7 @@ TEST(SequenceManagerTest, LongPromptHoldsTwoBlocksNotTheChunk) {
   EXPECT_EQ(during.blocks.size(), 1u) << "positions [32765, 32768)";
   EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 1);
   ASSERT_TRUE(engine.manager().preempt(id).isOk());
-  ASSERT_TRUE(engine.manager().resume(id).isOk());
+  ASSERT_TRUE(engine.manager().resume(id, engine.tokens(id)).isOk());
   ASSERT_EQ(engine.step({{id, 32768}}), "");
   EXPECT_EQ(engine.spec().slotMapping[32764], -1);
   EXPECT_NE(engine.spec().slotMapping[32765], -1);
@@ -268,7 +268,7 @@ TEST(SequenceManagerTest, ForkSharesBlocksAndCopiesOnWrite) {
   EXPECT_EQ(scheduled.blocks[1].physical, scheduled.copy.dst);
   ASSERT_TRUE(engine.manager().preempt(parent).isOk());
   EXPECT_EQ(engine.manager().pool().refCount(shared), 1) << "copy source freed";
-  ASSERT_TRUE(engine.manager().resume(parent).isOk());
+  ASSERT_TRUE(engine.manager().resume(parent, engine.tokens(parent)).isOk());
   ASSERT_EQ(engine.step({{parent, 11}}), "");
   // Now fork again and run both branches in one step with different tokens.
   SequenceId sibling = *engine.fork(parent);
@@ -350,9 +350,24 @@ TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
   ASSERT_EQ(engine.decode(id, 6), ""); // c = 13, block [8, 12) cached
   ASSERT_TRUE(engine.manager().preempt(id).isOk());
   EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 0);
-  int64_t hit = *engine.manager().longestCachedPrefix(id, 100);
+  const std::vector<int32_t> &tokens = engine.tokens(id);
+  int64_t hit =
+      *engine.manager().longestCachedPrefix(tokens.data(), tokens.size(), 100);
   EXPECT_EQ(hit, 12);
-  ASSERT_TRUE(engine.manager().resume(id, hit).isOk());
+  // resume takes the engine's token ids (the runtime keeps only the
+  // window's hashes) and checks that they are the sequence's own.
+  std::vector<int32_t> wrong = tokens;
+  wrong[2] += 1;
+  EXPECT_EQ(engine.manager().resume(id, wrong, hit).code(),
+            StatusCode::InvalidArgument);
+  std::vector<int32_t> shorter(tokens.begin(), tokens.end() - 1);
+  EXPECT_EQ(engine.manager().resume(id, shorter, hit).code(),
+            StatusCode::InvalidArgument);
+  std::vector<int32_t> wrongTail = tokens;
+  wrongTail.back() += 1;
+  EXPECT_EQ(engine.manager().resume(id, wrongTail, hit).code(),
+            StatusCode::InvalidArgument);
+  ASSERT_TRUE(engine.manager().resume(id, tokens, hit).isOk());
   EXPECT_EQ(engine.manager().sequenceInfo(id)->blocks.size(), 1u);
   ASSERT_EQ(engine.step({{id, 2}}), "");
   ASSERT_EQ(engine.decode(id, 4), "");
@@ -452,8 +467,8 @@ TEST_F(ErrorTest, FailingCallsLeaveTheStateUnchanged) {
               StatusCode::InvalidArgument, "null token pointer");
   expectError([&] { return m.appendTokens(idle, &token, -1); },
               StatusCode::InvalidArgument, "-1");
-  expectError([&] { return m.resume(idle, 0); }, StatusCode::FailedPrecondition,
-              "not preempted");
+  expectError([&] { return m.resume(idle, engine->tokens(idle), 0); },
+              StatusCode::FailedPrecondition, "not preempted");
   expectError([&] { return m.finish(unknown); }, StatusCode::NotFound,
               "unknown sequence id");
   expectError([&] { return m.fork(scheduled).status(); },
@@ -466,7 +481,7 @@ TEST_F(ErrorTest, FailingCallsLeaveTheStateUnchanged) {
               StatusCode::OutOfRange, "exceeds the 8 known tokens");
   expectError([&] { return m.addSequence(iota(8, 70), 8).status(); },
               StatusCode::NotFound, "no cached block");
-  expectError([&] { return m.longestCachedPrefix(idle, -2).status(); },
+  expectError([&] { return m.longestCachedPrefix(&token, 1, -2).status(); },
               StatusCode::InvalidArgument, "max length (-2)");
 }
 

@@ -161,11 +161,20 @@ public:
                      const int64_t *tokenOffsets, const int32_t *tokens,
                      int64_t count);
 
-  /// Releases every block (also of a scheduled step); c becomes 0. The token
-  /// ids stay, for resume.
+  /// Releases every block (also of a scheduled step); c becomes 0.
   Status preempt(SequenceId id);
-  /// Resumes a preempted sequence at 0 (recompute) or at a prefix hit.
-  Status resume(SequenceId id, int64_t startPosition = 0);
+  /// Resumes a preempted sequence at 0 (recompute) or at a prefix hit (see
+  /// longestCachedPrefix). `tokens` are the sequence's known token ids, all
+  /// numTokens of them: the runtime keeps hashes only for the window, so it
+  /// rebuilds the chain from them (and checks them against the sequence's
+  /// last block hash and partial block).
+  Status resume(SequenceId id, const int32_t *tokens, int64_t numTokens,
+                int64_t startPosition = 0);
+  Status resume(SequenceId id, const std::vector<int32_t> &tokens,
+                int64_t startPosition = 0) {
+    return resume(id, tokens.data(), static_cast<int64_t>(tokens.size()),
+                  startPosition);
+  }
   /// Releases everything and forgets the sequence.
   Status finish(SequenceId id);
   /// A child sharing the parent's blocks (reference counts) and tokens; the
@@ -180,8 +189,6 @@ public:
   StatusOr<int64_t> longestCachedPrefix(const int32_t *tokens,
                                         int64_t numTokens,
                                         int64_t maxLength) const;
-  /// The same for a sequence's own known tokens (e.g. to resume it).
-  StatusOr<int64_t> longestCachedPrefix(SequenceId id, int64_t maxLength) const;
 
   // --- Steps
   // -------------------------------------------------------------------
@@ -235,7 +242,7 @@ private:
     // [1, 2^31) while live; | kFinished once finished (so stale handles
     // never match); the next sequence in the slot takes the next one.
     uint32_t generation = 0;
-    uint32_t slot = 0; // index in seqs_, held_, tails_ and hashes_
+    uint32_t slot = 0; // index in seqs_, held_, tails_ and chains_
     int32_t numComputed = 0;
     int32_t numTokens = 0;
     int32_t numScheduled = 0;
@@ -275,12 +282,21 @@ private:
   const MappedBlock *heldBlocks(const Sequence &seq) const {
     return held_.data() + slotOf(seq) * maxHeld_;
   }
-  std::vector<uint64_t> &blockHashes(const Sequence &seq) {
-    return hashes_[seq.slot];
+  // Prefix caching: the chain hashes of blocks [base, end()) of a
+  // sequence's known tokens. Blocks before c/N can never be registered
+  // again, so they are dropped (resume rebuilds the chain from the tokens):
+  // O(window) per decoding sequence, whatever its length.
+  struct HashChain {
+    int64_t base = 0;
+    std::vector<uint64_t> hashes;
+    int64_t end() const { return base + static_cast<int64_t>(hashes.size()); }
+    uint64_t at(int64_t block) const { return hashes[block - base]; }
+  };
+  HashChain &chainOf(const Sequence &seq) { return chains_[seq.slot]; }
+  const HashChain &chainOf(const Sequence &seq) const {
+    return chains_[seq.slot];
   }
-  const std::vector<uint64_t> &blockHashes(const Sequence &seq) const {
-    return hashes_[seq.slot];
-  }
+  void pushHash(Sequence &seq, uint64_t hash);
   int32_t *tailTokens(const Sequence &seq) {
     return tails_.data() + slotOf(seq) * blockSize_;
   }
@@ -337,9 +353,7 @@ private:
   uint64_t numSlots_ = 0;         // seqs_.size()
   std::vector<MappedBlock> held_; // maxHeld_ per slot
   std::vector<int32_t> tails_;    // blockSize_ per slot
-  // Prefix caching: the chain hash of every whole block of known tokens,
-  // per slot (cold: touched once per block).
-  std::vector<std::vector<uint64_t>> hashes_;
+  std::vector<HashChain> chains_; // per slot
   std::vector<int32_t> freeSlots_;
   int64_t numLive_ = 0;
   uint64_t buildStamp_ = 0;

@@ -180,8 +180,12 @@ INKLING_API inkling_status_t inkling_commit_batch(inkling_manager_t *manager,
                                                   int64_t count);
 INKLING_API inkling_status_t inkling_preempt(inkling_manager_t *manager,
                                              int64_t sequence);
+/* Resumes a preempted sequence at 0 or at a prefix hit; `tokens` are all of
+   its known token ids (the runtime keeps hashes only for the window). */
 INKLING_API inkling_status_t inkling_resume(inkling_manager_t *manager,
                                             int64_t sequence,
+                                            const int32_t *tokens,
+                                            int64_t num_tokens,
                                             int64_t start_position);
 INKLING_API inkling_status_t inkling_finish(inkling_manager_t *manager,
                                             int64_t sequence);
@@ -193,11 +197,6 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
-/* The same over a sequence's own known tokens (e.g. to resume it). */
-INKLING_API inkling_status_t inkling_sequence_longest_cached_prefix(
-    inkling_manager_t *manager, int64_t sequence, int64_t max_length,
-    int64_t *out_length);
-
 typedef struct {
   int32_t state; /* INKLING_SEQUENCE_* */
   int64_t num_computed;
