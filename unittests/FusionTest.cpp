@@ -28,6 +28,7 @@
 
 #include <map>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -223,14 +224,16 @@ protected:
                          std::vector<std::unique_ptr<char[]>> &keep) {
     int64_t h = layout.headsPerRank, w = layout.range(s).width;
     if (isFlat(s)) {
-      auto *d = new Mem2(descriptor<uint16_t, 2>(
+      auto storage = std::make_unique<char[]>(sizeof(Mem2));
+      auto *d = new (storage.get()) Mem2(descriptor<uint16_t, 2>(
           data.buffer.data, {tokens, h * w}, {data.tokenStride, 1}));
-      keep.emplace_back(reinterpret_cast<char *>(d));
+      keep.push_back(std::move(storage));
       return d;
     }
-    auto *d = new Mem3(descriptor<uint16_t, 3>(data.buffer.data, {tokens, h, w},
-                                               {data.tokenStride, w, 1}));
-    keep.emplace_back(reinterpret_cast<char *>(d));
+    auto storage = std::make_unique<char[]>(sizeof(Mem3));
+    auto *d = new (storage.get()) Mem3(descriptor<uint16_t, 3>(
+        data.buffer.data, {tokens, h, w}, {data.tokenStride, w, 1}));
+    keep.push_back(std::move(storage));
     return d;
   }
 };
