@@ -314,8 +314,17 @@ inkling_status_t inkling_preempt(inkling_manager_t *manager, int64_t sequence) {
 }
 
 inkling_status_t inkling_resume(inkling_manager_t *manager, int64_t sequence,
-                                const int32_t *tokens, int64_t num_tokens,
                                 int64_t start_position) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.resume(sequence, start_position);
+  });
+}
+
+inkling_status_t inkling_resume_with_tokens(inkling_manager_t *manager,
+                                            int64_t sequence,
+                                            const int32_t *tokens,
+                                            int64_t num_tokens,
+                                            int64_t start_position) {
   return withManager(manager, [&](SequenceManager &m) {
     return m.resume(sequence, tokens, num_tokens, start_position);
   });
@@ -349,6 +358,21 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
       return nullArgument("output length");
     StatusOr<int64_t> hit =
         m.longestCachedPrefix(tokens, num_tokens, max_length);
+    if (!hit)
+      return hit.status();
+    *out_length = *hit;
+    return Status::ok();
+  });
+}
+
+inkling_status_t
+inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
+                                       int64_t sequence, int64_t max_length,
+                                       int64_t *out_length) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_length)
+      return nullArgument("output length");
+    StatusOr<int64_t> hit = m.longestCachedPrefix(sequence, max_length);
     if (!hit)
       return hit.status();
     *out_length = *hit;

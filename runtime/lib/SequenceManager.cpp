@@ -176,7 +176,7 @@ void SequenceManager::hashTail(Sequence &seq) {
   cache_.prefetch(seq.lastHash);
 }
 
-Status SequenceManager::checkStartPosition(const std::vector<uint64_t> &hashes,
+Status SequenceManager::checkStartPosition(const HashChain &chain,
                                            int64_t numTokens,
                                            int64_t startPosition,
                                            int32_t &block) const {
@@ -196,7 +196,12 @@ Status SequenceManager::checkStartPosition(const std::vector<uint64_t> &hashes,
                               ") needs a prefix-cache hit, but prefix caching "
                               "is disabled");
   int64_t logical = startPosition / blockSize_ - 1;
-  block = cache_.find(hashes[logical]);
+  if (logical < chain.base)
+    return Status(StatusCode::NotFound,
+                  "the hash of logical block " + str(logical) +
+                      " (prefix of length " + str(startPosition) +
+                      ") is no longer kept; resume with the token ids");
+  block = cache_.find(chain.at(logical));
   if (block < 0)
     return Status(StatusCode::NotFound,
                   "no cached block for the prefix of length " +
@@ -234,13 +239,14 @@ StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
                            " tokens has a null token pointer");
   if (seqs_.size() - freeSlots_.size() >= kMaxGeneration)
     return outOfRange("too many live sequences");
-  std::vector<uint64_t> hashes;
+  HashChain prefix;
   if (config_.enablePrefixCaching && startPosition > 0)
     appendChainHashes(config_.prefixSeed, tokens,
-                      std::min(startPosition, numTokens), blockSize_, hashes);
+                      std::min(startPosition, numTokens), blockSize_,
+                      prefix.hashes);
   int32_t block = -1;
   if (Status status =
-          checkStartPosition(hashes, numTokens, startPosition, block);
+          checkStartPosition(prefix, numTokens, startPosition, block);
       !status)
     return status;
   int32_t slot = newSlot();
@@ -466,6 +472,8 @@ void SequenceManager::registerCompleteBlocks(Sequence &seq,
     if (held[i].logical != j)
       continue;
     int32_t block = held[i].physical;
+    if (j < chainOf(seq).base)
+      continue; // hash dropped (resumed without token ids): not cached
     uint64_t hash = chainOf(seq).at(j);
     if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
       pool_.setCacheTagUnchecked(block, hash);
@@ -590,11 +598,13 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
       if (computed - history_ >= seq->validFrom &&
           !pool_.hasCacheTagUnchecked(done.physical)) {
         // Usually the last hash (only the sampled token is known ahead).
-        uint64_t hash = blockOf(seq->numTokens) == done.logical + 1
-                            ? seq->lastHash
-                            : chainOf(*seq).at(done.logical);
-        if (cache_.insert(hash, done.physical))
-          pool_.setCacheTagUnchecked(done.physical, hash);
+        const HashChain &chain = chainOf(*seq);
+        bool isLast = blockOf(seq->numTokens) == done.logical + 1;
+        if (isLast || done.logical >= chain.base) {
+          uint64_t hash = isLast ? seq->lastHash : chain.at(done.logical);
+          if (cache_.insert(hash, done.physical))
+            pool_.setCacheTagUnchecked(done.physical, hash);
+        }
       }
     }
     // The history moved by one position: at most its first block leaves.
@@ -706,6 +716,40 @@ Status SequenceManager::preempt(SequenceId id) {
   return Status::ok();
 }
 
+Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
+  Sequence *found = find(id);
+  if (!found)
+    return unknownSequence(id, "resume");
+  Sequence &seq = *found;
+  if (seq.state != SequenceState::Preempted)
+    return failedPrecondition(seqName(id) + " is not preempted (it is " +
+                              sequenceStateName(seq.state) + ")");
+  int32_t block = -1;
+  if (Status status =
+          checkStartPosition(chainOf(seq), seq.numTokens, startPosition, block);
+      !status)
+    return status;
+  startAt(seq, startPosition, block);
+  return Status::ok();
+}
+
+StatusOr<int64_t>
+SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
+  const Sequence *seq = find(id);
+  if (!seq)
+    return unknownSequence(id, "longest cached prefix");
+  if (maxLength < 0)
+    return invalidArgument("max length (" + str(maxLength) + ") must be >= 0");
+  if (!config_.enablePrefixCaching)
+    return int64_t(0);
+  const HashChain &chain = chainOf(*seq);
+  int64_t last = std::min(maxLength / blockSize_, chain.end()) - 1;
+  for (int64_t j = last; j >= chain.base; --j)
+    if (cache_.find(chain.at(j)) >= 0)
+      return (j + 1) * blockSize_;
+  return int64_t(0);
+}
+
 Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
                                int64_t numTokens, int64_t startPosition) {
   Sequence *found = find(id);
@@ -738,7 +782,7 @@ Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
   }
   int32_t block = -1;
   if (Status status =
-          checkStartPosition(rebuilt.hashes, numTokens, startPosition, block);
+          checkStartPosition(rebuilt, numTokens, startPosition, block);
       !status)
     return status;
   if (config_.enablePrefixCaching)
@@ -1026,10 +1070,7 @@ Status SequenceManager::checkInvariants() const {
     if (config_.enablePrefixCaching &&
         (chain.end() != seq.numTokens / blockSize_ ||
          seq.tailCount != seq.numTokens % blockSize_ ||
-         (chain.end() > 0 && !chain.hashes.empty() &&
-          chain.hashes.back() != seq.lastHash) ||
-         (seq.state != SequenceState::Preempted &&
-          chain.base > c / blockSize_)))
+         (!chain.hashes.empty() && chain.hashes.back() != seq.lastHash)))
       return internalError(name + " has a hash chain out of step with its " +
                            str(seq.numTokens) + " tokens");
   }

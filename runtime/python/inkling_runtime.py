@@ -159,8 +159,11 @@ _SIGNATURES = {
         _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _P(_I64), _P(_I32),
                   _I64)),
     "inkling_preempt": (_STATUS, (ctypes.c_void_p, _I64)),
-    "inkling_resume": (
+    "inkling_resume": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
+    "inkling_resume_with_tokens": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64, _I64)),
+    "inkling_sequence_longest_cached_prefix": (
+        _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I64))),
     "inkling_finish": (_STATUS, (ctypes.c_void_p, _I64)),
     "inkling_fork": (_STATUS, (ctypes.c_void_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix": (
@@ -337,11 +340,16 @@ class Manager:
     def preempt(self, seq):
         self._check(self._lib.inkling_preempt(self._handle, seq))
 
-    def resume(self, seq, tokens, start=0):
-        """Resumes a preempted sequence; `tokens` are all its known ids."""
+    def resume(self, seq, tokens=None, start=0):
+        """Resumes a preempted sequence at 0 or a prefix hit. With `tokens`
+        (all its known ids) the hash chain is rebuilt; without, a hit must
+        be in the hashes the runtime still keeps."""
+        if tokens is None:
+            self._check(self._lib.inkling_resume(self._handle, seq, start))
+            return
         array, count = _int32_array(tokens)
-        self._check(self._lib.inkling_resume(self._handle, seq, array, count,
-                                             start))
+        self._check(self._lib.inkling_resume_with_tokens(
+            self._handle, seq, array, count, start))
 
     def finish(self, seq):
         self._check(self._lib.inkling_finish(self._handle, seq))
@@ -357,6 +365,13 @@ class Manager:
         out = _I64()
         self._check(self._lib.inkling_longest_cached_prefix(
             self._handle, array, count, max_length, ctypes.byref(out)))
+        return out.value
+
+    def sequence_longest_cached_prefix(self, seq, max_length):
+        """The largest resume point among the hashes `seq` still keeps."""
+        out = _I64()
+        self._check(self._lib.inkling_sequence_longest_cached_prefix(
+            self._handle, seq, max_length, ctypes.byref(out)))
         return out.value
 
     def sequence_info(self, seq):

@@ -160,6 +160,11 @@ class ServingEngineStepTest(unittest.TestCase):
             self.manager.resume(seq, tokens[:-1], hit)
         self.assertEqual(caught.exception.code, rt.INVALID_ARGUMENT)
         self.manager.resume(seq, tokens, hit)
+        self.manager.preempt(seq)
+        # Without the token ids: a hit among the hashes still kept.
+        kept = self.manager.sequence_longest_cached_prefix(seq, 100)
+        self.assertEqual(kept, hit)
+        self.manager.resume(seq, start=kept)
         info = self.manager.sequence_info(seq)
         self.assertEqual((info.state, info.num_computed), ("idle", hit))
         self.run_step([(seq, info.num_tokens - hit)])

@@ -236,6 +236,31 @@ TEST_F(CApiTest, PrefixHitAndFork) {
   EXPECT_EQ(stats.num_free_blocks + stats.num_held_blocks, 31);
 }
 
+TEST_F(CApiTest, ResumeWithAndWithoutTokenIds) {
+  std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  int64_t seq = add(std::vector<int32_t>(tokens.begin(), tokens.end() - 1));
+  ASSERT_EQ(inkling_schedule(manager, seq, 8), INKLING_OK);
+  ASSERT_EQ(inkling_commit(manager, seq, 8, &tokens[8], 1), INKLING_OK);
+  ASSERT_EQ(inkling_preempt(manager, seq), INKLING_OK);
+  int64_t hit = -1;
+  ASSERT_EQ(inkling_sequence_longest_cached_prefix(manager, seq, 100, &hit),
+            INKLING_OK);
+  EXPECT_EQ(hit, 8);
+  // Wrong token ids are refused; the right ones rebuild the chain.
+  std::vector<int32_t> wrong = tokens;
+  wrong[0] = 77;
+  EXPECT_EQ(inkling_resume_with_tokens(manager, seq, wrong.data(), 9, hit),
+            INKLING_INVALID_ARGUMENT);
+  ASSERT_EQ(inkling_resume_with_tokens(manager, seq, tokens.data(), 9, hit),
+            INKLING_OK);
+  inkling_sequence_info_t info{};
+  ASSERT_EQ(inkling_sequence_info(manager, seq, &info), INKLING_OK);
+  EXPECT_EQ(info.num_computed, 8);
+  ASSERT_EQ(inkling_preempt(manager, seq), INKLING_OK);
+  ASSERT_EQ(inkling_resume(manager, seq, 8), INKLING_OK);
+  ASSERT_EQ(inkling_manager_check_invariants(manager), INKLING_OK);
+}
+
 TEST_F(CApiTest, FailedCallsWriteNoOutputAndExplain) {
   int64_t id = 99;
   EXPECT_EQ(inkling_add_sequence(manager, nullptr, 4, 0, &id),

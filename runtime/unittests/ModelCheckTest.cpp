@@ -594,6 +594,25 @@ private:
       start = *hit;
       prefixHits_ += start > 0 && code == StatusCode::Ok;
     }
+    if (chance(0.2)) {
+      // Without token ids: a hit among the hashes the sequence still keeps.
+      if (start > 0) {
+        StatusOr<int64_t> kept = manager_->longestCachedPrefix(seq.id, start);
+        if (!kept || *kept > start || *kept % n_ != 0)
+          return "bad kept-window prefix hit";
+        start = *kept;
+      }
+      lastOp_ = "resume without tokens at " + std::to_string(start);
+      if (std::string err =
+              expect(code, [&] { return manager_->resume(seq.id, start); });
+          !err.empty())
+        return err;
+      if (code == StatusCode::Ok) {
+        seq.state = State::Idle;
+        seq.computed = start;
+      }
+      return "";
+    }
     // The engine passes the sequence's token ids; sometimes wrong ones.
     std::vector<int32_t> tokens = seq.tokens;
     if (code == StatusCode::Ok && !tokens.empty() && chance(0.1)) {

@@ -170,6 +170,10 @@ public:
   /// last block hash and partial block).
   Status resume(SequenceId id, const int32_t *tokens, int64_t numTokens,
                 int64_t startPosition = 0);
+  /// Resumes without token ids: a hit must lie in the hashes still kept
+  /// (the recent window; see longestCachedPrefix(id, ...)), and blocks
+  /// whose hashes were dropped are recomputed without being cached again.
+  Status resume(SequenceId id, int64_t startPosition = 0);
   Status resume(SequenceId id, const std::vector<int32_t> &tokens,
                 int64_t startPosition = 0) {
     return resume(id, tokens.data(), static_cast<int64_t>(tokens.size()),
@@ -182,6 +186,11 @@ public:
   StatusOr<SequenceId> fork(SequenceId parent);
 
   // --- Prefix cache ----------------------------------------------------------
+
+  /// The largest resume point of a sequence among the block hashes it still
+  /// keeps (its recent window); 0 if none. For the full search, pass its
+  /// token ids to the overload above.
+  StatusOr<int64_t> longestCachedPrefix(SequenceId id, int64_t maxLength) const;
 
   /// The largest p <= min(maxLength, numTokens), p a positive multiple of N,
   /// such that block p/N - 1 of `tokens` is cached; 0 if none (or caching is
@@ -303,9 +312,8 @@ private:
   const int32_t *tailTokens(const Sequence &seq) const {
     return tails_.data() + slotOf(seq) * blockSize_;
   }
-  Status checkStartPosition(const std::vector<uint64_t> &hashes,
-                            int64_t numTokens, int64_t startPosition,
-                            int32_t &block) const;
+  Status checkStartPosition(const HashChain &chain, int64_t numTokens,
+                            int64_t startPosition, int32_t &block) const;
   void appendTokensUnchecked(Sequence &seq, const int32_t *tokens,
                              int64_t count);
   void hashTail(Sequence &seq);

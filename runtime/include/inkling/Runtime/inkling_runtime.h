@@ -180,13 +180,16 @@ INKLING_API inkling_status_t inkling_commit_batch(inkling_manager_t *manager,
                                                   int64_t count);
 INKLING_API inkling_status_t inkling_preempt(inkling_manager_t *manager,
                                              int64_t sequence);
-/* Resumes a preempted sequence at 0 or at a prefix hit; `tokens` are all of
-   its known token ids (the runtime keeps hashes only for the window). */
+/* Resumes a preempted sequence at 0 or at a prefix hit. With its token ids
+   (all of them) the runtime rebuilds the sequence's hash chain; without, a
+   hit must lie in the hashes it still keeps (the recent window) and blocks
+   whose hashes were dropped are recomputed without being cached again. */
 INKLING_API inkling_status_t inkling_resume(inkling_manager_t *manager,
                                             int64_t sequence,
-                                            const int32_t *tokens,
-                                            int64_t num_tokens,
                                             int64_t start_position);
+INKLING_API inkling_status_t inkling_resume_with_tokens(
+    inkling_manager_t *manager, int64_t sequence, const int32_t *tokens,
+    int64_t num_tokens, int64_t start_position);
 INKLING_API inkling_status_t inkling_finish(inkling_manager_t *manager,
                                             int64_t sequence);
 INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
@@ -197,6 +200,13 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
+/* The largest resume point among the block hashes a sequence still keeps
+   (its recent window); inkling_longest_cached_prefix with its token ids
+   searches the whole prefix. */
+INKLING_API inkling_status_t inkling_sequence_longest_cached_prefix(
+    inkling_manager_t *manager, int64_t sequence, int64_t max_length,
+    int64_t *out_length);
+
 typedef struct {
   int32_t state; /* INKLING_SEQUENCE_* */
   int64_t num_computed;
