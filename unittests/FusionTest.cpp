@@ -28,7 +28,6 @@
 
 #include <map>
 #include <memory>
-#include <new>
 #include <sstream>
 #include <string>
 
@@ -222,19 +221,9 @@ protected:
   void *streamDescriptor(const Layout &layout, Stream s, StreamData &data,
                          int64_t tokens,
                          std::vector<std::unique_ptr<char[]>> &keep) {
-    int64_t h = layout.headsPerRank, w = layout.range(s).width;
-    if (isFlat(s)) {
-      auto storage = std::make_unique<char[]>(sizeof(Mem2));
-      auto *d = new (storage.get()) Mem2(descriptor<uint16_t, 2>(
-          data.buffer.data, {tokens, h * w}, {data.tokenStride, 1}));
-      keep.push_back(std::move(storage));
-      return d;
-    }
-    auto storage = std::make_unique<char[]>(sizeof(Mem3));
-    auto *d = new (storage.get()) Mem3(descriptor<uint16_t, 3>(
-        data.buffer.data, {tokens, h, w}, {data.tokenStride, w, 1}));
-    keep.push_back(std::move(storage));
-    return d;
+    return harness::streamDescriptor(data.buffer.data, tokens,
+                                     layout.headsPerRank, layout.range(s).width,
+                                     data.tokenStride, isFlat(s), keep);
   }
 };
 

@@ -32,7 +32,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <new>
 #include <random>
 #include <sstream>
 #include <string>
@@ -230,19 +229,9 @@ protected:
   void *streamDescriptor(const Layout &layout, Stream stream, bool flat,
                          StreamData &data, int64_t tokens,
                          std::vector<std::unique_ptr<char[]>> &keep) {
-    int64_t h = layout.headsPerRank, w = layout.range(stream).width;
-    if (flat) {
-      auto storage = std::make_unique<char[]>(sizeof(Mem2));
-      auto *d = new (storage.get()) Mem2(descriptor<uint16_t, 2>(
-          data.buffer.data, {tokens, h * w}, {data.tokenStride, 1}));
-      keep.push_back(std::move(storage));
-      return d;
-    }
-    auto storage = std::make_unique<char[]>(sizeof(Mem3));
-    auto *d = new (storage.get()) Mem3(descriptor<uint16_t, 3>(
-        data.buffer.data, {tokens, h, w}, {data.tokenStride, w, 1}));
-    keep.push_back(std::move(storage));
-    return d;
+    return harness::streamDescriptor(
+        data.buffer.data, tokens, layout.headsPerRank,
+        layout.range(stream).width, data.tokenStride, flat, keep);
   }
 };
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <utility>
@@ -70,6 +71,26 @@ using MemI64 = StridedMemRefType<int64_t, 1>;
 using Mem3 = StridedMemRefType<uint16_t, 3>;
 using Mem2 = StridedMemRefType<uint16_t, 2>;
 using Mem1 = StridedMemRefType<uint16_t, 1>;
+
+/// The descriptor of a stream buffer as the kernels take it: [T, H, w], or
+/// [T, H*w] when `flat`, `tokenStride` elements between tokens. `keep` owns
+/// the descriptor (char storage, freed as such).
+inline void *streamDescriptor(uint16_t *data, int64_t tokens, int64_t heads,
+                              int64_t width, int64_t tokenStride, bool flat,
+                              std::vector<std::unique_ptr<char[]>> &keep) {
+  if (flat) {
+    auto storage = std::make_unique<char[]>(sizeof(Mem2));
+    auto *d = new (storage.get()) Mem2(descriptor<uint16_t, 2>(
+        data, {tokens, heads * width}, {tokenStride, 1}));
+    keep.push_back(std::move(storage));
+    return d;
+  }
+  auto storage = std::make_unique<char[]>(sizeof(Mem3));
+  auto *d = new (storage.get()) Mem3(descriptor<uint16_t, 3>(
+      data, {tokens, heads, width}, {tokenStride, width, 1}));
+  keep.push_back(std::move(storage));
+  return d;
+}
 
 //===----------------------------------------------------------------------===//
 // IR spelling
