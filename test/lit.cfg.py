@@ -39,3 +39,9 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas_executable))
+
+# inkling-run --device=gpu without a GPU: the runtime's fake CUDA driver
+# (host memory, arguments checked, kernels not run).
+if config.fake_cuda_library:
+    config.available_features.add("fake-cuda")
+    config.substitutions.append(("%fake_cuda", config.fake_cuda_library))

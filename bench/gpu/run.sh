@@ -7,7 +7,9 @@
 #      packed PTX (fused convs + one insert_packed);
 #   3. runs each bundle on random data, compares with the CPU reference
 #      (bit for bit), times every kernel, the whole layer and a
-#      device-to-device copy of the same bytes, and prints one table.
+#      device-to-device copy of the same bytes, and prints one table;
+#   4. serves the example with `inkling-run --device=gpu`, checked against
+#      the full-history reference (fused and unfused), then a timing run.
 # Environment: INKLING_GPU_TOKENS (default 256), INKLING_GPU_RUNS (200),
 # INKLING_GPU_BUILD_DIR, INKLING_GPU_SKIP_SETUP=1 (packages already there).
 set -euo pipefail
@@ -25,7 +27,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target inkling-opt inkling-gpu-bench \
-  inkling-kernels
+  inkling-kernels inkling-run
 
 kernels="$build/kernels/decoder_layer"
 bundles=(--bundle "unfused=$kernels/isa")
@@ -59,4 +61,16 @@ if [ "$rc" = 77 ]; then
   echo "run.sh: no GPU run (see the reason above)"
   exit 0
 fi
+
+# 4. The main job on the device: the example served through the runtime and
+#    the fused kernels, every output and cache row checked bit for bit
+#    against the full-history reference, then unfused; and a timing run.
+serve=("$build/bin/inkling-run" "$root/examples/decoder_layer.mlir"
+  --device=gpu --no-progress)
+echo "== inkling-run --device=gpu (checked)"
+"${serve[@]}" || rc=1
+echo "== inkling-run --device=gpu --fusion=none (checked)"
+"${serve[@]}" --fusion=none --steps=200 || rc=1
+echo "== inkling-run --device=gpu --no-check (timing)"
+"${serve[@]}" --no-check --steps=2000 || rc=1
 exit "$rc"

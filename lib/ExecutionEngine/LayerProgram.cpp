@@ -6,7 +6,9 @@
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/InitInkling.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -26,11 +28,15 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
 
+#include <cstdlib>
 #include <mutex>
 
 using namespace inkling;
@@ -92,17 +98,49 @@ const char *exec::argRoleName(ArgRole role) {
 
 namespace {
 
-/// Sets `options.fusion` where the pipeline has the option; returns false
-/// (and the caller runs the fusion passes itself) where it does not.
-template <typename Options>
-auto setFusion(Options &options, sconv::FusionStrategy strategy, int)
-    -> decltype(options.fusion = strategy, bool()) {
-  options.fusion = strategy;
-  return true;
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
+
+/// Whether LLVM's NVPTX backend knows `chip` (an unknown one would stop the
+/// process inside the backend rather than fail the pipeline).
+bool isKnownGpuChip(const std::string &chip) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+  });
+  std::string error;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  return info && info->isCPUStringValid(chip);
 }
-template <typename Options>
-bool setFusion(Options &, sconv::FusionStrategy, long) {
-  return false;
+
+/// The PTX features of `chip` when none are given: PTX ISA 8.0 up to sm_90
+/// (what CUDA 12 ptxas and drivers accept); for newer chips the backend's
+/// default, the first PTX version that supports them (a fixed older one
+/// would stop the backend).
+std::string defaultGpuFeatures(const std::string &chip) {
+  int number = std::atoi(chip.c_str() + 3);
+  return number <= 90 ? "+ptx80" : "";
+}
+
+/// Parses a --fusion value; empty leaves `strategy` unset (the pipeline's
+/// default).
+bool parseFusion(const std::string &name,
+                 std::optional<sconv::FusionStrategy> &strategy,
+                 std::string &error) {
+  if (name.empty())
+    return true;
+  strategy = sconv::parseFusionStrategy(name);
+  if (!strategy)
+    error = "--fusion=" + name +
+            ": unknown strategy (conv-insert, packed-inserts, none)";
+  return strategy.has_value();
 }
 
 std::string locationString(mlir::Location loc) {
@@ -126,14 +164,9 @@ mlir::MLIRContext &context() {
   // One context for the process, never destroyed: JIT-ed code and the
   // modules of every program live until exit.
   static mlir::MLIRContext *ctx = [] {
+    // Every dialect and translation of the CPU and the GPU pipelines.
     mlir::DialectRegistry registry;
-    registry.insert<sconv::SConvDialect, mlir::arith::ArithDialect,
-                    mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-                    mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                    mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                    mlir::vector::VectorDialect>();
-    mlir::registerBuiltinDialectTranslation(registry);
-    mlir::registerLLVMDialectTranslation(registry);
+    registerAllDialects(registry);
     auto *c = new mlir::MLIRContext(registry);
     c->loadAllAvailableDialects();
     c->printOpOnDiagnostic(false);
@@ -177,6 +210,7 @@ struct LayerProgram::Impl {
   std::vector<void *> packedArgs;
 
   bool analyze(std::string &error);
+  bool addStatusArgument(std::string &error);
 };
 
 LayerProgram::LayerProgram() : impl_(std::make_unique<Impl>()) {}
@@ -622,6 +656,34 @@ bool LayerProgram::Impl::analyze(std::string &error) {
   return true;
 }
 
+/// Checked mode reports into a status buffer: gives the step one, as a new
+/// last argument of the function, when it has none.
+bool LayerProgram::Impl::addStatusArgument(std::string &error) {
+  if (sig.status >= 0)
+    return true;
+  mlir::MLIRContext &ctx = context();
+  sconv::StepOp step;
+  func.walk([&](sconv::StepOp s) { step = s; });
+  auto type = mlir::MemRefType::get({mlir::ShapedType::kDynamic},
+                                    mlir::IntegerType::get(&ctx, 64));
+  unsigned index = func.getNumArguments();
+  if (mlir::failed(func.insertArgument(
+          index, type, mlir::DictionaryAttr::get(&ctx), func.getLoc()))) {
+    error = path + ": cannot add a status argument to @" + sig.function;
+    return false;
+  }
+  step.getStatusMutable().assign(func.getArgument(index));
+  ArgInfo arg;
+  arg.role = ArgRole::Status;
+  arg.element = ElementKind::I64;
+  arg.shape = {kDynamic};
+  arg.strides = {1};
+  arg.type = typeString(type);
+  sig.args.push_back(arg);
+  sig.status = static_cast<int>(index);
+  return true;
+}
+
 bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   Impl &impl = *impl_;
   int64_t count = static_cast<int64_t>(impl.sig.ops.size());
@@ -655,46 +717,17 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   mlir::MLIRContext &ctx = context();
   FirstError diag(ctx);
 
-  // Checked mode reports into a status buffer; give the step one.
-  if (options.checked && options.addStatus && impl.sig.status < 0) {
-    sconv::StepOp step;
-    impl.func.walk([&](sconv::StepOp s) { step = s; });
-    auto type = mlir::MemRefType::get({mlir::ShapedType::kDynamic},
-                                      mlir::IntegerType::get(&ctx, 64));
-    unsigned index = impl.func.getNumArguments();
-    if (mlir::failed(impl.func.insertArgument(index, type,
-                                              mlir::DictionaryAttr::get(&ctx),
-                                              impl.func.getLoc()))) {
-      error =
-          impl.path + ": cannot add a status argument to @" + impl.sig.function;
-      return false;
-    }
-    step.getStatusMutable().assign(impl.func.getArgument(index));
-    ArgInfo arg;
-    arg.role = ArgRole::Status;
-    arg.element = ElementKind::I64;
-    arg.shape = {kDynamic};
-    arg.strides = {1};
-    arg.type = typeString(type);
-    impl.sig.args.push_back(arg);
-    impl.sig.status = static_cast<int>(index);
-  }
-
+  if (options.checked && options.addStatus && !impl.addStatusArgument(error))
+    return false;
   std::optional<sconv::FusionStrategy> strategy;
-  if (!options.fusion.empty()) {
-    strategy = sconv::parseFusionStrategy(options.fusion);
-    if (!strategy) {
-      error = "--fusion=" + options.fusion +
-              ": unknown strategy (conv-insert, packed-inserts, none)";
-      return false;
-    }
-  }
+  if (!parseFusion(options.fusion, strategy, error))
+    return false;
   mlir::PassManager pm(&ctx);
   LowerToCPUOptions lower;
   lower.checked = options.checked;
   lower.emitCInterface = true;
-  if (strategy && !setFusion(lower, *strategy, 0))
-    sconv::buildFusionPipeline(pm, *strategy);
+  if (strategy)
+    lower.fusion = *strategy;
   buildLowerToCPUPipeline(pm, lower);
   if (mlir::failed(pm.run(*impl.module))) {
     error = diag.message.empty() ? impl.path + ": inkling-lower-to-cpu failed"
@@ -721,6 +754,48 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
     return false;
   }
   impl.packed = *fn;
+  return true;
+}
+
+bool LayerProgram::compileKernels(const CompileOptions &options,
+                                  const KernelTarget &target,
+                                  const std::string &directory,
+                                  std::string &error) {
+  Impl &impl = *impl_;
+  mlir::MLIRContext &ctx = context();
+  FirstError diag(ctx);
+  if (target.chip.rfind("sm_", 0) != 0 || !isKnownGpuChip(target.chip)) {
+    error = "GPU target " + target.chip +
+            ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
+    return false;
+  }
+  if (options.checked && options.addStatus && !impl.addStatusArgument(error))
+    return false;
+  std::optional<sconv::FusionStrategy> strategy;
+  if (!parseFusion(options.fusion, strategy, error))
+    return false;
+
+  // The same fusion as the CPU pipeline's (its default when none is given),
+  // then the GPU lowering and the bundle writer. A clone is lowered: the
+  // module stays sconv IR.
+  mlir::OwningOpRef<mlir::ModuleOp> clone(impl.module->clone());
+  mlir::PassManager pm(&ctx);
+  sconv::buildFusionPipeline(
+      pm, strategy.value_or(LowerToCPUOptions().fusion.getValue()));
+  LowerToNVVMOptions nvvm;
+  nvvm.chip = target.chip;
+  nvvm.features = target.features.empty() ? defaultGpuFeatures(target.chip)
+                                          : target.features;
+  nvvm.format = target.format;
+  nvvm.toolkit = target.toolkit;
+  nvvm.checked = options.checked;
+  buildLowerToNVVMPipeline(pm, nvvm);
+  pm.addPass(gpu::createWriteKernelsPass(directory));
+  if (mlir::failed(pm.run(*clone))) {
+    error = diag.message.empty() ? impl.path + ": inkling-lower-to-nvvm failed"
+                                 : diag.message;
+    return false;
+  }
   return true;
 }
 

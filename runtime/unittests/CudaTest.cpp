@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -100,6 +101,81 @@ TEST(CudaGpu, LoadsTheKernelBundle) {
   auto bundle = KernelBundle::load(driver, dir);
   ASSERT_TRUE(bundle) << bundle.status().toString();
   EXPECT_FALSE((*bundle)->manifest().kernels.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// The launcher against the fake driver (FakeCudaDriver.cpp): host memory,
+// arguments checked the way the driver would, kernels not run.
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<Driver> fakeDriver() {
+  auto driver = Driver::load(INKLING_FAKE_CUDA_LIBRARY);
+  EXPECT_TRUE(driver) << driver.status().toString();
+  return driver ? std::move(*driver) : nullptr;
+}
+
+TEST(CudaFakeDriver, CopiesStayInsideAllocations) {
+  auto driver = fakeDriver();
+  ASSERT_TRUE(driver);
+  EXPECT_EQ(driver->deviceName(), "Inkling fake CUDA device");
+  EXPECT_EQ(driver->computeCapability(), 90);
+  std::vector<uint16_t> host(64), back(64);
+  std::iota(host.begin(), host.end(), uint16_t(3));
+  auto buffer = DeviceBuffer::allocate(*driver, 128);
+  ASSERT_TRUE(buffer);
+  ASSERT_TRUE(driver->copyToDevice(buffer->address(), host.data(), 128).isOk());
+  ASSERT_TRUE(driver->copyToHost(back.data(), buffer->address(), 128).isOk());
+  EXPECT_EQ(back, host);
+  // One byte past the end: the driver's error, as a status.
+  Status s = driver->copyToDevice(buffer->address() + 1, host.data(), 128);
+  EXPECT_EQ(s.code(), StatusCode::Internal);
+  EXPECT_NE(s.message().find("cuMemcpyHtoD failed: CUDA_ERROR_INVALID_VALUE"),
+            std::string::npos)
+      << s.message();
+}
+
+/// A kernel with a pointer and an integer parameter.
+constexpr const char *kPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0,
+	.param .u64 k_param_1
+)
+{
+	ret;
+}
+)";
+
+TEST(CudaFakeDriver, LaunchesCheckPointerArguments) {
+  auto driver = fakeDriver();
+  ASSERT_TRUE(driver);
+  auto module = driver->loadModule(kPtx);
+  ASSERT_TRUE(module) << module.status().toString();
+  auto function = driver->function(*module, "k");
+  ASSERT_TRUE(function) << function.status().toString();
+  EXPECT_FALSE(driver->function(*module, "missing"));
+  auto buffer = DeviceBuffer::allocate(*driver, 64);
+  ASSERT_TRUE(buffer);
+
+  uint64_t pointer = buffer->address() + 8, count = 7;
+  void *params[] = {&pointer, &count};
+  EXPECT_TRUE(driver->launch(*function, {4, 1, 1}, {32, 1, 1}, params).isOk());
+  // A host address (not device memory) in the pointer parameter.
+  std::vector<uint8_t> host(64);
+  pointer = reinterpret_cast<uintptr_t>(host.data());
+  EXPECT_FALSE(driver->launch(*function, {4, 1, 1}, {32, 1, 1}, params));
+  pointer = buffer->address();
+  EXPECT_FALSE(driver->launch(*function, {4, 1, 1}, {2048, 1, 1}, params));
+  EXPECT_TRUE(driver->unloadModule(*module).isOk());
+
+  // PTX for a newer chip than the device's.
+  std::string newer = kPtx;
+  newer.replace(newer.find("sm_90"), 5, "sm_100");
+  auto rejected = driver->loadModule(newer);
+  ASSERT_FALSE(rejected);
+  EXPECT_NE(rejected.status().message().find("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+            std::string::npos);
 }
 
 } // namespace

@@ -41,9 +41,12 @@ struct ServeOptions {
   std::string injectFault;
 };
 
-/// Serves the workload through the runtime and `program`'s kernels; prints
-/// the report. Returns the process exit code.
-int serve(exec::LayerProgram &program, const ServeOptions &options);
+class Executor;
+
+/// Serves the workload through the runtime and the layer's kernels, which
+/// `executor` runs; prints the report. Returns the process exit code.
+int serve(const exec::LayerSignature &signature, Executor &executor,
+          const ServeOptions &options);
 
 struct ReplayOptions {
   std::string modelPath;

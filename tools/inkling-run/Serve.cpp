@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Executor.h"
 #include "Run.h"
 
 #include "inkling/Runtime/SequenceManager.h"
@@ -237,9 +238,10 @@ std::string hex16(uint16_t bits) {
 
 class Server {
 public:
-  Server(LayerProgram &program, const ServeOptions &options)
-      : program_(program), sig_(program.signature()),
-        opt_(options), gen_{options.seed}, rng_(options.seed) {}
+  Server(const LayerSignature &signature, Executor &executor,
+         const ServeOptions &options)
+      : sig_(signature), exec_(executor), opt_(options), gen_{options.seed},
+        rng_(options.seed) {}
 
   int run();
 
@@ -249,11 +251,11 @@ private:
   void admit();
   bool scheduleBatch();
   void fillInputs(int64_t layer);
-  void invokeLayer(int64_t layer);
+  bool invokeLayer(int64_t layer);
   bool checkOutputs(int64_t layer);
   bool commitBatch();
   bool checkCache();
-  void injectFault(bool cache);
+  bool injectFault(bool cache);
   int report(int exitCode);
   void preempt(Request *r, bool outOfBlocks);
   uint64_t extendChain(const std::vector<uint64_t> &chain, size_t p,
@@ -278,8 +280,18 @@ private:
     return static_cast<int32_t>(uniform(0, opt_.vocab - 1));
   }
 
-  LayerProgram &program_;
+  /// Prints a failure of the executor (a driver error, not a mismatch).
+  bool executorOk(const char *what, const Status &status) {
+    if (!status)
+      fail("step " + std::to_string(step_) + ": " + what + " on " +
+           exec_.description() + ": " + status.message());
+    return status.isOk();
+  }
+  /// Hands the host buffers to the executor.
+  int addBuffers();
+
   const LayerSignature &sig_;
+  Executor &exec_;
   ServeOptions opt_;
   Generator gen_;
   std::mt19937_64 rng_;
@@ -451,6 +463,8 @@ int Server::setUp() {
     }
   }
   call_.resize(numArgs);
+  if (int rc = addBuffers())
+    return rc;
 
   // Prompts that requests share (system prompts), at most half the longest
   // prompt, so that a shared prefix leaves a tail to compute.
@@ -463,6 +477,27 @@ int Server::setUp() {
     sharedPrefixes_.push_back(std::move(prefix));
   }
   return 0;
+}
+
+int Server::addBuffers() {
+  auto add = [&](void *data, size_t bytes) {
+    return executorOk("allocating device memory", exec_.addBuffer(data, bytes));
+  };
+  bool ok = add(qsl_.data(), qsl_.size() * sizeof(int32_t)) &&
+            add(nc_.data(), nc_.size() * sizeof(int32_t)) &&
+            add(bt_.data(), bt_.size() * sizeof(int32_t)) &&
+            add(slots_.data(), slots_.size() * sizeof(int64_t)) &&
+            add(status_.data(), status_.size() * sizeof(int64_t));
+  for (size_t l = 0; ok && l < caches_.size(); ++l)
+    ok = add(caches_[l]->data, numBlocks_ * sig_.pageBytes);
+  for (size_t i = 0; ok && i < argData_.size(); ++i)
+    if (argData_[i])
+      ok = add(argData_[i]->data, argData_[i]->size);
+  for (size_t l = 0; ok && l < paramData_.size(); ++l)
+    for (size_t i = 0; ok && i < paramData_[l].size(); ++i)
+      if (paramData_[l][i])
+        ok = add(paramData_[l][i]->data, paramData_[l][i]->size);
+  return ok ? 0 : 1;
 }
 
 std::unique_ptr<Request> Server::newRequest() {
@@ -653,7 +688,7 @@ void Server::fillInputs(int64_t layer) {
   }
 }
 
-void Server::invokeLayer(int64_t layer) {
+bool Server::invokeLayer(int64_t layer) {
   int64_t B = info_.numSequences, T = info_.numTokens;
   const Layout &layout = sig_.layout;
   for (size_t i = 0; i < sig_.args.size(); ++i) {
@@ -722,7 +757,8 @@ void Server::invokeLayer(int64_t layer) {
     }
     }
   }
-  program_.invoke(call_);
+  if (!executorOk("the layer", exec_.invoke(call_)))
+    return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
     static const char *kinds[] = {"?", "slot", "block id",
                                   "logical block beyond the block table"};
@@ -734,6 +770,7 @@ void Server::invokeLayer(int64_t layer) {
                std::to_string(status_[2]) + ", limit " +
                std::to_string(status_[4]) + ")";
   }
+  return true;
 }
 
 bool Server::checkOutputs(int64_t layer) {
@@ -934,14 +971,14 @@ bool Server::checkCache() {
   return true;
 }
 
-void Server::injectFault(bool cache) {
+bool Server::injectFault(bool cache) {
   if (!cache) {
     if (sig_.convs.empty() || batch_.empty())
-      return;
+      return true;
     const ConvInfo &conv = sig_.convs.front();
     auto *y = reinterpret_cast<uint16_t *>(argData_[conv.out]->data);
     y[geometry_[conv.out].offset + 1] ^= 0x0001;
-    return;
+    return true;
   }
   for (Request *r : running_) {
     if (r->computed == 0)
@@ -957,12 +994,14 @@ void Server::injectFault(bool cache) {
             break;
           }
         auto *cacheData = reinterpret_cast<uint16_t *>(caches_[0]->data);
-        cacheData[m.physical * sig_.blockStride +
-                  (q % N_) * sig_.layout.headSize +
-                  sig_.layout.range(stream).offset + 2] ^= 0x0100;
-        return;
+        uint16_t &value = cacheData[m.physical * sig_.blockStride +
+                                    (q % N_) * sig_.layout.headSize +
+                                    sig_.layout.range(stream).offset + 2];
+        value ^= 0x0100;
+        return executorOk("injecting the fault", exec_.upload(&value, 2));
       }
   }
+  return true;
 }
 
 int Server::run() {
@@ -1020,8 +1059,11 @@ int Server::run() {
     for (int64_t i = 0; i < info_.numCopies; ++i) {
       int32_t src = copies_[2 * i], dst = copies_[2 * i + 1];
       for (auto &cache : caches_)
-        std::memcpy(cache->data + dst * sig_.pageBytes,
-                    cache->data + src * sig_.pageBytes, sig_.pageBytes);
+        if (!executorOk("copy-on-write",
+                        exec_.copyCacheBytes(cache->data + dst * sig_.pageBytes,
+                                             cache->data + src * sig_.pageBytes,
+                                             sig_.pageBytes)))
+          return report(1);
     }
     stats_.blockCopies += info_.numCopies;
     // Blocks: the runtime's (held now, the step's peak) and an
@@ -1045,8 +1087,10 @@ int Server::run() {
       auto a = Clock::now();
       fillInputs(layer);
       auto b = Clock::now();
-      invokeLayer(layer);
+      bool invoked = invokeLayer(layer);
       auto c = Clock::now();
+      if (!invoked)
+        return report(1);
       stats_.inputs += seconds(a, b);
       stats_.kernels += seconds(b, c);
       if (!failure_.empty()) {
@@ -1071,8 +1115,15 @@ int Server::run() {
     ++stats_.steps;
     auto t3 = Clock::now();
     stats_.schedule += seconds(t2, t3);
-    if (step_ == faultStep && faultCache)
-      injectFault(true);
+    // The checker reads the caches on the host.
+    if (opt_.check || (step_ == faultStep && faultCache))
+      for (auto &cache : caches_)
+        if (!executorOk(
+                "reading the cache back",
+                exec_.download(cache->data, numBlocks_ * sig_.pageBytes)))
+          return report(1);
+    if (step_ == faultStep && faultCache && !injectFault(true))
+      return report(1);
     if (opt_.check && !checkCache()) {
       ++stats_.mismatches;
       stats_.checking += seconds(t3, Clock::now());
@@ -1117,11 +1168,14 @@ int Server::report(int exitCode) {
                             {"schedule", stats_.schedule},
                             {"inputs", stats_.inputs},
                             {"kernels", stats_.kernels},
+                            {"transfers", exec_.transferSeconds()},
                             {"checking", stats_.checking},
                             {"total", opt_.compileSeconds + serveTime}};
     llvm::json::Object o{
         {"model", opt_.modelPath},
         {"function", sig_.function},
+        {"device", exec_.description()},
+        {"launches", exec_.launches()},
         {"layers", opt_.layers},
         {"fusion", fusion},
         {"checked", opt_.compile.checked},
@@ -1159,9 +1213,10 @@ int Server::report(int exitCode) {
     return exitCode;
   }
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
-  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s\n",
+  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s, %s\n",
               opt_.modelPath.c_str(), sig_.function.c_str(), ll(opt_.layers),
-              fusion, opt_.compile.checked ? ", checked" : "");
+              fusion, opt_.compile.checked ? ", checked" : "",
+              exec_.description().c_str());
   std::printf("  layout         kv_heads %lld, head_dim %lld, hidden %lld, "
               "kernel %lld, tp %lld: H %lld, D %lld, page %lld bytes\n",
               ll(layout.config.kvHeads), ll(layout.config.headDim),
@@ -1200,6 +1255,10 @@ int Server::report(int exitCode) {
       "kernels %.2f s, checking %.2f s\n",
       opt_.compileSeconds, stats_.schedule, stats_.inputs, stats_.kernels,
       stats_.checking);
+  if (exec_.launches() > 0)
+    std::printf("  device         %lld kernel launches; host<->device copies "
+                "%.2f s (counted in kernels and checking)\n",
+                ll(exec_.launches()), exec_.transferSeconds());
   std::printf("  throughput     %.0f tokens/s (%.0f tokens/s in the kernels; "
               "%lld layers per token)\n",
               tokensPerS, kernelTokensPerS, ll(opt_.layers));
@@ -1209,7 +1268,8 @@ int Server::report(int exitCode) {
 
 } // namespace
 
-int run::serve(LayerProgram &program, const ServeOptions &options) {
-  Server server(program, options);
+int run::serve(const LayerSignature &signature, Executor &executor,
+               const ServeOptions &options) {
+  Server server(signature, executor, options);
   return server.run();
 }

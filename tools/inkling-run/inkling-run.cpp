@@ -2,7 +2,8 @@
 //===//
 //
 //   inkling-run MODEL.mlir [options]
-//       compiles the model's sconv layer once (CPU JIT), creates the runtime
+//       compiles the model's sconv layer once (CPU JIT, or CUDA kernels
+//       with --device=gpu), creates the runtime
 //       for a memory budget and serves a seeded synthetic workload through
 //       both, checking every output and every cache row against a
 //       full-history reference; prints a report (--json: one JSON object).
@@ -13,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Executor.h"
 #include "Run.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -20,7 +22,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <dlfcn.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -49,8 +50,23 @@ cl::opt<int64_t> layers("layers",
                         cl::desc("Decoder layers (default: the module's "
                                  "inkling.num_layers attribute, else 2)"),
                         cl::init(0), cl::cat(model));
-cl::opt<std::string> device("device", cl::desc("cpu (JIT, default) or gpu"),
+cl::opt<std::string> device("device",
+                            cl::desc("cpu (JIT, default) or gpu (CUDA kernels "
+                                     "through the runtime's launcher)"),
                             cl::init("cpu"), cl::cat(model));
+cl::opt<std::string>
+    gpuChip("gpu-chip",
+            cl::desc("--device=gpu: the target (default: sm_<the device's "
+                     "compute capability>)"),
+            cl::cat(model));
+cl::opt<std::string>
+    kernelsDir("kernels-dir",
+               cl::desc("--device=gpu: keep the kernel bundle (PTX + "
+                        "manifest.json) in DIR (default: a temporary one)"),
+               cl::value_desc("DIR"), cl::cat(model));
+cl::opt<std::string>
+    cudaDriver("cuda-driver", cl::Hidden, cl::init("libcuda.so.1"),
+               cl::desc("--device=gpu: the CUDA driver library to load"));
 cl::opt<std::string>
     fusion("fusion",
            cl::desc("conv-insert, packed-inserts or none (default: the "
@@ -177,16 +193,7 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "gpu")
     return run::fail("--device=" + device + ": expected cpu or gpu");
-  if (device == "gpu") {
-    // The CUDA driver is loaded at run time, as the runtime's launcher does.
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!cuda)
-      return run::fail("--device=gpu: no CUDA driver (libcuda.so.1 not found)");
-    dlclose(cuda);
-    return run::fail("--device=gpu: a CUDA driver is present, but this build "
-                     "of inkling-run has no GPU launcher yet; use "
-                     "--device=cpu");
-  }
+  bool gpu = device == "gpu";
 
   std::string error;
   auto program = LayerProgram::load(modelPath, entry, error);
@@ -197,6 +204,8 @@ int main(int argc, char **argv) {
     return listModel(sig);
 
   if (replayOp >= 0) {
+    if (gpu)
+      return run::fail("--replay runs on the CPU; drop --device=gpu");
     if (outputs.empty())
       return run::fail("--replay needs --outputs=DIR");
     run::ReplayOptions options;
@@ -269,11 +278,25 @@ int main(int argc, char **argv) {
   options.progress = !noProgress;
   options.injectFault = injectFault;
 
+  // The layer, compiled once: JIT-compiled for the CPU, or lowered to a
+  // kernel bundle that the runtime's CUDA launcher loads (the driver is
+  // dlopen-ed: without one, this is a one-line error).
   auto start = std::chrono::steady_clock::now();
-  if (!program->compile(options.compile, error))
+  std::unique_ptr<run::Executor> executor;
+  if (gpu) {
+    run::GpuExecutorOptions gpuOptions;
+    gpuOptions.driverLibrary = cudaDriver;
+    gpuOptions.kernelsDir = kernelsDir;
+    gpuOptions.chip = gpuChip;
+    gpuOptions.compile = options.compile;
+    executor = run::createGpuExecutor(*program, gpuOptions, error);
+  } else if (program->compile(options.compile, error)) {
+    executor = run::createCpuExecutor(*program);
+  }
+  if (!executor)
     return run::fail(error);
   options.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return run::serve(*program, options);
+  return run::serve(sig, *executor, options);
 }

@@ -13,7 +13,9 @@
 //   * compile: `inkling-lower-to-cpu` (fusion strategy, checked mode,
 //     emit-c-interface) and MLIR's ExecutionEngine at -O3, once;
 //   * invoke: call the compiled function with one memref descriptor per
-//     argument.
+//     argument;
+//   * compileKernels: or lower it to the GPU's kernel bundle instead, for
+//     the runtime's CUDA launcher (`inkling-lower-to-nvvm`).
 //
 // Replay support: `keepOnlyOp` removes every sconv op but one before
 // compiling, so a single op can be run on tensors from elsewhere.
@@ -136,6 +138,19 @@ struct CompileOptions {
   unsigned optLevel = 3;
 };
 
+/// The GPU target of `compileKernels` (the `inkling-lower-to-nvvm` options).
+struct KernelTarget {
+  /// A chip LLVM's NVPTX backend knows (checked).
+  std::string chip = "sm_90";
+  /// Empty: +ptx80 up to sm_90, the backend's default for newer chips.
+  std::string features;
+  /// "isa" (PTX, which the driver JIT-compiles for its device), "bin"
+  /// (cubin, needs ptxas) or "fatbin".
+  std::string format = "isa";
+  /// CUDA toolkit for bin/fatbin and libdevice (empty: MLIR's lookup).
+  std::string toolkit;
+};
+
 class LayerProgram {
 public:
   ~LayerProgram();
@@ -156,6 +171,16 @@ public:
   /// Lowers and JIT-compiles the function (once). May add a Status argument
   /// (see CompileOptions::addStatus).
   bool compile(const CompileOptions &options, std::string &error);
+
+  /// Lowers the function to CUDA kernels and writes the bundle the runtime's
+  /// `cuda::KernelBundle` loads (kernels + manifest.json) into `directory`:
+  /// the fusion of `options` (default: the CPU pipeline's), then
+  /// `inkling-lower-to-nvvm` and `inkling-write-kernels`. The manifest's host
+  /// function is the signature's function with the signature's arguments
+  /// (checked mode may add a Status argument, as for compile). The module
+  /// itself is not lowered: compile() may still follow.
+  bool compileKernels(const CompileOptions &options, const KernelTarget &target,
+                      const std::string &directory, std::string &error);
 
   /// Calls the compiled function; `args` has one entry per argument of the
   /// signature, with as many sizes and strides as the argument's rank.

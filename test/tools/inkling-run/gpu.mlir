@@ -1,0 +1,64 @@
+// inkling-run --device=gpu without a GPU: the runtime's fake CUDA driver
+// (host memory; copies, modules and every `.ptr` launch argument checked;
+// kernels not run) takes the whole GPU path: the layer lowered to a kernel
+// bundle, loaded, the step's metadata and inputs uploaded, the manifest's
+// launches, the outputs downloaded. bench/gpu/run.sh runs the same command,
+// checked, on a real GPU.
+// REQUIRES: fake-cuda
+
+// Default fusion (conv-insert, as on the CPU): one fused kernel, one launch
+// per layer and step (2 layers x 30 steps).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=30 --token-budget=64 --no-check \
+// RUN:   --json --kernels-dir=%t/fused | FileCheck %s --check-prefix=FUSED
+// FUSED-DAG: "device": "gpu (Inkling fake CUDA device, sm_90, driver 12.4)"
+// FUSED-DAG: "launches": 60
+// FUSED-DAG: "steps": 30
+// FUSED-DAG: "transfers":
+// RUN: FileCheck %s --check-prefix=BUNDLE < %t/fused/manifest.json
+// BUNDLE: "launches": [
+// BUNDLE-NEXT: {
+// BUNDLE-NEXT: "host_args":
+// BUNDLE-NEXT: "kernel": "decoder_layer_k0_fused_conv_k_v_attn_mlp"
+// BUNDLE-NEXT: }
+// BUNDLE-NEXT: ],
+// BUNDLE-NEXT: "name": "decoder_layer"
+
+// Unfused: eight kernels a layer; checked mode adds the status argument.
+// RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=30 --token-budget=64 --no-check \
+// RUN:   --fusion=none --checked | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED: fusion none, checked, gpu (Inkling fake CUDA device, sm_90, driver 12.4)
+// UNFUSED: steps          30
+// UNFUSED: mismatches     not checked (--no-check)
+// UNFUSED: device         480 kernel launches;
+
+// Checked against the reference, the fake's unwritten outputs are the
+// first mismatch: the checker reads what came back from the device.
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=3 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: inkling-run: mismatch in step 0, layer 0: output of stream k, sequence 0 {{.*}} position 0, head 0, channel 0: expected {{.*}}, found 0x0000
+
+// Each failure is one line and exit 1: no driver, no device, a chip the
+// backend does not know, a bundle the device cannot run, a failing launch.
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%t/no-such-driver.so 2>&1 | FileCheck %s --check-prefix=NODRIVER
+// NODRIVER: inkling-run: --device=gpu: no CUDA driver: {{.*}}no-such-driver.so could not be loaded (
+// RUN: env INKLING_FAKE_CUDA_DEVICES=0 not inkling-run \
+// RUN:   %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda 2>&1 | FileCheck %s --check-prefix=NODEVICE
+// NODEVICE: inkling-run: --device=gpu: no CUDA device: device 0 requested, 0 present
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --gpu-chip=sm_999 2>&1 | FileCheck %s --check-prefix=CHIP
+// CHIP: inkling-run: GPU target sm_999: not a chip LLVM's NVPTX backend knows
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --gpu-chip=sm_100 2>&1 | FileCheck %s --check-prefix=NEWER
+// NEWER: inkling-run: --device=gpu: cannot load the kernels (sm_100) on gpu ({{.*}}): kernel bundle: {{.*}}.ptx: cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU (209)
+// RUN: env INKLING_FAKE_CUDA_FAIL=cuLaunchKernel not inkling-run \
+// RUN:   %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=3 2>&1 | FileCheck %s --check-prefix=LAUNCH
+// LAUNCH: inkling-run: step 0: the layer on gpu ({{.*}}): cuLaunchKernel failed: CUDA_ERROR_LAUNCH_FAILED (719)
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --replay=0 --outputs=%t 2>&1 | FileCheck %s --check-prefix=REPLAY
+// REPLAY: inkling-run: --replay runs on the CPU; drop --device=gpu

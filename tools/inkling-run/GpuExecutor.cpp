@@ -1,0 +1,264 @@
+//===- GpuExecutor.cpp - The layer's CUDA kernels, on device mirrors ------===//
+//
+// Every host buffer the server adds gets a device buffer of the same size,
+// initialized from it. A call translates each host descriptor to the device
+// (same offset inside the buffer), uploads the part of each argument the
+// kernels read, runs the manifest's host function (its launches in program
+// order) and downloads the part they write. Only the bytes an argument's
+// sizes and strides reach move, so a decode step moves a few rows, not the
+// buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "inkling/Runtime/Cuda.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+
+using namespace inkling;
+using namespace inkling::run;
+using exec::ArgRole;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Bytes from an argument's data pointer to one past the last element its
+/// sizes and strides reach (0 when a size is 0).
+size_t extentBytes(const exec::MemRefArg &arg, int64_t elementBytes) {
+  int64_t last = arg.offset;
+  for (size_t d = 0; d < arg.sizes.size(); ++d) {
+    if (arg.sizes[d] <= 0)
+      return 0;
+    last += (arg.sizes[d] - 1) * arg.strides[d];
+  }
+  return static_cast<size_t>((last + 1) * elementBytes);
+}
+
+class GpuExecutor final : public Executor {
+public:
+  GpuExecutor(exec::LayerProgram &program, std::unique_ptr<cuda::Driver> driver)
+      : sig_(program.signature()), driver_(std::move(driver)) {}
+
+  Status load(const std::string &bundleDir) {
+    auto bundle = cuda::KernelBundle::load(*driver_, bundleDir);
+    if (!bundle)
+      return bundle.status();
+    bundle_ = std::move(*bundle);
+    const HostSpec *host = bundle_->manifest().findHost(sig_.function);
+    if (!host)
+      return Status(StatusCode::NotFound, "the kernel bundle has no host "
+                                          "function @" +
+                                              sig_.function);
+    launchesPerCall_ = static_cast<int64_t>(host->launches.size());
+    return Status::ok();
+  }
+
+  std::string description() const override {
+    int version = driver_->driverVersion();
+    return "gpu (" + driver_->deviceName() + ", sm_" +
+           std::to_string(driver_->computeCapability()) + ", driver " +
+           std::to_string(version / 1000) + "." +
+           std::to_string(version % 1000 / 10) + ")";
+  }
+
+  Status addBuffer(void *host, size_t bytes) override {
+    auto device = cuda::DeviceBuffer::allocate(*driver_, bytes);
+    if (!device)
+      return device.status();
+    Mirror mirror{static_cast<uint8_t *>(host), bytes, std::move(*device)};
+    auto start = Clock::now();
+    Status s = driver_->copyToDevice(mirror.device.address(), host, bytes);
+    transfer_ += std::chrono::duration<double>(Clock::now() - start).count();
+    if (!s)
+      return s;
+    auto key = reinterpret_cast<uintptr_t>(host);
+    mirrors_.erase(key);
+    mirrors_.emplace(key, std::move(mirror));
+    return Status::ok();
+  }
+
+  Status invoke(const std::vector<exec::MemRefArg> &args) override {
+    if (args.size() != sig_.args.size())
+      return invalidArgument("the layer takes " +
+                             std::to_string(sig_.args.size()) +
+                             " arguments, got " + std::to_string(args.size()));
+    deviceArgs_.resize(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const exec::ArgInfo &info = sig_.args[i];
+      const exec::MemRefArg &arg = args[i];
+      size_t bytes = extentBytes(arg, exec::elementBytes(info.element));
+      Mirror *mirror = nullptr;
+      size_t at = 0;
+      if (Status s = find(arg.data, bytes, mirror, at); !s)
+        return Status(s.code(), "argument " + std::to_string(i) + " (" +
+                                    exec::argRoleName(info.role) +
+                                    "): " + s.message());
+      deviceArgs_[i] = {mirror->device.address() + at, arg.sizes, arg.strides};
+      // What the kernels read: the step's metadata and inputs each call,
+      // weights once; the caches live on the device.
+      bool upload = false;
+      switch (info.role) {
+      case ArgRole::Cache:
+      case ArgRole::Output:
+        break;
+      case ArgRole::Weights:
+      case ArgRole::Bias:
+        upload = !mirror->uploaded;
+        mirror->uploaded = true;
+        break;
+      default:
+        upload = true;
+      }
+      if (upload)
+        if (Status s = copy(*mirror, at, bytes, /*toDevice=*/true); !s)
+          return s;
+    }
+    if (Status s = bundle_->run(sig_.function, deviceArgs_); !s)
+      return s;
+    if (Status s = driver_->synchronize(); !s)
+      return s;
+    launches_ += launchesPerCall_;
+    for (size_t i = 0; i < args.size(); ++i) {
+      ArgRole role = sig_.args[i].role;
+      if (role != ArgRole::Output && role != ArgRole::Status)
+        continue;
+      if (Status s = download(
+              args[i].data,
+              extentBytes(args[i], exec::elementBytes(sig_.args[i].element)));
+          !s)
+        return s;
+    }
+    return Status::ok();
+  }
+
+  Status copyCacheBytes(void *dst, const void *src, size_t bytes) override {
+    Mirror *to = nullptr, *from = nullptr;
+    size_t toAt = 0, fromAt = 0;
+    if (Status s = find(dst, bytes, to, toAt); !s)
+      return s;
+    if (Status s = find(src, bytes, from, fromAt); !s)
+      return s;
+    return driver_->copyOnDevice(to->device.address() + toAt,
+                                 from->device.address() + fromAt, bytes);
+  }
+
+  Status download(void *host, size_t bytes) override {
+    Mirror *mirror = nullptr;
+    size_t at = 0;
+    if (Status s = find(host, bytes, mirror, at); !s)
+      return s;
+    return copy(*mirror, at, bytes, /*toDevice=*/false);
+  }
+
+  Status upload(const void *host, size_t bytes) override {
+    Mirror *mirror = nullptr;
+    size_t at = 0;
+    if (Status s = find(host, bytes, mirror, at); !s)
+      return s;
+    return copy(*mirror, at, bytes, /*toDevice=*/true);
+  }
+
+  double transferSeconds() const override { return transfer_; }
+  int64_t launches() const override { return launches_; }
+
+private:
+  struct Mirror {
+    uint8_t *host = nullptr;
+    size_t bytes = 0;
+    cuda::DeviceBuffer device;
+    bool uploaded = false;
+  };
+
+  /// The mirror holding [host, host + bytes), and the offset in it.
+  Status find(const void *host, size_t bytes, Mirror *&mirror, size_t &at) {
+    auto address = reinterpret_cast<uintptr_t>(host);
+    auto it = mirrors_.upper_bound(address);
+    if (it != mirrors_.begin()) {
+      --it;
+      Mirror &m = it->second;
+      at = address - it->first;
+      if (at + bytes <= m.bytes) {
+        mirror = &m;
+        return Status::ok();
+      }
+    }
+    return invalidArgument(std::to_string(bytes) +
+                           " bytes that no device buffer mirrors");
+  }
+
+  Status copy(Mirror &mirror, size_t at, size_t bytes, bool toDevice) {
+    auto start = Clock::now();
+    Status s = toDevice
+                   ? driver_->copyToDevice(mirror.device.address() + at,
+                                           mirror.host + at, bytes)
+                   : driver_->copyToHost(mirror.host + at,
+                                         mirror.device.address() + at, bytes);
+    transfer_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return s;
+  }
+
+  const exec::LayerSignature &sig_;
+  // Declared first, destroyed last: the buffers and the bundle use it.
+  std::unique_ptr<cuda::Driver> driver_;
+  std::map<uintptr_t, Mirror> mirrors_;
+  std::unique_ptr<cuda::KernelBundle> bundle_;
+  std::vector<MemRefArg> deviceArgs_;
+  int64_t launchesPerCall_ = 0, launches_ = 0;
+  double transfer_ = 0;
+};
+
+/// A directory removed on destruction (the temporary kernel bundle).
+struct TemporaryDirectory {
+  llvm::SmallString<128> path;
+  ~TemporaryDirectory() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Executor>
+run::createGpuExecutor(exec::LayerProgram &program,
+                       const GpuExecutorOptions &options, std::string &error) {
+  auto driver = cuda::Driver::load(options.driverLibrary);
+  if (!driver) {
+    error = "--device=gpu: " + driver.status().message();
+    return nullptr;
+  }
+  int capability = (*driver)->computeCapability();
+  exec::KernelTarget target;
+  target.chip =
+      options.chip.empty() ? "sm_" + std::to_string(capability) : options.chip;
+
+  TemporaryDirectory temporary;
+  std::string dir = options.kernelsDir;
+  if (dir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+            "inkling-kernels", temporary.path)) {
+      error =
+          "--device=gpu: cannot create a temporary directory: " + ec.message();
+      return nullptr;
+    }
+    dir = temporary.path.str().str();
+  } else if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = "--kernels-dir=" + dir + ": " + ec.message();
+    return nullptr;
+  }
+  if (!program.compileKernels(options.compile, target, dir, error))
+    return nullptr;
+
+  auto executor = std::make_unique<GpuExecutor>(program, std::move(*driver));
+  if (Status s = executor->load(dir); !s) {
+    error = "--device=gpu: cannot load the kernels (" + target.chip + ") on " +
+            executor->description() + ": " + s.message();
+    return nullptr;
+  }
+  return executor;
+}
