@@ -110,6 +110,14 @@ StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config) {
   return result;
 }
 
+/// The layout of a C config: converted and derived (the runtime's checks).
+StatusOr<Layout> toLayout(const inkling_layout_config_t *config) {
+  StatusOr<LayoutConfig> c = toConfig(config);
+  if (!c)
+    return c.status();
+  return Layout::derive(*c);
+}
+
 void toC(const Layout &layout, inkling_layout_t &out) {
   out.heads_per_rank = layout.headsPerRank;
   out.hidden_per_head = layout.hiddenPerHead;
@@ -169,14 +177,11 @@ inkling_status_t inkling_layout_derive(const inkling_layout_config_t *config,
                                        inkling_layout_t *out, char *error,
                                        size_t error_capacity) {
   return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<LayoutConfig> c = toConfig(config);
-    if (!c)
-      return c.status();
-    if (!out)
-      return nullArgument("output layout");
-    StatusOr<Layout> layout = Layout::derive(*c);
+    StatusOr<Layout> layout = toLayout(config);
     if (!layout)
       return layout.status();
+    if (!out)
+      return nullArgument("output layout");
     toC(*layout, *out);
     return Status::ok();
   });
@@ -194,10 +199,7 @@ inkling_status_t inkling_manager_create(const inkling_manager_config_t *config,
       return nullArgument("manager config");
     if (!out)
       return nullArgument("output manager pointer");
-    StatusOr<LayoutConfig> c = toConfig(&config->layout);
-    if (!c)
-      return c.status();
-    StatusOr<Layout> layout = Layout::derive(*c);
+    StatusOr<Layout> layout = toLayout(&config->layout);
     if (!layout)
       return layout.status();
     SequenceManagerConfig managerConfig;
@@ -478,14 +480,11 @@ inkling_status_t inkling_cache_spec_sconv(const inkling_layout_config_t *config,
                                           inkling_cache_spec_t *out,
                                           char *error, size_t error_capacity) {
   return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<LayoutConfig> c = toConfig(config);
-    if (!c)
-      return c.status();
-    if (!out)
-      return nullArgument("output cache spec");
-    StatusOr<Layout> layout = Layout::derive(*c);
+    StatusOr<Layout> layout = toLayout(config);
     if (!layout)
       return layout.status();
+    if (!out)
+      return nullArgument("output cache spec");
     toC(CacheSpec::sconv(name ? name : "", *layout), name, *out);
     return Status::ok();
   });

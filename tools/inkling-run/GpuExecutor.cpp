@@ -100,21 +100,12 @@ public:
                                     exec::argRoleName(info.role) +
                                     "): " + s.message());
       deviceArgs_[i] = {mirror->device.address() + at, arg.sizes, arg.strides};
-      // What the kernels read: the step's metadata and inputs each call,
-      // weights once; the caches live on the device.
-      bool upload = false;
-      switch (info.role) {
-      case ArgRole::Cache:
-      case ArgRole::Output:
-        break;
-      case ArgRole::Weights:
-      case ArgRole::Bias:
-        upload = !mirror->uploaded;
-        mirror->uploaded = true;
-        break;
-      default:
-        upload = true;
-      }
+      // What the kernels read each call: the step's metadata, the inputs,
+      // the status (zeroed). Weights and caches are on the device since
+      // addBuffer; outputs come back after the launches.
+      ArgRole role = info.role;
+      bool upload = role != ArgRole::Cache && role != ArgRole::Output &&
+                    role != ArgRole::Weights && role != ArgRole::Bias;
       if (upload)
         if (Status s = copy(*mirror, at, bytes, /*toDevice=*/true); !s)
           return s;
@@ -172,7 +163,6 @@ private:
     uint8_t *host = nullptr;
     size_t bytes = 0;
     cuda::DeviceBuffer device;
-    bool uploaded = false;
   };
 
   /// The mirror holding [host, host + bytes), and the offset in it.

@@ -34,6 +34,19 @@
 // UNFUSED: mismatches     not checked (--no-check)
 // UNFUSED: device         480 kernel launches;
 
+// The feature-complete workload of workload.mlir (3 layers, every conv
+// variant): copy-on-write pages are copied on the device, inside the cache
+// allocations (the fake rejects any copy that leaves one).
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=1000 --budget-mb=0.025 \
+// RUN:   --arrival-rate=0.5 --fork-rate=0.05 --preempt-rate=0.02 \
+// RUN:   --max-prompt=64 --max-output=48 --no-check --json \
+// RUN:   | FileCheck %s --check-prefix=WORKLOAD
+// WORKLOAD-DAG: "block_copies": {{[1-9][0-9]*}},
+// WORKLOAD-DAG: "launches": 6000,
+// WORKLOAD-DAG: "out_of_blocks_preemptions": {{[1-9][0-9]*}},
+// WORKLOAD-DAG: "steps": 1000,
+
 // Checked against the reference, the fake's unwritten outputs are the
 // first mismatch: the checker reads what came back from the device.
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
