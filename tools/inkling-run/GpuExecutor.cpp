@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 
 using namespace inkling;
@@ -71,7 +72,10 @@ public:
     auto device = cuda::DeviceBuffer::allocate(*driver_, bytes);
     if (!device)
       return device.status();
-    Mirror mirror{static_cast<uint8_t *>(host), bytes, std::move(*device)};
+    Mirror mirror;
+    mirror.host = static_cast<uint8_t *>(host);
+    mirror.bytes = bytes;
+    mirror.device = std::move(*device);
     auto start = Clock::now();
     Status s = driver_->copyToDevice(mirror.device.address(), host, bytes);
     transfer_ += std::chrono::duration<double>(Clock::now() - start).count();
@@ -106,9 +110,22 @@ public:
       ArgRole role = info.role;
       bool upload = role != ArgRole::Cache && role != ArgRole::Output &&
                     role != ArgRole::Weights && role != ArgRole::Bias;
-      if (upload)
-        if (Status s = copy(*mirror, at, bytes, /*toDevice=*/true); !s)
-          return s;
+      // The step's metadata is the same for every layer of a step: sent
+      // again only when it changed since the last upload.
+      bool metadata =
+          role == ArgRole::QueryStartLoc || role == ArgRole::NumComputed ||
+          role == ArgRole::BlockTable || role == ArgRole::SlotMapping;
+      if (metadata && mirror->sent.size() == bytes && mirror->sentAt == at &&
+          std::memcmp(mirror->sent.data(), mirror->host + at, bytes) == 0)
+        upload = false;
+      if (!upload)
+        continue;
+      if (Status s = copy(*mirror, at, bytes, /*toDevice=*/true); !s)
+        return s;
+      if (metadata) {
+        mirror->sent.assign(mirror->host + at, mirror->host + at + bytes);
+        mirror->sentAt = at;
+      }
     }
     if (Status s = bundle_->run(sig_.function, deviceArgs_); !s)
       return s;
@@ -152,6 +169,7 @@ public:
     size_t at = 0;
     if (Status s = find(host, bytes, mirror, at); !s)
       return s;
+    mirror->sent.clear(); // the device no longer holds what was last sent
     return copy(*mirror, at, bytes, /*toDevice=*/true);
   }
 
@@ -163,6 +181,9 @@ private:
     uint8_t *host = nullptr;
     size_t bytes = 0;
     cuda::DeviceBuffer device;
+    /// The bytes [sentAt, sentAt + sent.size()) last uploaded (metadata).
+    std::vector<uint8_t> sent;
+    size_t sentAt = 0;
   };
 
   /// The mirror holding [host, host + bytes), and the offset in it.
