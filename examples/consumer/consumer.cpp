@@ -298,6 +298,16 @@ int main() {
   if (!again)
     llvm::consumeError(again.takeError());
 
+  // A chip the NVPTX backend does not know is an error, not a crash.
+  inkling::KernelCompilerOptions unknownChip;
+  unknownChip.chip = "sm_999";
+  inkling::KernelCompiler badTarget(context, unknownChip);
+  auto rejected = badTarget.compile(*layer);
+  std::string why =
+      rejected ? std::string() : llvm::toString(rejected.takeError());
+  check(why.find("GPU target sm_999") != std::string::npos,
+        "an unknown GPU chip is a compile error");
+
   // JIT the CPU code and run it on data.
   check(cpuOk, "inkling-lower-to-cpu ran");
   if (!cpuOk)

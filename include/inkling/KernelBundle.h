@@ -49,8 +49,11 @@ struct KernelBundle {
 
 /// `inkling-lower-to-nvvm`'s options (`LowerToNVVMOptions`) as plain values.
 struct KernelCompilerOptions {
+  /// Checked against LLVM's NVPTX backend (compile() fails on an unknown
+  /// one).
   std::string chip = "sm_90";
-  std::string features = "+ptx80";
+  /// Empty: +ptx80 up to sm_90, the backend's default for newer chips.
+  std::string features;
   int optLevel = 3;
   /// isa (PTX, no tool needed), bin (cubin, needs ptxas) or fatbin.
   std::string format = "isa";

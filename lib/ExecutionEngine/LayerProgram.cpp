@@ -28,15 +28,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Triple.h"
 
-#include <cstdlib>
 #include <mutex>
 
 using namespace inkling;
@@ -97,37 +93,6 @@ const char *exec::argRoleName(ArgRole role) {
 }
 
 namespace {
-
-extern "C" void LLVMInitializeNVPTXTargetInfo();
-extern "C" void LLVMInitializeNVPTXTargetMC();
-
-/// Whether LLVM's NVPTX backend knows `chip` (an unknown one would stop the
-/// process inside the backend rather than fail the pipeline).
-bool isKnownGpuChip(const std::string &chip) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTargetMC();
-  });
-  std::string error;
-  llvm::Triple triple("nvptx64-nvidia-cuda");
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return false;
-  std::unique_ptr<llvm::MCSubtargetInfo> info(
-      target->createMCSubtargetInfo(triple, "", ""));
-  return info && info->isCPUStringValid(chip);
-}
-
-/// The PTX features of `chip` when none are given: PTX ISA 8.0 up to sm_90
-/// (what CUDA 12 ptxas and drivers accept); for newer chips the backend's
-/// default, the first PTX version that supports them (a fixed older one
-/// would stop the backend).
-std::string defaultGpuFeatures(const std::string &chip) {
-  int number = std::atoi(chip.c_str() + 3);
-  return number <= 90 ? "+ptx80" : "";
-}
 
 /// Parses a --fusion value; empty leaves `strategy` unset (the pipeline's
 /// default).
@@ -759,12 +724,11 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
 
 bool LayerProgram::compileKernels(const CompileOptions &options,
                                   const KernelTarget &target,
-                                  const std::string &directory,
-                                  std::string &error) {
+                                  KernelFiles &bundle, std::string &error) {
   Impl &impl = *impl_;
   mlir::MLIRContext &ctx = context();
   FirstError diag(ctx);
-  if (target.chip.rfind("sm_", 0) != 0 || !isKnownGpuChip(target.chip)) {
+  if (!gpu::isKnownNVPTXChip(target.chip)) {
     error = "GPU target " + target.chip +
             ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
     return false;
@@ -776,22 +740,26 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
     return false;
 
   // The same fusion as the CPU pipeline's (its default when none is given),
-  // then the GPU lowering and the bundle writer. A clone is lowered: the
-  // module stays sconv IR.
+  // then the GPU lowering. A clone is lowered: the module stays sconv IR.
   mlir::OwningOpRef<mlir::ModuleOp> clone(impl.module->clone());
   mlir::PassManager pm(&ctx);
   sconv::buildFusionPipeline(
       pm, strategy.value_or(LowerToCPUOptions().fusion.getValue()));
   LowerToNVVMOptions nvvm;
   nvvm.chip = target.chip;
-  nvvm.features = target.features.empty() ? defaultGpuFeatures(target.chip)
+  nvvm.features = target.features.empty() ? gpu::defaultPTXFeatures(target.chip)
                                           : target.features;
   nvvm.format = target.format;
   nvvm.toolkit = target.toolkit;
   nvvm.checked = options.checked;
   buildLowerToNVVMPipeline(pm, nvvm);
-  pm.addPass(gpu::createWriteKernelsPass(directory));
-  if (mlir::failed(pm.run(*clone))) {
+  bundle = KernelFiles();
+  if (mlir::failed(pm.run(*clone)) ||
+      mlir::failed(gpu::serializeKernelBundle(
+          *clone, bundle.manifest,
+          [&](llvm::StringRef file, llvm::StringRef bytes) {
+            bundle.objects[file.str()] = bytes.str();
+          }))) {
     error = diag.message.empty() ? impl.path + ": inkling-lower-to-nvvm failed"
                                  : diag.message;
     return false;

@@ -383,18 +383,53 @@ KernelBundle::load(Driver &driver, const std::string &directory) {
   auto manifest = KernelManifest::load(directory);
   if (!manifest)
     return manifest.status();
+  return loadModules(
+      driver, std::move(*manifest),
+      [&](const std::string &file) -> StatusOr<std::string> {
+        std::string path = directory + "/" + file;
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+          return Status(StatusCode::NotFound,
+                        "kernel bundle: cannot open " + path);
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        return bytes.str();
+      },
+      directory + "/");
+}
+
+StatusOr<std::unique_ptr<KernelBundle>>
+KernelBundle::load(Driver &driver, std::string_view manifestJson,
+                   const std::map<std::string, std::string> &objects) {
+  auto manifest = KernelManifest::parse(manifestJson);
+  if (!manifest)
+    return manifest.status();
+  return loadModules(
+      driver, std::move(*manifest),
+      [&](const std::string &file) -> StatusOr<std::string> {
+        auto it = objects.find(file);
+        if (it == objects.end())
+          return Status(StatusCode::NotFound,
+                        "kernel bundle: no object " + file);
+        return it->second;
+      },
+      "");
+}
+
+StatusOr<std::unique_ptr<KernelBundle>> KernelBundle::loadModules(
+    Driver &driver, KernelManifest manifest,
+    const std::function<StatusOr<std::string>(const std::string &)> &object,
+    const std::string &where) {
   std::unique_ptr<KernelBundle> bundle(
-      new KernelBundle(driver, std::move(*manifest)));
+      new KernelBundle(driver, std::move(manifest)));
   for (const KernelSpec &kernel : bundle->manifest_.kernels) {
-    std::string path = directory + "/" + kernel.file;
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      return Status(StatusCode::NotFound, "kernel bundle: cannot open " + path);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    auto module = driver.loadModule(bytes.str());
+    auto bytes = object(kernel.file);
+    if (!bytes)
+      return bytes.status();
+    auto module = driver.loadModule(*bytes);
     if (!module)
-      return Status(module.status().code(), "kernel bundle: " + path + ": " +
+      return Status(module.status().code(), "kernel bundle: " + where +
+                                                kernel.file + ": " +
                                                 module.status().message());
     bundle->modules_.push_back(*module);
     auto fn = driver.function(*module, kernel.entry);

@@ -6,10 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "inkling/Runtime/Cuda.h"
+#include "ManifestFixture.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -176,6 +178,54 @@ TEST(CudaFakeDriver, LaunchesCheckPointerArguments) {
   ASSERT_FALSE(rejected);
   EXPECT_NE(rejected.status().message().find("CUDA_ERROR_NO_BINARY_FOR_GPU"),
             std::string::npos);
+}
+
+/// The fixture manifest's kernel: the insert ABI (cache, slot mapping, x
+/// descriptors: 19 parameters, the 6 pointers marked `.ptr`).
+std::string insertPtx() {
+  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                    ".visible .entry layer_k1_insert_k(\n";
+  for (int i = 0; i < 19; ++i) {
+    bool pointer = i == 0 || i == 1 || i == 5 || i == 6 || i == 10 || i == 11;
+    ptx += std::string("\t.param .u64 ") + (pointer ? ".ptr .align 1 " : "") +
+           "layer_k1_insert_k_param_" + std::to_string(i) +
+           (i < 18 ? ",\n" : "\n");
+  }
+  return ptx + ")\n{\n\tret;\n}\n";
+}
+
+TEST(CudaFakeDriver, RunsAHostFunctionOfABundleInMemory) {
+  auto driver = fakeDriver();
+  ASSERT_TRUE(driver);
+  std::map<std::string, std::string> objects{
+      {"layer_k1_insert_k.ptx", insertPtx()}};
+  auto bundle = KernelBundle::load(*driver, fixtures::manifest(), objects);
+  ASSERT_TRUE(bundle) << bundle.status().toString();
+
+  const int64_t tokens = 3;
+  auto cache = DeviceBuffer::allocate(*driver, 1 << 16);
+  auto slots = DeviceBuffer::allocate(*driver, tokens * 8);
+  auto x = DeviceBuffer::allocate(*driver, tokens * 1024 * 2);
+  ASSERT_TRUE(cache && slots && x);
+  // Host arguments 0 (cache), 4 (slots) and 5 (x); 1-3 are not used.
+  std::vector<MemRefArg> args(6);
+  args[0] = {cache->address(), {1 << 16}, {}};
+  args[4] = {slots->address(), {tokens}, {}};
+  args[5] = {x->address(), {tokens, 8, 128}, {}};
+  EXPECT_TRUE((*bundle)->run("layer", args).isOk());
+
+  // x in host memory: the launch is refused, and the status says so.
+  std::vector<uint16_t> hostX(tokens * 1024);
+  args[5].address = reinterpret_cast<uintptr_t>(hostX.data());
+  Status s = (*bundle)->run("layer", args);
+  EXPECT_NE(s.message().find("cuLaunchKernel failed"), std::string::npos)
+      << s.toString();
+
+  // An object the manifest names but memory does not hold.
+  auto missing = KernelBundle::load(*driver, fixtures::manifest(), {});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().message(),
+            "kernel bundle: no object layer_k1_insert_k.ptx");
 }
 
 } // namespace

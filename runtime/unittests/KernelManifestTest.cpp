@@ -1,12 +1,14 @@
 //===- KernelManifestTest.cpp - The kernel bundle's manifest --------------===//
 
 #include "inkling/Runtime/KernelManifest.h"
+#include "ManifestFixture.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 using namespace inkling;
+using inkling::fixtures::manifest;
 
 namespace {
 
@@ -77,44 +79,6 @@ TEST(Json, LimitsNesting) {
 //===----------------------------------------------------------------------===//
 // Manifest
 //===----------------------------------------------------------------------===//
-
-/// A manifest as inkling-write-kernels writes it: an insert kernel of the
-/// K stream (cache bytes, slot mapping, x).
-std::string manifest(const std::string &kernelExtra = "",
-                     const std::string &grid = R"(["T", 8, 1])",
-                     const std::string &hostArgs = "[0, 4, 5]",
-                     const std::string &file = "layer_k1_insert_k.ptx") {
-  return R"({
-  "generator": "inkling-write-kernels",
-  "hosts": [{"launches": [{"host_args": )" +
-         hostArgs + R"(, "kernel": "layer_k1_insert_k"}], "name": "layer"}],
-  "kernels": [{
-    "args": [
-      {"element": "i8", "element_bytes": 1, "identity": true, "offset": 0,
-       "params": 5, "rank": 1, "shape": [-1], "strides": [1],
-       "type": "memref<?xi8>"},
-      {"element": "i64", "element_bytes": 8, "identity": true, "offset": 0,
-       "params": 5, "rank": 1, "shape": [-1], "strides": [1],
-       "type": "memref<?xi64>"},
-      {"element": "bf16", "element_bytes": 2, "identity": true, "offset": 0,
-       "params": 9, "rank": 3, "shape": [-1, 8, 128], "strides": [1024, 128, 1],
-       "type": "memref<?x8x128xbf16>"}
-    ],
-    "attributes": "{}", "block": [16, 1, 1], "entry": "layer_k1_insert_k",
-    "file": ")" +
-         file + R"(", "format": "ptx", "grid": )" + grid + R"(,
-    "host": "layer", "key": "k", "layout": "#sconv.layout<...>",
-    "name": "layer_k1_insert_k", "op": "sconv.insert",
-    "params": ["ptr", "ptr", "i64", "i64", "i64", "ptr", "ptr", "i64", "i64",
-               "i64", "ptr", "ptr", "i64", "i64", "i64", "i64", "i64", "i64",
-               "i64"],
-    "ptx_global_v4_loads": 1, "streams": ["k"], "tokens_arg": 2)" +
-         kernelExtra + R"(
-  }],
-  "target": {"chip": "sm_90", "features": "+ptx80", "format": "ptx", "opt_level": 3},
-  "version": 1
-})";
-}
 
 TEST(KernelManifest, ParsesWhatTheWriterWrites) {
   auto m = KernelManifest::parse(manifest());

@@ -63,8 +63,8 @@ std::unique_ptr<Executor> createCpuExecutor(exec::LayerProgram &program);
 struct GpuExecutorOptions {
   /// The driver library (default: the system's libcuda.so.1).
   std::string driverLibrary = "libcuda.so.1";
-  /// Where the kernel bundle is written; empty: a temporary directory,
-  /// removed afterwards.
+  /// Where to also write the kernel bundle (it is loaded from memory);
+  /// empty: nowhere.
   std::string kernelsDir;
   /// Empty: sm_<compute capability of the device>.
   std::string chip;

@@ -15,6 +15,8 @@
 #include "inkling/Runtime/Cuda.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cstdint>
@@ -46,8 +48,9 @@ public:
   GpuExecutor(exec::LayerProgram &program, std::unique_ptr<cuda::Driver> driver)
       : sig_(program.signature()), driver_(std::move(driver)) {}
 
-  Status load(const std::string &bundleDir) {
-    auto bundle = cuda::KernelBundle::load(*driver_, bundleDir);
+  Status load(const exec::KernelFiles &files) {
+    auto bundle =
+        cuda::KernelBundle::load(*driver_, files.manifest, files.objects);
     if (!bundle)
       return bundle.status();
     bundle_ = std::move(*bundle);
@@ -224,14 +227,30 @@ private:
   double transfer_ = 0;
 };
 
-/// A directory removed on destruction (the temporary kernel bundle).
-struct TemporaryDirectory {
-  llvm::SmallString<128> path;
-  ~TemporaryDirectory() {
-    if (!path.empty())
-      llvm::sys::fs::remove_directories(path);
+/// Writes the bundle into `dir` (created) as `inkling-write-kernels` would.
+bool writeBundle(const exec::KernelFiles &files, const std::string &dir,
+                 std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = "--kernels-dir=" + dir + ": " + ec.message();
+    return false;
   }
-};
+  auto write = [&](const std::string &file, const std::string &bytes) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, file);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      error = "--kernels-dir: cannot write " + path.str().str() + ": " +
+              ec.message();
+    else
+      os << bytes;
+    return !ec;
+  };
+  for (const auto &[file, bytes] : files.objects)
+    if (!write(file, bytes))
+      return false;
+  return write("manifest.json", files.manifest);
+}
 
 } // namespace
 
@@ -248,25 +267,15 @@ run::createGpuExecutor(exec::LayerProgram &program,
   target.chip =
       options.chip.empty() ? "sm_" + std::to_string(capability) : options.chip;
 
-  TemporaryDirectory temporary;
-  std::string dir = options.kernelsDir;
-  if (dir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-            "inkling-kernels", temporary.path)) {
-      error =
-          "--device=gpu: cannot create a temporary directory: " + ec.message();
-      return nullptr;
-    }
-    dir = temporary.path.str().str();
-  } else if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    error = "--kernels-dir=" + dir + ": " + ec.message();
+  exec::KernelFiles files;
+  if (!program.compileKernels(options.compile, target, files, error))
     return nullptr;
-  }
-  if (!program.compileKernels(options.compile, target, dir, error))
+  if (!options.kernelsDir.empty() &&
+      !writeBundle(files, options.kernelsDir, error))
     return nullptr;
 
   auto executor = std::make_unique<GpuExecutor>(program, std::move(*driver));
-  if (Status s = executor->load(dir); !s) {
+  if (Status s = executor->load(files); !s) {
     error = "--device=gpu: cannot load the kernels (" + target.chip + ") on " +
             executor->description() + ": " + s.message();
     return nullptr;

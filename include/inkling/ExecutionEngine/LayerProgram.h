@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -151,6 +152,13 @@ struct KernelTarget {
   std::string toolkit;
 };
 
+/// A kernel bundle in memory (what `inkling-write-kernels` would write):
+/// manifest.json's text and the bytes of each file it names.
+struct KernelFiles {
+  std::string manifest;
+  std::map<std::string, std::string> objects;
+};
+
 class LayerProgram {
 public:
   ~LayerProgram();
@@ -172,15 +180,14 @@ public:
   /// (see CompileOptions::addStatus).
   bool compile(const CompileOptions &options, std::string &error);
 
-  /// Lowers the function to CUDA kernels and writes the bundle the runtime's
-  /// `cuda::KernelBundle` loads (kernels + manifest.json) into `directory`:
-  /// the fusion of `options` (default: the CPU pipeline's), then
-  /// `inkling-lower-to-nvvm` and `inkling-write-kernels`. The manifest's host
-  /// function is the signature's function with the signature's arguments
-  /// (checked mode may add a Status argument, as for compile). The module
-  /// itself is not lowered: compile() may still follow.
+  /// Lowers the function to CUDA kernels: the fusion of `options` (default:
+  /// the CPU pipeline's), then `inkling-lower-to-nvvm`; `bundle` gets the
+  /// kernels and manifest the runtime's `cuda::KernelBundle` loads. The
+  /// manifest's host function is the signature's function with the
+  /// signature's arguments (checked mode may add a Status argument, as for
+  /// compile). The module itself is not lowered: compile() may still follow.
   bool compileKernels(const CompileOptions &options, const KernelTarget &target,
-                      const std::string &directory, std::string &error);
+                      KernelFiles &bundle, std::string &error);
 
   /// Calls the compiled function; `args` has one entry per argument of the
   /// signature, with as many sizes and strides as the argument's rank.

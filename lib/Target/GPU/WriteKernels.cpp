@@ -83,6 +83,152 @@ llvm::json::Array toJson(ArrayAttr array) {
   return out;
 }
 
+} // namespace
+
+LogicalResult serializeKernelBundle(
+    ModuleOp module, std::string &manifestText,
+    llvm::function_ref<void(StringRef file, StringRef bytes)> addObject) {
+  auto kernels = module->getAttrOfType<ArrayAttr>(kKernelsAttrName);
+  if (!kernels)
+    return module.emitError() << "has no `" << kKernelsAttrName
+                              << "` attribute: run inkling-lower-to-nvvm first";
+
+  llvm::json::Array kernelList;
+  llvm::StringMap<std::string> byKey; // dedupe key -> kernel name
+  // host -> its launches in order.
+  llvm::StringMap<llvm::json::Array> hostLaunches;
+  SmallVector<std::string> hostOrder;
+  llvm::json::Object target;
+
+  for (Attribute attr : kernels) {
+    auto entry = cast<DictionaryAttr>(attr);
+    auto str = [&](StringRef key) -> std::string {
+      auto s = dyn_cast_or_null<StringAttr>(entry.get(key));
+      return s ? s.getValue().str() : std::string();
+    };
+    std::string name = str("name");
+    std::string host = str("host");
+    std::string key = str("key");
+
+    if (!hostLaunches.count(host))
+      hostOrder.push_back(host);
+    auto it = byKey.find(key);
+    bool fresh = it == byKey.end();
+    std::string kernelName = fresh ? name : it->second;
+    llvm::json::Object launch{
+        {"kernel", kernelName},
+        {"host_args", toJson(cast<ArrayAttr>(entry.get("host_args")))}};
+    hostLaunches[host].push_back(std::move(launch));
+    if (!fresh)
+      continue;
+    byKey[key] = name;
+
+    auto binary = module.lookupSymbol<mlir::gpu::BinaryOp>(name);
+    if (!binary || binary.getObjects().size() != 1)
+      return module.emitError() << "kernel " << name
+                                << " has no gpu.binary with exactly one object";
+    auto object = cast<mlir::gpu::ObjectAttr>(binary.getObjects()[0]);
+    StringRef format, extension;
+    switch (object.getFormat()) {
+    case mlir::gpu::CompilationTarget::Assembly:
+      format = "ptx";
+      extension = ".ptx";
+      break;
+    case mlir::gpu::CompilationTarget::Binary:
+      format = "cubin";
+      extension = ".cubin";
+      break;
+    case mlir::gpu::CompilationTarget::Fatbin:
+      format = "fatbin";
+      extension = ".fatbin";
+      break;
+    default:
+      return module.emitError() << "kernel " << name
+                                << " is LLVM bitcode (format=llvm): the driver "
+                                   "loads ptx, cubin or fatbin only";
+    }
+    if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
+      target = llvm::json::Object{{"chip", nvvm.getChip().str()},
+                                  {"features", nvvm.getFeatures().str()},
+                                  {"opt_level", nvvm.getO()},
+                                  {"format", format.str()}};
+    std::string file = name + extension.str();
+    StringRef bytes = object.getObject().getValue();
+    addObject(file, bytes);
+
+    llvm::json::Array args;
+    for (Attribute a : cast<ArrayAttr>(entry.get("args"))) {
+      auto d = cast<DictionaryAttr>(a);
+      auto i = [&](StringRef k) {
+        return cast<IntegerAttr>(d.get(k)).getInt();
+      };
+      args.push_back(llvm::json::Object{
+          {"type", cast<StringAttr>(d.get("type")).getValue().str()},
+          {"element", cast<StringAttr>(d.get("element")).getValue().str()},
+          {"element_bytes", i("element_bytes")},
+          {"rank", i("rank")},
+          {"shape", toJson(cast<ArrayAttr>(d.get("shape")))},
+          {"strides", toJson(cast<ArrayAttr>(d.get("strides")))},
+          {"offset", i("offset")},
+          {"identity", cast<BoolAttr>(d.get("identity")).getValue()},
+          {"params", i("params")}});
+    }
+    llvm::json::Object kernel{
+        {"name", name},
+        {"entry", name},
+        {"file", file},
+        {"format", format.str()},
+        {"host", host},
+        {"op", str("op")},
+        {"streams", entry.get("streams")
+                        ? toJson(cast<ArrayAttr>(entry.get("streams")))
+                        : llvm::json::Array()},
+        {"layout", str("layout")},
+        {"attributes", str("attributes")},
+        {"key", key},
+        {"grid", toJson(cast<ArrayAttr>(entry.get("grid")))},
+        {"block", toJson(cast<ArrayAttr>(entry.get("block")))},
+        {"args", std::move(args)},
+        {"params", entry.get("params")
+                       ? toJson(cast<ArrayAttr>(entry.get("params")))
+                       : llvm::json::Array()},
+    };
+    if (auto tokens = dyn_cast_or_null<IntegerAttr>(entry.get("tokens_arg")))
+      kernel["tokens_arg"] = tokens.getInt();
+    if (format == "ptx") {
+      // 16-byte global accesses, and scalar 2-byte ones (which a row copy
+      // must not have).
+      kernel["ptx_global_v4_loads"] =
+          countMatches(bytes, "ld\\.global(\\.nc)?\\.v4\\.");
+      kernel["ptx_global_v4_stores"] =
+          countMatches(bytes, "st\\.global\\.v4\\.");
+      kernel["ptx_global_b16_accesses"] =
+          countMatches(bytes, "(ld\\.global(\\.nc)?|st\\.global)\\.[bu]16");
+    }
+    kernelList.push_back(std::move(kernel));
+  }
+
+  llvm::json::Array hosts;
+  for (const std::string &host : hostOrder)
+    hosts.push_back(llvm::json::Object{
+        {"name", host}, {"launches", std::move(hostLaunches[host])}});
+  llvm::json::Object manifest{
+      {"version", 1},
+      {"generator", "inkling-write-kernels"},
+      {"target", std::move(target)},
+      {"kernels", std::move(kernelList)},
+      {"hosts", std::move(hosts)},
+  };
+  manifestText =
+      collapseScalarArrays(
+          llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+              .str()) +
+      "\n";
+  return success();
+}
+
+namespace {
+
 struct WriteKernelsPass
     : PassWrapper<WriteKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(WriteKernelsPass)
@@ -108,165 +254,29 @@ struct WriteKernelsPass
       module.emitError("inkling-write-kernels needs dir=<directory>");
       return signalPassFailure();
     }
-    auto kernels = module->getAttrOfType<ArrayAttr>(kKernelsAttrName);
-    if (!kernels) {
-      module.emitError() << "has no `" << kKernelsAttrName
-                         << "` attribute: run inkling-lower-to-nvvm first";
-      return signalPassFailure();
-    }
     if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
       module.emitError() << "cannot create " << dir << ": " << ec.message();
       return signalPassFailure();
     }
-
-    llvm::json::Array kernelList;
-    llvm::StringMap<std::string> byKey; // dedupe key -> kernel name
-    // host -> its launches in order.
-    llvm::StringMap<llvm::json::Array> hostLaunches;
-    SmallVector<std::string> hostOrder;
-    llvm::json::Object target;
-
-    for (Attribute attr : kernels) {
-      auto entry = cast<DictionaryAttr>(attr);
-      auto str = [&](StringRef key) -> std::string {
-        auto s = dyn_cast_or_null<StringAttr>(entry.get(key));
-        return s ? s.getValue().str() : std::string();
-      };
-      std::string name = str("name");
-      std::string host = str("host");
-      std::string key = str("key");
-
-      if (!hostLaunches.count(host))
-        hostOrder.push_back(host);
-      auto it = byKey.find(key);
-      bool fresh = it == byKey.end();
-      std::string kernelName = fresh ? name : it->second;
-      llvm::json::Object launch{
-          {"kernel", kernelName},
-          {"host_args", toJson(cast<ArrayAttr>(entry.get("host_args")))}};
-      hostLaunches[host].push_back(std::move(launch));
-      if (!fresh)
-        continue;
-      byKey[key] = name;
-
-      auto binary = module.lookupSymbol<mlir::gpu::BinaryOp>(name);
-      if (!binary || binary.getObjects().size() != 1) {
-        module.emitError() << "kernel " << name
-                           << " has no gpu.binary with exactly one object";
-        return signalPassFailure();
-      }
-      auto object = cast<mlir::gpu::ObjectAttr>(binary.getObjects()[0]);
-      StringRef format, extension;
-      switch (object.getFormat()) {
-      case mlir::gpu::CompilationTarget::Assembly:
-        format = "ptx";
-        extension = ".ptx";
-        break;
-      case mlir::gpu::CompilationTarget::Binary:
-        format = "cubin";
-        extension = ".cubin";
-        break;
-      case mlir::gpu::CompilationTarget::Fatbin:
-        format = "fatbin";
-        extension = ".fatbin";
-        break;
-      default:
-        module.emitError() << "kernel " << name
-                           << " is LLVM bitcode (format=llvm): the driver "
-                              "loads ptx, cubin or fatbin only";
-        return signalPassFailure();
-      }
-      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
-        target = llvm::json::Object{{"chip", nvvm.getChip().str()},
-                                    {"features", nvvm.getFeatures().str()},
-                                    {"opt_level", nvvm.getO()},
-                                    {"format", format.str()}};
-      std::string file = name + extension.str();
+    bool written = true;
+    auto write = [&](StringRef file, StringRef bytes) {
       SmallString<256> path(dir.getValue());
       llvm::sys::path::append(path, file);
       std::error_code ec;
       llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
       if (ec) {
         module.emitError() << "cannot write " << path << ": " << ec.message();
-        return signalPassFailure();
+        written = false;
+        return;
       }
-      StringRef bytes = object.getObject().getValue();
       os << bytes;
-
-      llvm::json::Array args;
-      for (Attribute a : cast<ArrayAttr>(entry.get("args"))) {
-        auto d = cast<DictionaryAttr>(a);
-        auto i = [&](StringRef k) {
-          return cast<IntegerAttr>(d.get(k)).getInt();
-        };
-        args.push_back(llvm::json::Object{
-            {"type", cast<StringAttr>(d.get("type")).getValue().str()},
-            {"element", cast<StringAttr>(d.get("element")).getValue().str()},
-            {"element_bytes", i("element_bytes")},
-            {"rank", i("rank")},
-            {"shape", toJson(cast<ArrayAttr>(d.get("shape")))},
-            {"strides", toJson(cast<ArrayAttr>(d.get("strides")))},
-            {"offset", i("offset")},
-            {"identity", cast<BoolAttr>(d.get("identity")).getValue()},
-            {"params", i("params")}});
-      }
-      llvm::json::Object kernel{
-          {"name", name},
-          {"entry", name},
-          {"file", file},
-          {"format", format.str()},
-          {"host", host},
-          {"op", str("op")},
-          {"streams", entry.get("streams")
-                          ? toJson(cast<ArrayAttr>(entry.get("streams")))
-                          : llvm::json::Array()},
-          {"layout", str("layout")},
-          {"attributes", str("attributes")},
-          {"key", key},
-          {"grid", toJson(cast<ArrayAttr>(entry.get("grid")))},
-          {"block", toJson(cast<ArrayAttr>(entry.get("block")))},
-          {"args", std::move(args)},
-          {"params", entry.get("params")
-                         ? toJson(cast<ArrayAttr>(entry.get("params")))
-                         : llvm::json::Array()},
-      };
-      if (auto tokens = dyn_cast_or_null<IntegerAttr>(entry.get("tokens_arg")))
-        kernel["tokens_arg"] = tokens.getInt();
-      if (format == "ptx") {
-        // 16-byte global accesses, and scalar 2-byte ones (which a row copy
-        // must not have).
-        kernel["ptx_global_v4_loads"] =
-            countMatches(bytes, "ld\\.global(\\.nc)?\\.v4\\.");
-        kernel["ptx_global_v4_stores"] =
-            countMatches(bytes, "st\\.global\\.v4\\.");
-        kernel["ptx_global_b16_accesses"] =
-            countMatches(bytes, "(ld\\.global(\\.nc)?|st\\.global)\\.[bu]16");
-      }
-      kernelList.push_back(std::move(kernel));
-    }
-
-    llvm::json::Array hosts;
-    for (const std::string &host : hostOrder)
-      hosts.push_back(llvm::json::Object{
-          {"name", host}, {"launches", std::move(hostLaunches[host])}});
-    llvm::json::Object manifest{
-        {"version", 1},
-        {"generator", "inkling-write-kernels"},
-        {"target", std::move(target)},
-        {"kernels", std::move(kernelList)},
-        {"hosts", std::move(hosts)},
     };
-    SmallString<256> path(dir.getValue());
-    llvm::sys::path::append(path, "manifest.json");
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      module.emitError() << "cannot write " << path << ": " << ec.message();
+    std::string manifest;
+    if (failed(serializeKernelBundle(module, manifest, write)) || !written)
       return signalPassFailure();
-    }
-    std::string text =
-        llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))).str();
-    os << collapseScalarArrays(text) << "\n";
+    write("manifest.json", manifest);
+    if (!written)
+      return signalPassFailure();
   }
 };
 

@@ -9,7 +9,11 @@
 #ifndef INKLING_TARGET_GPU_PASSES_H
 #define INKLING_TARGET_GPU_PASSES_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <memory>
 #include <string>
@@ -69,6 +73,27 @@ std::unique_ptr<mlir::Pass> createRecordKernelParamsPass();
 /// one file per distinct kernel (kernels with the same dedupe key share one),
 /// and `dir/manifest.json`.
 std::unique_ptr<mlir::Pass> createWriteKernelsPass(std::string dir = "");
+
+/// The kernel bundle of a module lowered by `inkling-lower-to-nvvm`, in
+/// memory: calls `addObject(file, bytes)` once per distinct kernel, in
+/// manifest order, and sets `manifest` to manifest.json's text. What
+/// `inkling-write-kernels` writes, for callers that load the kernels without
+/// a directory. Errors are emitted on `module`.
+mlir::LogicalResult serializeKernelBundle(
+    mlir::ModuleOp module, std::string &manifest,
+    llvm::function_ref<void(llvm::StringRef file, llvm::StringRef bytes)>
+        addObject);
+
+/// Whether LLVM's NVPTX backend knows `chip` ("sm_80", "sm_90a", ...). The
+/// backend stops the process on an unknown chip rather than failing the
+/// pipeline: check a chip that comes from a user or a device first.
+bool isKnownNVPTXChip(llvm::StringRef chip);
+
+/// The PTX features for `chip` when none are given: "+ptx80" (PTX ISA 8.0,
+/// what CUDA 12 accepts) up to sm_90; for newer chips "", the backend's
+/// default, the first PTX ISA that supports them (an older one would stop
+/// the backend).
+std::string defaultPTXFeatures(llvm::StringRef chip);
 
 /// Registers the passes above with the pass registry.
 void registerGPUPasses();

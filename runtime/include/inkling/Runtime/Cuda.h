@@ -23,9 +23,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace inkling::cuda {
@@ -123,6 +125,12 @@ public:
   /// Reads `directory/manifest.json` and loads every kernel file.
   static StatusOr<std::unique_ptr<KernelBundle>>
   load(Driver &driver, const std::string &directory);
+  /// The same from memory: manifest.json's text and the bytes of every file
+  /// it names (what `serializeKernelBundle` or the embedding API's
+  /// `KernelCompiler` produce), so a serving process needs no directory.
+  static StatusOr<std::unique_ptr<KernelBundle>>
+  load(Driver &driver, std::string_view manifestJson,
+       const std::map<std::string, std::string> &objects);
   ~KernelBundle();
 
   const KernelManifest &manifest() const { return manifest_; }
@@ -142,6 +150,12 @@ public:
 private:
   KernelBundle(Driver &driver, KernelManifest manifest)
       : driver_(driver), manifest_(std::move(manifest)) {}
+  /// Loads each kernel's object, from `object(file)`; `where` prefixes the
+  /// file in messages.
+  static StatusOr<std::unique_ptr<KernelBundle>> loadModules(
+      Driver &driver, KernelManifest manifest,
+      const std::function<StatusOr<std::string>(const std::string &)> &object,
+      const std::string &where);
 
   Driver &driver_;
   KernelManifest manifest_;
