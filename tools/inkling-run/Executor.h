@@ -53,6 +53,9 @@ public:
 
   /// Seconds spent moving data between host and device (0 on the CPU).
   virtual double transferSeconds() const { return 0; }
+  /// Seconds the kernels ran on the device, from CUDA events around each
+  /// call's launches (0 on the CPU).
+  virtual double deviceSeconds() const { return 0; }
   /// Kernel launches so far (0 on the CPU: one call runs the layer).
   virtual int64_t launches() const { return 0; }
 };

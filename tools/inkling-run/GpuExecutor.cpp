@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -60,7 +61,19 @@ public:
                                           "function @" +
                                               sig_.function);
     launchesPerCall_ = static_cast<int64_t>(host->launches.size());
+    for (cuda::Event &event : events_) {
+      auto created = driver_->createEvent();
+      if (!created)
+        return created.status();
+      event = *created;
+    }
     return Status::ok();
+  }
+
+  ~GpuExecutor() override {
+    for (cuda::Event event : events_)
+      if (event)
+        (void)driver_->destroyEvent(event);
   }
 
   std::string description() const override {
@@ -130,10 +143,17 @@ public:
         mirror->sentAt = at;
       }
     }
+    // The launches alone, timed on the device.
+    if (Status s = driver_->record(events_[0]); !s)
+      return s;
     if (Status s = bundle_->run(sig_.function, deviceArgs_); !s)
       return s;
-    if (Status s = driver_->synchronize(); !s)
+    if (Status s = driver_->record(events_[1]); !s)
       return s;
+    auto ms = driver_->elapsedMs(events_[0], events_[1]);
+    if (!ms)
+      return ms.status();
+    deviceSeconds_ += *ms / 1000.0;
     launches_ += launchesPerCall_;
     for (size_t i = 0; i < args.size(); ++i) {
       ArgRole role = sig_.args[i].role;
@@ -177,6 +197,7 @@ public:
   }
 
   double transferSeconds() const override { return transfer_; }
+  double deviceSeconds() const override { return deviceSeconds_; }
   int64_t launches() const override { return launches_; }
 
 private:
@@ -223,8 +244,9 @@ private:
   std::map<uintptr_t, Mirror> mirrors_;
   std::unique_ptr<cuda::KernelBundle> bundle_;
   std::vector<MemRefArg> deviceArgs_;
+  std::array<cuda::Event, 2> events_{};
   int64_t launchesPerCall_ = 0, launches_ = 0;
-  double transfer_ = 0;
+  double transfer_ = 0, deviceSeconds_ = 0;
 };
 
 /// Writes the bundle into `dir` (created) as `inkling-write-kernels` would.

@@ -1183,6 +1183,7 @@ int Server::report(int exitCode) {
                             {"inputs", stats_.inputs},
                             {"kernels", stats_.kernels},
                             {"transfers", exec_.transferSeconds()},
+                            {"device_kernels", exec_.deviceSeconds()},
                             {"checking", stats_.checking},
                             {"total", opt_.compileSeconds + serveTime}};
     llvm::json::Object o{
@@ -1270,9 +1271,11 @@ int Server::report(int exitCode) {
       opt_.compileSeconds, stats_.schedule, stats_.inputs, stats_.kernels,
       stats_.checking);
   if (exec_.launches() > 0)
-    std::printf("  device         %lld kernel launches; host<->device copies "
-                "%.2f s (counted in kernels and checking)\n",
-                ll(exec_.launches()), exec_.transferSeconds());
+    std::printf("  device         %lld kernel launches, %.3f s on the device "
+                "(CUDA events); host<->device copies %.2f s (counted in "
+                "kernels and checking)\n",
+                ll(exec_.launches()), exec_.deviceSeconds(),
+                exec_.transferSeconds());
   std::printf("  throughput     %.0f tokens/s (%.0f tokens/s in the kernels; "
               "%lld layers per token)\n",
               tokensPerS, kernelTokensPerS, ll(opt_.layers));
