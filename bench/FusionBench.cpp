@@ -57,53 +57,34 @@ const LayoutConfig kReal{8, 128, 4096, 4, 1, "bf16"};
 /// The module: @inserts (the four inserts) and @layer (conv + insert per
 /// stream, the order of a decoder layer without calls between).
 std::string buildModule(const Layout &layout, int64_t pageBytes) {
+  LayerText text(kReal, layout, pageBytes);
   std::ostringstream os;
-  std::string l = layoutAttr(kReal);
-  std::string cache = cacheType(layout, pageBytes);
   const char *na = " {llvm.noalias}";
   auto xType = [&](Stream s) {
     return typeOfStream(layout, s, isFlat(s), false);
   };
-  auto wType = [&](Stream s) {
-    return "memref<" +
-           std::to_string(layout.headsPerRank * layout.range(s).width) +
-           "x4xbf16>";
-  };
   auto signature = [&](const char *name, bool convs) {
-    os << "func.func @" << name << "(%buffer: memref<?xi8>" << na
-       << ", %qsl: memref<?xi32>" << na << ", %nc: memref<?xi32>" << na
-       << ", %bt: memref<?x?xi32>" << na << ", %slots: memref<?xi64>" << na;
+    os << "func.func @" << name << "(" << LayerText::metadataParams(true);
     for (Stream s : kAllStreams)
       os << ", %x_" << streamName(s) << ": " << xType(s) << na;
     if (convs) {
       for (Stream s : kAllStreams)
-        os << ", %w_" << streamName(s) << ": " << wType(s) << na;
+        os << ", %w_" << streamName(s) << ": " << text.weightsType(s) << na;
       for (Stream s : kAllStreams)
         os << ", %y_" << streamName(s) << ": " << xType(s) << na;
     }
-    os << ") {\n  %cache = sconv.bind %buffer layout " << l << " page_bytes "
-       << pageBytes << " : memref<?xi8> -> " << cache
-       << "\n  %step = sconv.step query_start_loc %qsl num_computed %nc "
-          "block_table %bt slot_mapping %slots : memref<?xi32>, "
-          "memref<?xi32>, memref<?x?xi32>, memref<?xi64>\n";
-  };
-  auto insert = [&](Stream s) {
-    os << "  sconv.insert %x_" << streamName(s) << " into %cache["
-       << streamName(s) << "] layout " << l << " step %step : " << xType(s)
-       << ", " << cache << "\n";
+    os << ") {\n" << text.bindAndStep();
   };
   os << "module {\n";
   signature("inserts", false);
   for (Stream s : kAllStreams)
-    insert(s);
+    os << text.insert(std::string("x_") + streamName(s), s, xType(s));
   os << "  return\n}\n";
   signature("layer", true);
   for (Stream s : kAllStreams) {
     std::string n = streamName(s);
-    os << "  sconv.conv %x_" << n << ", %w_" << n << " history %cache[" << n
-       << "] layout " << l << " step %step into %y_" << n << " : " << xType(s)
-       << ", " << wType(s) << ", " << cache << " -> " << xType(s) << "\n";
-    insert(s);
+    os << text.conv({"x_" + n, "w_" + n, "", "y_" + n}, s, xType(s));
+    os << text.insert("x_" + n, s, xType(s));
   }
   os << "  return\n}\n}\n";
   return os.str();

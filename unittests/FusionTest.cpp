@@ -87,56 +87,25 @@ const char *strategyName(FusionStrategy s) {
 /// the inserts commute with the convs.
 std::string buildModule(const FusionCase &fc, const Layout &layout,
                         int64_t pageBytes) {
+  LayerText text(fc.config, layout, pageBytes);
   std::ostringstream os;
-  std::string l = layoutAttr(fc.config);
-  std::string cache = cacheType(layout, pageBytes);
   const char *na = " {llvm.noalias}";
   auto xType = [&](Stream s) {
     return typeOfStream(layout, s, isFlat(s), fc.stridedStreams);
   };
-  auto channels = [&](Stream s) {
-    return std::to_string(layout.headsPerRank * layout.range(s).width);
-  };
-  auto wType = [&](Stream s) {
-    return "memref<" + channels(s) + "x" + std::to_string(fc.config.kernel) +
-           "xbf16>";
-  };
-  auto bType = [&](Stream s) { return "memref<" + channels(s) + "xbf16>"; };
   auto signature = [&](const std::string &name, bool convs) {
-    os << "func.func @" << name << "(%buffer: memref<?xi8>" << na
-       << ", %qsl: memref<?xi32>" << na << ", %nc: memref<?xi32>" << na
-       << ", %bt: memref<?x?xi32>" << na << ", %slots: memref<?xi64>" << na;
+    os << "func.func @" << name << "(" << LayerText::metadataParams(true);
     for (Stream s : kAllStreams)
       os << ", %x_" << streamName(s) << ": " << xType(s) << na;
     if (convs) {
       for (Stream s : kAllStreams)
-        os << ", %w_" << streamName(s) << ": " << wType(s) << na;
+        os << ", %w_" << streamName(s) << ": " << text.weightsType(s) << na;
       for (Stream s : kAllStreams)
-        os << ", %b_" << streamName(s) << ": " << bType(s) << na;
+        os << ", %b_" << streamName(s) << ": " << text.biasType(s) << na;
       for (Stream s : kAllStreams)
         os << ", %y_" << streamName(s) << ": " << xType(s) << na;
     }
-    os << ") {\n";
-    os << "  %cache = sconv.bind %buffer layout " << l << " page_bytes "
-       << pageBytes << " : memref<?xi8> -> " << cache << "\n";
-    os << "  %step = sconv.step query_start_loc %qsl num_computed %nc "
-          "block_table %bt slot_mapping %slots : memref<?xi32>, "
-          "memref<?xi32>, memref<?x?xi32>, memref<?xi64>\n";
-  };
-  auto insert = [&](Stream s) {
-    os << "  sconv.insert %x_" << streamName(s) << " into %cache["
-       << streamName(s) << "] layout " << l << " step %step : " << xType(s)
-       << ", " << cache << "\n";
-  };
-  auto conv = [&](Stream s, bool silu) {
-    std::string n = streamName(s);
-    os << "  sconv.conv %x_" << n << ", %w_" << n
-       << (silu ? " bias %b_" + n : std::string()) << " history %cache[" << n
-       << "] layout " << l << " step %step into %y_" << n
-       << (silu ? " activation silu {residual = false}" : "") << " : "
-       << xType(s) << ", " << wType(s) << ", " << cache
-       << (silu ? ", " + bType(s) : std::string()) << " -> " << xType(s)
-       << "\n";
+    os << ") {\n" << text.bindAndStep();
   };
   os << "module {\n";
   os << "func.func private @opaque() {\n  return\n}\n";
@@ -145,16 +114,19 @@ std::string buildModule(const FusionCase &fc, const Layout &layout,
                                    std::tuple{"layer_calls", false, true}}) {
     signature(name, true);
     for (Stream s : kAllStreams) {
+      std::string n = streamName(s);
       if (calls && (s == Stream::Attn || s == Stream::Mlp))
         os << "  func.call @opaque() : () -> ()\n";
-      conv(s, silu);
-      insert(s);
+      LayerText::Conv conv{"x_" + n, "w_" + n, silu ? "b_" + n : "", "y_" + n};
+      conv.silu = silu;
+      conv.residual = !silu;
+      os << text.conv(conv, s, xType(s)) << text.insert("x_" + n, s, xType(s));
     }
     os << "  return\n}\n";
   }
   signature("inserts", false);
   for (Stream s : kAllStreams)
-    insert(s);
+    os << text.insert(std::string("x_") + streamName(s), s, xType(s));
   os << "  return\n}\n}\n";
   return os.str();
 }

@@ -74,79 +74,46 @@ void PrintTo(const LayoutCase &lc, std::ostream *os) { *os << lc.name; }
 /// and, with a status buffer, `checked_insert_k` and `checked_conv_k`.
 std::string buildModule(const LayoutCase &lc, const Layout &layout,
                         int64_t pageBytes, bool checked) {
+  LayerText text(lc.config, layout, pageBytes);
   std::ostringstream os;
-  std::string l = layoutAttr(lc.config);
-  int64_t h = layout.headsPerRank, n = layout.blockSize, d = layout.headSize;
-  std::string cacheType =
-      "memref<?x" + std::to_string(h) + "x" + std::to_string(n) + "x" +
-      std::to_string(d) + "xbf16, strided<[" + std::to_string(pageBytes / 2) +
-      ", " + std::to_string(n * d) + ", " + std::to_string(d) + ", 1]>>";
-  std::string meta = "%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: "
-                     "memref<?xi32>, %bt: memref<?x?xi32>, %slots: "
-                     "memref<?xi64>";
-  auto prologue = [&](bool status) {
-    os << "  %cache = sconv.bind %buffer layout " << l << " page_bytes "
-       << pageBytes << " : memref<?xi8> -> " << cacheType << "\n";
-    os << "  %step = sconv.step query_start_loc %qsl num_computed %nc "
-          "block_table %bt slot_mapping %slots"
-       << (status ? " status %status" : "")
-       << " : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>"
-       << (status ? ", memref<?xi64>" : "") << "\n";
+  std::string meta = LayerText::metadataParams(false);
+  auto xType = [&](Stream s, bool flat) {
+    return typeOfStream(layout, s, flat, lc.stridedStreams);
   };
   os << "module {\n";
   if (!checked) {
     os << "func.func @insert_all(" << meta;
     for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": "
-         << typeOfStream(layout, s, isFlat(s), lc.stridedStreams);
-    os << ") {\n";
-    prologue(false);
+      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
+    os << ") {\n" << text.bindAndStep();
     for (Stream s : kAllStreams)
-      os << "  sconv.insert %x_" << streamName(s) << " into %cache["
-         << streamName(s) << "] layout " << l << " step %step : "
-         << typeOfStream(layout, s, isFlat(s), lc.stridedStreams) << ", "
-         << cacheType << "\n";
+      os << text.insert(std::string("x_") + streamName(s), s,
+                        xType(s, isFlat(s)));
     os << "  return\n}\n";
     for (Stream s : kAllStreams) {
-      int64_t channels = h * layout.range(s).width;
-      std::string xType = typeOfStream(layout, s, isFlat(s), lc.stridedStreams);
-      std::string wType = "memref<" + std::to_string(channels) + "x" +
-                          std::to_string(lc.config.kernel) + "xbf16>";
-      std::string bType = "memref<" + std::to_string(channels) + "xbf16>";
+      std::string x = xType(s, isFlat(s));
       for (const ConvVariant &v : kVariants) {
         os << "func.func @conv_" << streamName(s) << "_" << v.name << "("
-           << meta << ", %x: " << xType << ", %w: " << wType
-           << ", %bias: " << bType << ", %y: " << xType << ") {\n";
-        prologue(false);
-        os << "  sconv.conv %x, %w" << (v.bias ? " bias %bias" : "")
-           << " history %cache[" << streamName(s) << "] layout " << l
-           << " step %step into %y" << (v.silu ? " activation silu" : "")
-           << (v.residual ? "" : " {residual = false}") << " : " << xType
-           << ", " << wType << ", " << cacheType << (v.bias ? ", " + bType : "")
-           << " -> " << xType << "\n";
-        os << "  return\n}\n";
+           << meta << ", %x: " << x << ", %w: " << text.weightsType(s)
+           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
+           << text.bindAndStep();
+        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
+        conv.silu = v.silu;
+        conv.residual = v.residual;
+        os << text.conv(conv, s, x) << "  return\n}\n";
       }
     }
   } else {
     Stream s = Stream::K;
-    int64_t channels = h * layout.range(s).width;
-    std::string xType = typeOfStream(layout, s, false, lc.stridedStreams);
-    std::string wType = "memref<" + std::to_string(channels) + "x" +
-                        std::to_string(lc.config.kernel) + "xbf16>";
+    std::string x = xType(s, false);
     os << "func.func @checked_insert_k(" << meta
-       << ", %status: memref<?xi64>, %x: " << xType << ") {\n";
-    prologue(true);
-    os << "  sconv.insert %x into %cache[k] layout " << l
-       << " step %step : " << xType << ", " << cacheType << "\n";
-    os << "  return\n}\n";
+       << ", %status: memref<?xi64>, %x: " << x << ") {\n"
+       << text.bindAndStep(true) << text.insert("x", s, x) << "  return\n}\n";
     os << "func.func @checked_conv_k(" << meta
-       << ", %status: memref<?xi64>, %x: " << xType << ", %w: " << wType
-       << ", %y: " << xType << ") {\n";
-    prologue(true);
-    os << "  sconv.conv %x, %w history %cache[k] layout " << l
-       << " step %step into %y : " << xType << ", " << wType << ", "
-       << cacheType << " -> " << xType << "\n";
-    os << "  return\n}\n";
+       << ", %status: memref<?xi64>, %x: " << x
+       << ", %w: " << text.weightsType(s) << ", %y: " << x << ") {\n"
+       << text.bindAndStep(true) << text.conv({"x", "w", "", "y"}, s, x)
+       << "  return\n}\n";
   }
   os << "}\n";
   return os.str();

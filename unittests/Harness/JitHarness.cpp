@@ -1,16 +1,8 @@
 //===- JitHarness.cpp - JIT sconv kernels and feed them memrefs -----------===//
 
 #include "Harness/JitHarness.h"
-#include "inkling/Dialect/SConv/IR/SConvDialect.h"
+#include "inkling/InitInkling.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -18,8 +10,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +56,64 @@ std::string harness::typeOfStream(const Layout &layout, Stream stream,
   return os.str();
 }
 
+LayerText::LayerText(const LayoutConfig &config, const Layout &layout,
+                     int64_t pageBytes)
+    : shape_(layout), pageBytes_(pageBytes), kernel_(config.kernel),
+      layout_(layoutAttr(config)), cache_(cacheType(layout, pageBytes)) {}
+
+std::string LayerText::weightsType(Stream stream) const {
+  return "memref<" +
+         std::to_string(shape_.headsPerRank * shape_.range(stream).width) +
+         "x" + std::to_string(kernel_) + "xbf16>";
+}
+
+std::string LayerText::biasType(Stream stream) const {
+  return "memref<" +
+         std::to_string(shape_.headsPerRank * shape_.range(stream).width) +
+         "xbf16>";
+}
+
+std::string LayerText::metadataParams(bool noalias) {
+  const char *na = noalias ? " {llvm.noalias}" : "";
+  return std::string("%buffer: memref<?xi8>") + na + ", %qsl: memref<?xi32>" +
+         na + ", %nc: memref<?xi32>" + na + ", %bt: memref<?x?xi32>" + na +
+         ", %slots: memref<?xi64>" + na;
+}
+
+std::string LayerText::bindAndStep(bool status) const {
+  std::ostringstream os;
+  os << "  %cache = sconv.bind %buffer layout " << layout_ << " page_bytes "
+     << pageBytes_ << " : memref<?xi8> -> " << cache_ << "\n";
+  os << "  %step = sconv.step query_start_loc %qsl num_computed %nc "
+        "block_table %bt slot_mapping %slots"
+     << (status ? " status %status" : "")
+     << " : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>"
+     << (status ? ", memref<?xi64>" : "") << "\n";
+  return os.str();
+}
+
+std::string LayerText::insert(const std::string &x, Stream stream,
+                              const std::string &xType) const {
+  return "  sconv.insert %" + x + " into %cache[" + streamName(stream) +
+         "] layout " + layout_ + " step %step : " + xType + ", " + cache_ +
+         "\n";
+}
+
+std::string LayerText::conv(const Conv &c, Stream stream,
+                            const std::string &xType) const {
+  bool bias = !c.bias.empty();
+  std::ostringstream os;
+  os << "  sconv.conv %" << c.x << ", %" << c.weights
+     << (bias ? " bias %" + c.bias : std::string()) << " history %cache["
+     << streamName(stream) << "] layout " << layout_ << " step %step into %"
+     << c.out << (c.silu ? " activation silu" : "")
+     << (c.residual ? "" : " {residual = false}") << " : " << xType << ", "
+     << weightsType(stream) << ", " << cache_
+     << (bias ? ", " + biasType(stream) : std::string()) << " -> " << xType
+     << "\n";
+  return os.str();
+}
+
 void harness::initializeNativeTarget() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -80,13 +128,7 @@ mlir::MLIRContext *jitContext() {
   // Never destroyed: the engines' code outlives any test or benchmark.
   static mlir::MLIRContext *context = [] {
     mlir::DialectRegistry registry;
-    registry.insert<sconv::SConvDialect, mlir::arith::ArithDialect,
-                    mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-                    mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                    mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                    mlir::vector::VectorDialect>();
-    mlir::registerBuiltinDialectTranslation(registry);
-    mlir::registerLLVMDialectTranslation(registry);
+    inkling::registerAllDialects(registry);
     auto *ctx = new mlir::MLIRContext(registry);
     ctx->loadAllAvailableDialects();
     return ctx;

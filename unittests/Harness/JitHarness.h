@@ -113,6 +113,45 @@ inline bool isFlat(Stream stream) {
   return stream == Stream::Attn || stream == Stream::Mlp;
 }
 
+/// The text of a layer's sconv ops for one layout and page size, as the
+/// JIT tests and the benchmark write their modules.
+class LayerText {
+public:
+  LayerText(const LayoutConfig &config, const Layout &layout,
+            int64_t pageBytes);
+
+  const std::string &layout() const { return layout_; }
+  const std::string &cache() const { return cache_; }
+  /// `memref<H*w x W x bf16>` and `memref<H*w x bf16>` of `stream`.
+  std::string weightsType(Stream stream) const;
+  std::string biasType(Stream stream) const;
+
+  /// `%buffer: memref<?xi8>, %qsl: ..., %slots: memref<?xi64>`, each
+  /// followed by ` {llvm.noalias}` when `noalias`.
+  static std::string metadataParams(bool noalias);
+  /// The `%cache = sconv.bind %buffer ...` and `%step = sconv.step ...`
+  /// lines (with `status %status` when `status`).
+  std::string bindAndStep(bool status = false) const;
+  /// `sconv.insert %<x> into %cache[<stream>] ...` (one line).
+  std::string insert(const std::string &x, Stream stream,
+                     const std::string &xType) const;
+
+  struct Conv {
+    std::string x, weights, bias, out; ///< Value names (bias: empty = none).
+    bool silu = false;
+    bool residual = true;
+  };
+  /// `sconv.conv %<x>, %<w> [bias %<b>] history %cache[<stream>] ...`.
+  std::string conv(const Conv &conv, Stream stream,
+                   const std::string &xType) const;
+
+private:
+  Layout shape_;
+  int64_t pageBytes_;
+  int64_t kernel_;
+  std::string layout_, cache_;
+};
+
 //===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
