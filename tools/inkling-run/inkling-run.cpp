@@ -61,8 +61,8 @@ cl::opt<std::string>
             cl::cat(model));
 cl::opt<std::string>
     kernelsDir("kernels-dir",
-               cl::desc("--device=gpu: keep the kernel bundle (PTX + "
-                        "manifest.json) in DIR (default: a temporary one)"),
+               cl::desc("--device=gpu: also write the kernel bundle (PTX + "
+                        "manifest.json, loaded from memory) into DIR"),
                cl::value_desc("DIR"), cl::cat(model));
 cl::opt<std::string>
     cudaDriver("cuda-driver", cl::Hidden, cl::init("libcuda.so.1"),
