@@ -38,6 +38,12 @@ using namespace mlir;
 
 void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
                                        const LowerToNVVMOptions &options) {
+  // 0. The chip must be one the NVPTX backend knows (it would stop the
+  //    process at serialization otherwise). After it: a known chip.
+  gpu::CheckTargetPassOptions target;
+  target.chip = options.chip;
+  pm.addPass(gpu::createCheckTargetPass(target));
+
   // 1. Tag every sconv op with what it implements (FusedLoc metadata of its
   //    location; the loops, the launch and the kernel inherit it).
   pm.addPass(gpu::createTagSConvOpsPass());
@@ -85,16 +91,16 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
-  GpuNVVMAttachTargetOptions target;
-  target.chip = options.chip;
-  target.features = options.features;
-  target.optLevel = options.optLevel;
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.chip;
+  attach.features = options.features;
+  attach.optLevel = options.optLevel;
   std::string toolkit =
       options.toolkit.empty() ? "/usr/local/cuda" : options.toolkit.getValue();
   std::string libdevice = toolkit + "/nvvm/libdevice/libdevice.10.bc";
   if (llvm::sys::fs::exists(libdevice))
-    target.linkLibs.push_back(libdevice);
-  pm.addPass(createGpuNVVMAttachTarget(target));
+    attach.linkLibs.push_back(libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(attach));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createArithToLLVMConversionPass());
   ConvertIndexToLLVMPassOptions index;

@@ -8,6 +8,8 @@
 
 #include "inkling/Target/GPU/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/TargetParser/Triple.h"
@@ -15,6 +17,11 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+
+namespace inkling::gpu {
+#define GEN_PASS_DEF_CHECKTARGETPASS
+#include "inkling/Target/GPU/Passes.h.inc"
+} // namespace inkling::gpu
 
 extern "C" void LLVMInitializeNVPTXTargetInfo();
 extern "C" void LLVMInitializeNVPTXTargetMC();
@@ -42,3 +49,18 @@ std::string inkling::gpu::defaultPTXFeatures(llvm::StringRef chip) {
   int number = std::atoi(chip.drop_front(3).str().c_str());
   return number <= 90 ? "+ptx80" : "";
 }
+
+namespace {
+struct CheckTargetPass
+    : inkling::gpu::impl::CheckTargetPassBase<CheckTargetPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (inkling::gpu::isKnownNVPTXChip(chip))
+      return;
+    getOperation().emitError()
+        << "GPU target " << chip
+        << ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
+    signalPassFailure();
+  }
+};
+} // namespace

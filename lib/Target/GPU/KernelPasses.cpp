@@ -34,6 +34,14 @@
 using namespace mlir;
 
 namespace inkling::gpu {
+#define GEN_PASS_DEF_TAGSCONVOPSPASS
+#define GEN_PASS_DEF_MAPSCONVNESTSPASS
+#define GEN_PASS_DEF_SINKINTOLAUNCHPASS
+#define GEN_PASS_DEF_FMATOLLVMPASS
+#define GEN_PASS_DEF_RECORDKERNELSPASS
+#define GEN_PASS_DEF_RECORDKERNELPARAMSPASS
+#include "inkling/Target/GPU/Passes.h.inc"
+
 namespace {
 
 std::string printed(Attribute attr) {
@@ -84,13 +92,7 @@ SmallVector<std::string> streamNames(Operation *op) {
   return names;
 }
 
-struct TagSConvOpsPass : PassWrapper<TagSConvOpsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TagSConvOpsPass)
-  StringRef getArgument() const override { return "inkling-gpu-tag-ops"; }
-  StringRef getDescription() const override {
-    return "Record on every sconv op with a step what it implements (op, "
-           "streams, layout, attributes, operand types) as FusedLoc metadata";
-  }
+struct TagSConvOpsPass : impl::TagSConvOpsPassBase<TagSConvOpsPass> {
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -135,18 +137,7 @@ struct TagSConvOpsPass : PassWrapper<TagSConvOpsPass, OperationPass<ModuleOp>> {
 // inkling-gpu-map-nests
 //===----------------------------------------------------------------------===//
 
-struct MapSConvNestsPass
-    : PassWrapper<MapSConvNestsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MapSConvNestsPass)
-  StringRef getArgument() const override { return "inkling-gpu-map-nests"; }
-  StringRef getDescription() const override {
-    return "Map outermost scf.parallel dims to blocks, the scf.parallel ops "
-           "nested in them to threads (x = the 16-byte chunk), deeper ones "
-           "to sequential loops";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<mlir::gpu::GPUDialect>();
-  }
+struct MapSConvNestsPass : impl::MapSConvNestsPassBase<MapSConvNestsPass> {
 
   /// Sets the mapping of `loop` to `level` (0 blocks, 1 threads, 2+
   /// sequential) and recurses into the scf.parallel ops of its body.
@@ -196,14 +187,7 @@ struct MapSConvNestsPass
 // inkling-gpu-sink
 //===----------------------------------------------------------------------===//
 
-struct SinkIntoLaunchPass
-    : PassWrapper<SinkIntoLaunchPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SinkIntoLaunchPass)
-  StringRef getArgument() const override { return "inkling-gpu-sink"; }
-  StringRef getDescription() const override {
-    return "Sink every side-effect-free, region-free op a gpu.launch uses "
-           "(constants, dims, index math, memref views) into the launch";
-  }
+struct SinkIntoLaunchPass : impl::SinkIntoLaunchPassBase<SinkIntoLaunchPass> {
 
   static bool sinkable(Operation *op) {
     return op->getNumRegions() == 0 && op->getNumResults() > 0 &&
@@ -256,16 +240,7 @@ struct SinkIntoLaunchPass
 // inkling-gpu-fma-to-llvm
 //===----------------------------------------------------------------------===//
 
-struct FmaToLLVMPass : PassWrapper<FmaToLLVMPass, OperationPass<>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FmaToLLVMPass)
-  StringRef getArgument() const override { return "inkling-gpu-fma-to-llvm"; }
-  StringRef getDescription() const override {
-    return "Rewrite math.fma (scalar or vector) to llvm.intr.fma, which "
-           "NVPTX selects as fma.rn.f32 (not a libdevice __nv_fmaf call)";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect>();
-  }
+struct FmaToLLVMPass : impl::FmaToLLVMPassBase<FmaToLLVMPass> {
   void runOnOperation() override {
     getOperation()->walk([](math::FmaOp fma) {
       OpBuilder b(fma);
@@ -344,16 +319,7 @@ FailureOr<DictionaryAttr> describeArg(Builder &b, Type type,
   return b.getDictionaryAttr(entries);
 }
 
-struct RecordKernelsPass
-    : PassWrapper<RecordKernelsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RecordKernelsPass)
-  StringRef getArgument() const override {
-    return "inkling-gpu-record-kernels";
-  }
-  StringRef getDescription() const override {
-    return "Name each outlined kernel after its host function and op and "
-           "record its ABI and launch-grid rule in `inkling.kernels`";
-  }
+struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -532,13 +498,7 @@ struct RecordKernelsPass
 //===----------------------------------------------------------------------===//
 
 struct RecordKernelParamsPass
-    : PassWrapper<RecordKernelParamsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RecordKernelParamsPass)
-  StringRef getArgument() const override { return "inkling-gpu-record-params"; }
-  StringRef getDescription() const override {
-    return "Add each lowered kernel's llvm.func parameter types to its "
-           "`inkling.kernels` entry";
-  }
+    : impl::RecordKernelParamsPassBase<RecordKernelParamsPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -588,24 +548,5 @@ struct RecordKernelParamsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createTagSConvOpsPass() {
-  return std::make_unique<TagSConvOpsPass>();
-}
-std::unique_ptr<Pass> createMapSConvNestsPass() {
-  return std::make_unique<MapSConvNestsPass>();
-}
-std::unique_ptr<Pass> createSinkIntoLaunchPass() {
-  return std::make_unique<SinkIntoLaunchPass>();
-}
-std::unique_ptr<Pass> createFmaToLLVMPass() {
-  return std::make_unique<FmaToLLVMPass>();
-}
-std::unique_ptr<Pass> createRecordKernelsPass() {
-  return std::make_unique<RecordKernelsPass>();
-}
-std::unique_ptr<Pass> createRecordKernelParamsPass() {
-  return std::make_unique<RecordKernelParamsPass>();
-}
 
 } // namespace inkling::gpu

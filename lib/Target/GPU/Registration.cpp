@@ -48,3 +48,5 @@ void inkling::gpu::registerNVVMLoweringDialects(
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerNVVMDialectTranslation(registry);
 }
+
+void inkling::gpu::registerGPUPasses() { registerInklingGPUPasses(); }

@@ -25,6 +25,9 @@
 using namespace mlir;
 
 namespace inkling::gpu {
+#define GEN_PASS_DEF_WRITEKERNELSPASS
+#include "inkling/Target/GPU/Passes.h.inc"
+
 namespace {
 
 int64_t countMatches(StringRef text, StringRef pattern) {
@@ -229,24 +232,8 @@ LogicalResult serializeKernelBundle(
 
 namespace {
 
-struct WriteKernelsPass
-    : PassWrapper<WriteKernelsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(WriteKernelsPass)
-
-  WriteKernelsPass() = default;
-  WriteKernelsPass(const WriteKernelsPass &other) : PassWrapper(other) {}
-  explicit WriteKernelsPass(std::string directory) { dir = directory; }
-
-  StringRef getArgument() const override { return "inkling-write-kernels"; }
-  StringRef getDescription() const override {
-    return "Write every gpu.binary kernel (PTX, cubin or fatbin) to `dir`, "
-           "identical kernels once, with manifest.json (names, argument ABI, "
-           "launch-grid rule) for the runtime's CUDA launcher";
-  }
-
-  Option<std::string> dir{*this, "dir",
-                          llvm::cl::desc("Directory to write the kernels and "
-                                         "manifest.json to (created)")};
+struct WriteKernelsPass : impl::WriteKernelsPassBase<WriteKernelsPass> {
+  using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -281,21 +268,5 @@ struct WriteKernelsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createWriteKernelsPass(std::string dir) {
-  if (dir.empty())
-    return std::make_unique<WriteKernelsPass>();
-  return std::make_unique<WriteKernelsPass>(std::move(dir));
-}
-
-void registerGPUPasses() {
-  PassRegistration<WriteKernelsPass>();
-  mlir::registerPass(createTagSConvOpsPass);
-  mlir::registerPass(createMapSConvNestsPass);
-  mlir::registerPass(createSinkIntoLaunchPass);
-  mlir::registerPass(createFmaToLLVMPass);
-  mlir::registerPass(createRecordKernelsPass);
-  mlir::registerPass(createRecordKernelParamsPass);
-}
 
 } // namespace inkling::gpu

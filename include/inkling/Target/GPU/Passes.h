@@ -2,7 +2,8 @@
 //
 // The passes `inkling-lower-to-nvvm` adds around upstream MLIR's GPU passes,
 // and `inkling-write-kernels`, which writes the serialized kernels and the
-// manifest the runtime's CUDA launcher reads (docs/gpu.md).
+// manifest the runtime's CUDA launcher reads (docs/gpu.md); the in-memory
+// bundle writer; the NVPTX chip checks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,47 +33,14 @@ constexpr const char *kKernelsAttrName = "inkling.kernels";
 /// nest (and later the kernel) implements.
 constexpr const char *kOpInfoKey = "inkling.op";
 
-/// `inkling-gpu-tag-ops`: records on every sconv op with a step (insert,
-/// conv and the fused ops) what it implements (op name, streams, layout,
-/// attributes, operand types) as `FusedLoc` metadata of its location. The
-/// loop lowering builds the nest with the op's location, so the metadata
-/// reaches the `gpu.launch` and the outlined kernel.
-std::unique_ptr<mlir::Pass> createTagSConvOpsPass();
-
-/// `inkling-gpu-map-nests`: sets `gpu.loop_dim_map` on the loop nests of
-/// the lowering: the dimensions of an outermost `scf.parallel` go to block
-/// x, y, z; those of the `scf.parallel` ops nested in it (the 16-byte chunk
-/// loops) to thread x, y, z; anything deeper runs sequentially.
-std::unique_ptr<mlir::Pass> createMapSConvNestsPass();
-
-/// `inkling-gpu-sink`: moves every side-effect-free, region-free op whose
-/// result a `gpu.launch` uses into the launch (constants, dims, index math,
-/// and the view ops: memref.view, reinterpret_cast, collapse_shape), so that
-/// the outlined kernel takes only the host function's own arguments.
-std::unique_ptr<mlir::Pass> createSinkIntoLaunchPass();
-
-/// `inkling-gpu-fma-to-llvm`: math.fma (scalar or vector) ->
-/// llvm.intr.fma, so that NVPTX emits `fma.rn.f32` rather than a call to
-/// libdevice's `__nv_fmaf` (same rounding: one fused multiply-add).
-std::unique_ptr<mlir::Pass> createFmaToLLVMPass();
-
-/// `inkling-gpu-record-kernels` (after `gpu-kernel-outlining`): gives each
-/// outlined kernel a readable unique name (`<host>_k<i>_<op>_<streams>`) and
-/// records its entry in the module's `inkling.kernels` attribute: host
-/// function, op metadata, dedupe key, argument ABI (host argument index and
-/// memref type of each kernel argument) and launch-grid rule.
-std::unique_ptr<mlir::Pass> createRecordKernelsPass();
-
-/// `inkling-gpu-record-params` (after the kernels are in the LLVM dialect):
-/// adds the lowered kernel's parameter types (the `llvm.func` signature the
-/// driver sees) to each `inkling.kernels` entry.
-std::unique_ptr<mlir::Pass> createRecordKernelParamsPass();
-
-/// `inkling-write-kernels{dir=...}`: writes every `gpu.binary` object of
-/// the module to `dir` (`.ptx` for assembly, `.cubin` for bin, `.fatbin`),
-/// one file per distinct kernel (kernels with the same dedupe key share one),
-/// and `dir/manifest.json`.
-std::unique_ptr<mlir::Pass> createWriteKernelsPass(std::string dir = "");
+// The passes (declared in Passes.td, where each has its description):
+// inkling-gpu-check-target, inkling-gpu-tag-ops, inkling-gpu-map-nests,
+// inkling-gpu-sink, inkling-gpu-fma-to-llvm, inkling-gpu-record-kernels,
+// inkling-gpu-record-params and inkling-write-kernels{dir=...}; each has a
+// `create<Name>Pass()` (and `create<Name>Pass(<Name>PassOptions)` where it
+// takes options).
+#define GEN_PASS_DECL
+#include "inkling/Target/GPU/Passes.h.inc"
 
 /// The kernel bundle of a module lowered by `inkling-lower-to-nvvm`, in
 /// memory: calls `addObject(file, bytes)` once per distinct kernel, in
@@ -97,6 +65,9 @@ std::string defaultPTXFeatures(llvm::StringRef chip);
 
 /// Registers the passes above with the pass registry.
 void registerGPUPasses();
+
+#define GEN_PASS_REGISTRATION
+#include "inkling/Target/GPU/Passes.h.inc"
 
 /// Adds the dialects, NVVM target model and LLVM IR translations that the
 /// NVVM pipeline and `gpu-module-to-binary` need to `registry`.

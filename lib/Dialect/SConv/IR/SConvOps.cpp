@@ -147,9 +147,10 @@ LogicalResult BindOp::verify() {
   MemRefType found = getCache().getType();
   int64_t bufferBytes = bufferType.getDimSize(0);
   int64_t foundBlocks = found.getRank() == 4 ? found.getDimSize(0) : 0;
-  bool blocksMatch = ShapedType::isDynamic(foundBlocks) ||
-                     (!ShapedType::isDynamic(bufferBytes) &&
-                      foundBlocks == bufferBytes / getPageBytes());
+  bool blocksMatch =
+      ShapedType::isDynamic(foundBlocks) ||
+      (!ShapedType::isDynamic(bufferBytes) &&
+       foundBlocks == bufferBytes / static_cast<int64_t>(getPageBytes()));
   if (found.getRank() != 4 ||
       found.getShape().drop_front() != expected.getShape().drop_front() ||
       found.getElementType() != expected.getElementType() ||

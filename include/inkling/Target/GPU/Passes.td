@@ -1,0 +1,156 @@
+//===- Passes.td - GPU kernel passes of the NVVM pipeline -*- tablegen -*-===//
+//
+// The passes `inkling-lower-to-nvvm` adds around upstream MLIR's GPU passes,
+// and `inkling-write-kernels` (docs/gpu.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_TARGET_GPU_PASSES_TD
+#define INKLING_TARGET_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CheckTargetPass : Pass<"inkling-gpu-check-target", "mlir::ModuleOp"> {
+  let summary = "Reject a GPU chip that LLVM's NVPTX backend does not know";
+  let description = [{
+    The NVPTX backend stops the process (a fatal error, not a diagnostic)
+    when `gpu-module-to-binary` meets a chip it does not know. This pass, the
+    first of `inkling-lower-to-nvvm`, asks the backend's own subtarget table
+    (`isKnownNVPTXChip`) and fails the pipeline with an error instead:
+
+    ```
+    $ inkling-opt layer.mlir --inkling-lower-to-nvvm=chip=sm_999
+    layer.mlir:1:1: error: GPU target sm_999: not a chip LLVM's NVPTX backend
+    knows (e.g. sm_80, sm_90)
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "The chip the pipeline targets">,
+  ];
+}
+
+def TagSConvOpsPass : Pass<"inkling-gpu-tag-ops", "mlir::ModuleOp"> {
+  let summary = "Record on every sconv op with a step what it implements";
+  let description = [{
+    Records on every sconv op with a step (insert, conv and the fused ops)
+    what it implements (op name, streams, layout, attributes, operand types)
+    as `FusedLoc` metadata of its location. The loop lowering builds the nest
+    with the op's location, so the metadata reaches the `gpu.launch` and the
+    outlined kernel, where `inkling-gpu-record-kernels` reads it.
+
+    ```mlir
+    // loc("layer.mlir":12:3) becomes
+    // loc(fused<{inkling.op = {name = "sconv.conv", streams = ["k"], ...}}>
+    //     ["layer.mlir":12:3])
+    ```
+  }];
+}
+
+def MapSConvNestsPass : Pass<"inkling-gpu-map-nests", "mlir::ModuleOp"> {
+  let summary = "Map the sconv loop nests to GPU blocks and threads";
+  let description = [{
+    Sets `gpu.loop_dim_map` on the loop nests of the lowering: the
+    dimensions of an outermost `scf.parallel` (token, head) go to block x,
+    y, z; those of the `scf.parallel` ops nested in it (the 16-byte chunk
+    loops) to thread x, y, z, so a warp's threads take consecutive chunks
+    (coalesced); anything deeper runs sequentially.
+
+    ```mlir
+    scf.parallel (%t, %h) = ... {        // -> block_x, block_y
+      scf.parallel (%c) = ... { ... }    // -> thread_x
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def SinkIntoLaunchPass : Pass<"inkling-gpu-sink", "mlir::ModuleOp"> {
+  let summary = "Sink the side-effect-free ops a gpu.launch uses into it";
+  let description = [{
+    Moves every side-effect-free, region-free op whose result a `gpu.launch`
+    uses into the launch (constants, dims, index math, and the view ops:
+    `memref.view`, `reinterpret_cast`, `collapse_shape`), so that the
+    outlined kernel takes only the host function's own arguments and its
+    ABI is a list of host arguments.
+
+    ```mlir
+    %v = memref.view %buffer[%c0][%n] : ...   // moved into the launch body
+    gpu.launch ... { ... %v ... }
+    ```
+  }];
+}
+
+def FmaToLLVMPass : Pass<"inkling-gpu-fma-to-llvm"> {
+  let summary = "Rewrite math.fma to llvm.intr.fma (fma.rn.f32 on NVPTX)";
+  let description = [{
+    `math.fma` (scalar or vector) becomes `llvm.intr.fma`, which NVPTX
+    selects as `fma.rn.f32`, the same single rounding as the CPU's, rather
+    than a call to libdevice's `__nv_fmaf`.
+
+    ```mlir
+    %r = math.fma %a, %b, %c : f32   // -> %r = llvm.intr.fma(%a, %b, %c)
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def RecordKernelsPass : Pass<"inkling-gpu-record-kernels", "mlir::ModuleOp"> {
+  let summary = "Name each outlined kernel and record its ABI";
+  let description = [{
+    After `gpu-kernel-outlining`: gives each kernel a readable unique name,
+    `<host>_k<i>_<op>_<streams>`, and records its entry in the module's
+    `inkling.kernels` attribute: host function, op metadata, dedupe key,
+    argument ABI (the host argument and memref type of each kernel argument)
+    and launch-grid rule (`T`, the token count, or a constant per
+    dimension).
+
+    ```mlir
+    module attributes {inkling.kernels = [{name = "layer_k0_conv_k",
+        host = "layer", host_args = [0, 2, 9, 1, 5, 3, 13],
+        grid = ["T", 8, 1], block = [16, 1, 1], ...}
+      ]} { ... }
+    ```
+  }];
+}
+
+def RecordKernelParamsPass
+    : Pass<"inkling-gpu-record-params", "mlir::ModuleOp"> {
+  let summary = "Record each lowered kernel's parameter types";
+  let description = [{
+    After the kernels are in the LLVM dialect: adds each kernel's
+    `llvm.func` parameter types (the ABI the driver sees: `ptr` and `i64`
+    for the expanded memref descriptors) to its `inkling.kernels` entry, and
+    checks that they are exactly the expanded descriptors of its arguments.
+
+    ```mlir
+    {name = "layer_k1_insert_k", params = ["ptr", "ptr", "i64", ...], ...}
+    ```
+  }];
+}
+
+def WriteKernelsPass : Pass<"inkling-write-kernels", "mlir::ModuleOp"> {
+  let summary = "Write the serialized kernels and manifest.json to a directory";
+  let description = [{
+    Writes every `gpu.binary` object of a module lowered by
+    `inkling-lower-to-nvvm` to `dir` (`.ptx` for assembly, `.cubin` for bin,
+    `.fatbin`), one file per distinct kernel (kernels with the same dedupe
+    key share one), and `dir/manifest.json` (names, argument ABI,
+    launch-grid rule, and per host function its launches in order), which
+    the runtime's CUDA launcher reads. `serializeKernelBundle` is the same in
+    memory.
+
+    ```
+    $ inkling-opt layer.mlir --inkling-lower-to-nvvm \
+        --inkling-write-kernels=dir=kernels -o /dev/null
+    $ ls kernels
+    layer_k0_fused_conv_k_v_attn_mlp.ptx  manifest.json
+    ```
+  }];
+  let options = [
+    Option<"dir", "dir", "std::string", /*default=*/"",
+           "Directory to write the kernels and manifest.json to (created)">,
+  ];
+}
+
+#endif // INKLING_TARGET_GPU_PASSES_TD
