@@ -3,8 +3,9 @@
 # driver (docs/gpu.md). One call, a few minutes on 16 cores:
 #   1. builds inkling-opt, the runtime and inkling-gpu-bench (build-gpu-device/);
 #   2. writes the decoder layer's kernels: unfused PTX and cubin (the build
-#      step), fused PTX (sconv-fuse: one fused_conv that also inserts) and
-#      packed PTX (fused convs + one insert_packed);
+#      step, fusion=none), fused PTX (the pipeline's default conv-insert: one
+#      fused_conv that also inserts) and packed PTX (fusion=packed-inserts:
+#      fused convs + one insert_packed);
 #   3. runs each bundle on random data, compares with the CPU reference
 #      (bit for bit), times every kernel, the whole layer and a
 #      device-to-device copy of the same bytes, and prints one table;
@@ -35,7 +36,7 @@ if [ -f "$kernels/bin/manifest.json" ]; then
   bundles+=(--bundle "cubin=$kernels/bin")
 fi
 rm -rf "$kernels/fused-isa"
-if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" --sconv-fuse \
+if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
     "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa" \
     "--inkling-write-kernels=dir=$kernels/fused-isa" -o /dev/null \
     2>"$build/fused-lowering.log"; then
@@ -45,8 +46,7 @@ else
 fi
 rm -rf "$kernels/packed-isa"
 if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
-    --sconv-defer-inserts --sconv-fuse-inserts --sconv-fuse-convs \
-    "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa" \
+    "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa fusion=packed-inserts" \
     "--inkling-write-kernels=dir=$kernels/packed-isa" -o /dev/null \
     2>>"$build/fused-lowering.log"; then
   bundles+=(--bundle "packed=$kernels/packed-isa")

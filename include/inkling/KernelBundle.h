@@ -12,6 +12,8 @@
 #ifndef INKLING_KERNELBUNDLE_H
 #define INKLING_KERNELBUNDLE_H
 
+#include "inkling/Dialect/SConv/Transforms/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -58,6 +60,8 @@ struct KernelCompilerOptions {
   /// isa (PTX, no tool needed), bin (cubin, needs ptxas) or fatbin.
   std::string format = "isa";
   bool checked = false;
+  /// The sconv-fuse strategy run first (the pipeline's `fusion` option).
+  sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
   std::string toolkit;
 };
 

@@ -41,8 +41,9 @@ std::string KernelCompiler::cacheKey(mlir::ModuleOp layer) const {
      << (options.features.empty() ? gpu::defaultPTXFeatures(options.chip)
                                   : options.features)
      << " opt-level=" << options.optLevel << " format=" << options.format
-     << " checked=" << options.checked << " toolkit=" << options.toolkit
-     << "}\n";
+     << " checked=" << options.checked
+     << " fusion=" << static_cast<int>(options.fusion)
+     << " toolkit=" << options.toolkit << "}\n";
   // Without locations (the default), with the generic attribute spelling
   // the printer always uses: equal layouts and ops give equal text.
   mlir::OpPrintingFlags flags;
@@ -82,6 +83,7 @@ KernelCompiler::compile(mlir::ModuleOp layer) {
   nvvm.optLevel = options.optLevel;
   nvvm.format = options.format;
   nvvm.checked = options.checked;
+  nvvm.fusion = options.fusion;
   nvvm.toolkit = options.toolkit;
   buildLowerToNVVMPipeline(pm, nvvm);
   auto bundle = std::make_shared<KernelBundle>();

@@ -730,13 +730,13 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
   if (!parseFusion(options.fusion, strategy, error))
     return false;
 
-  // The same fusion as the CPU pipeline's (its default when none is given),
-  // then the GPU lowering. A clone is lowered: the module stays sconv IR.
+  // The GPU lowering with the same fusion as the CPU path (both pipelines
+  // default to conv-insert). A clone is lowered: the module stays sconv IR.
   mlir::OwningOpRef<mlir::ModuleOp> clone(impl.module->clone());
   mlir::PassManager pm(&ctx);
-  sconv::buildFusionPipeline(
-      pm, strategy.value_or(LowerToCPUOptions().fusion.getValue()));
   LowerToNVVMOptions nvvm;
+  if (strategy)
+    nvvm.fusion = *strategy;
   nvvm.chip = target.chip;
   nvvm.features = target.features.empty() ? gpu::defaultPTXFeatures(target.chip)
                                           : target.features;

@@ -44,6 +44,12 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   target.chip = options.chip;
   pm.addPass(gpu::createCheckTargetPass(target));
 
+  // 0b. Fusion (sconv -> sconv), as in the CPU pipeline: with conv-insert a
+  //     decoder layer's ops that are ready together become one fused_conv
+  //     that also inserts (one kernel instead of 8); `none` keeps one
+  //     kernel per op.
+  sconv::buildFusionPipeline(pm, options.fusion);
+
   // 1. Tag every sconv op with what it implements (FusedLoc metadata of its
   //    location; the loops, the launch and the kernel inherit it).
   pm.addPass(gpu::createTagSConvOpsPass());

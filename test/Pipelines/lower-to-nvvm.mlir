@@ -1,9 +1,9 @@
-// The decoder layer through inkling-lower-to-nvvm: one kernel per loop nest
-// (4 convs, 4 inserts), serialized to PTX, launched with grid (T, 8, 1) and
+// The decoder layer through inkling-lower-to-nvvm without fusion: one kernel
+// per loop nest (4 convs, 4 inserts), serialized to PTX, launched with grid (T, 8, 1) and
 // a block of one thread per 16-byte chunk of the stream's row (16 for K/V,
 // 64 for the attn/mlp chunks of a head). No GPU needed.
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm="chip=sm_90 features=+ptx80 opt-level=3 format=isa" \
+// RUN:   --inkling-lower-to-nvvm="chip=sm_90 features=+ptx80 opt-level=3 format=isa fusion=none" \
 // RUN:   | FileCheck %s
 
 // The module keeps each kernel's ABI for inkling-write-kernels.

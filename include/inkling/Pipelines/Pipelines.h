@@ -17,6 +17,18 @@ class OpPassManager;
 
 namespace inkling {
 
+/// The `fusion` option's values, shared by the CPU and GPU pipelines.
+inline llvm::cl::ValuesClass fusionStrategyValues() {
+  return llvm::cl::values(
+      clEnumValN(sconv::FusionStrategy::ConvInsert, "conv-insert",
+                 "inserts fold into their convs; convs fuse (default)"),
+      clEnumValN(sconv::FusionStrategy::PackedInserts, "packed-inserts",
+                 "inserts are deferred and packed into one row write; convs "
+                 "fuse"),
+      clEnumValN(sconv::FusionStrategy::None, "none",
+                 "no fusion: one loop nest per op"));
+}
+
 /// Options of `inkling-lower-to-cpu`.
 struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
   Option<bool> checked{
@@ -45,14 +57,7 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "packed-inserts at 8192 tokens, and faster than unfused at decode "
           "sizes (docs/fusion.md)"),
       llvm::cl::init(sconv::FusionStrategy::ConvInsert),
-      llvm::cl::values(
-          clEnumValN(sconv::FusionStrategy::ConvInsert, "conv-insert",
-                     "inserts fold into their convs; convs fuse (default)"),
-          clEnumValN(sconv::FusionStrategy::PackedInserts, "packed-inserts",
-                     "inserts are deferred and packed into one row write; "
-                     "convs fuse"),
-          clEnumValN(sconv::FusionStrategy::None, "none",
-                     "no fusion: one loop nest per op"))};
+      fusionStrategyValues()};
   Option<bool> splitStreams{
       *this, "split-streams",
       llvm::cl::desc(
@@ -102,6 +107,13 @@ struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Guard slot and block ids at run time (the "
                      "sconv-lower-to-loops option of the same name)"),
       llvm::cl::init(false)};
+  Option<sconv::FusionStrategy> fusion{
+      *this, "fusion",
+      llvm::cl::desc("The sconv-fuse strategy run first, as on the CPU "
+                     "(default conv-insert: a decoder layer whose ops are "
+                     "ready together is one kernel launch instead of 8)"),
+      llvm::cl::init(sconv::FusionStrategy::ConvInsert),
+      fusionStrategyValues()};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit path for bin/fatbin and libdevice (empty: "

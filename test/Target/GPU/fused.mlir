@@ -1,15 +1,19 @@
-// The fused ops through the same pipeline: sconv-fuse makes the decoder
-// layer one fused_conv (all four streams' convs, and their inserts); the
-// packed-insert strategy gives a fused_conv and one insert_packed. Each is
-// one kernel whose block has one thread per 16-byte chunk of the packed
-// row (16 + 16 + 64 + 64 = 160), every row moved with 16-byte accesses.
-// RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-fuse \
+// Fusion inside the pipeline (its `fusion` option, default conv-insert as on
+// the CPU) makes the decoder layer one fused_conv (all four streams' convs,
+// and their inserts); packed-inserts gives a fused_conv and one
+// insert_packed. Each is one kernel whose block has one thread per 16-byte
+// chunk of the packed row (16 + 16 + 64 + 64 = 160), every row moved with
+// 16-byte accesses. IR fused beforehand (sconv-fuse) through the pipeline
+// without fusion gives the same bundle.
+// RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir \
 // RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s --check-prefix=FUSED < %t/manifest.json
 // RUN: FileCheck %s --check-prefix=FUSED-PTX < %t/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx
+// RUN: rm -rf %t.prefused && inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-fuse \
+// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-write-kernels=dir=%t.prefused -o /dev/null
+// RUN: diff %t/manifest.json %t.prefused/manifest.json
 // RUN: rm -rf %t.packed && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --sconv-defer-inserts --sconv-fuse-inserts --sconv-fuse-convs \
-// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.packed -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-write-kernels=dir=%t.packed -o /dev/null
 // RUN: FileCheck %s --check-prefix=PACKED < %t.packed/manifest.json
 // RUN: FileCheck %s --check-prefix=PACKED-PTX < %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx
 

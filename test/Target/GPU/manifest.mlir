@@ -1,8 +1,8 @@
 // inkling-write-kernels: one file per distinct kernel and manifest.json.
 // Two identical layers share their kernels (dedupe key: op, streams,
 // layout, attributes, operand types, ABI); a layer with another layout gets
-// its own.
-// RUN: rm -rf %t && inkling-opt %s --inkling-lower-to-nvvm \
+// its own. (Unfused, so each op is a kernel of its own.)
+// RUN: rm -rf %t && inkling-opt %s --inkling-lower-to-nvvm=fusion=none \
 // RUN:   --inkling-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s < %t/manifest.json
 // RUN: ls %t | FileCheck %s --check-prefix=FILES

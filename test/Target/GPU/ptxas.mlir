@@ -2,7 +2,7 @@
 // (registers per kernel are recorded in docs/gpu.md).
 // REQUIRES: ptxas
 // RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-write-kernels=dir=%t -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k0_conv_k.ptx -o %t/k0.cubin 2>&1 | FileCheck %s
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k1_insert_k.ptx -o %t/k1.cubin 2>&1 | FileCheck %s
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k2_conv_v.ptx -o %t/k2.cubin 2>&1 | FileCheck %s
@@ -18,19 +18,18 @@
 
 // format=bin runs ptxas inside the pipeline: the bundle holds cubins.
 // RUN: rm -rf %t.bin && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm=format=bin --inkling-write-kernels=dir=%t.bin -o /dev/null
+// RUN:   --inkling-lower-to-nvvm="format=bin fusion=none" --inkling-write-kernels=dir=%t.bin -o /dev/null
 // RUN: FileCheck %s --check-prefix=BIN < %t.bin/manifest.json
 // BIN: "file": "decoder_layer_k0_conv_k.cubin",
 // BIN-NEXT: "format": "cubin",
 // BIN: "format": "cubin"
 
-// The fused kernels (sconv-fuse; the packed-insert strategy) spill nothing
-// either.
-// RUN: rm -rf %t.fused && inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-fuse \
+// The fused kernels (the pipeline's default conv-insert fusion; the
+// packed-insert strategy) spill nothing either.
+// RUN: rm -rf %t.fused && inkling-opt %inkling_src/examples/decoder_layer.mlir \
 // RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.fused -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t.fused/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx -o %t.fused/f.cubin 2>&1 | FileCheck %s --check-prefix=FUSED
 // RUN: rm -rf %t.packed && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --sconv-defer-inserts --sconv-fuse-inserts --sconv-fuse-convs \
-// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.packed -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-write-kernels=dir=%t.packed -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx -o %t.packed/p.cubin 2>&1 | FileCheck %s --check-prefix=FUSED
 // FUSED: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
