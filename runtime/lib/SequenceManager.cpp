@@ -716,14 +716,22 @@ Status SequenceManager::preempt(SequenceId id) {
   return Status::ok();
 }
 
-Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
-  Sequence *found = find(id);
-  if (!found)
+StatusOr<SequenceManager::Sequence *>
+SequenceManager::preemptedSequence(SequenceId id) {
+  Sequence *seq = find(id);
+  if (!seq)
     return unknownSequence(id, "resume");
-  Sequence &seq = *found;
-  if (seq.state != SequenceState::Preempted)
+  if (seq->state != SequenceState::Preempted)
     return failedPrecondition(seqName(id) + " is not preempted (it is " +
-                              sequenceStateName(seq.state) + ")");
+                              sequenceStateName(seq->state) + ")");
+  return seq;
+}
+
+Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
+  StatusOr<Sequence *> found = preemptedSequence(id);
+  if (!found)
+    return found.status();
+  Sequence &seq = **found;
   int32_t block = -1;
   if (Status status =
           checkStartPosition(chainOf(seq), seq.numTokens, startPosition, block);
@@ -752,13 +760,10 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
 
 Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
                                int64_t numTokens, int64_t startPosition) {
-  Sequence *found = find(id);
+  StatusOr<Sequence *> found = preemptedSequence(id);
   if (!found)
-    return unknownSequence(id, "resume");
-  Sequence &seq = *found;
-  if (seq.state != SequenceState::Preempted)
-    return failedPrecondition(seqName(id) + " is not preempted (it is " +
-                              sequenceStateName(seq.state) + ")");
+    return found.status();
+  Sequence &seq = **found;
   if (numTokens != seq.numTokens)
     return invalidArgument("resuming " + seqName(id) + " needs its " +
                            str(seq.numTokens) + " known token ids, got " +

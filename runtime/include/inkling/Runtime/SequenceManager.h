@@ -284,6 +284,9 @@ private:
     return const_cast<Sequence *>(std::as_const(*this).find(id));
   }
   Status unknownSequence(SequenceId id, const char *operation) const;
+  // The sequence of a handle if it is preempted (what resuming needs), or
+  // why not.
+  StatusOr<Sequence *> preemptedSequence(SequenceId id);
   size_t slotOf(const Sequence &seq) const { return seq.slot; }
   MappedBlock *heldBlocks(const Sequence &seq) {
     return held_.data() + slotOf(seq) * maxHeld_;
