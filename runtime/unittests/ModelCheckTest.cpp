@@ -125,6 +125,15 @@ private:
     std::vector<int32_t> stepTokens; // tokens of [0, c + n), drafts included
   };
 
+  /// The indices of the sequences `pred` accepts, in order.
+  template <typename Pred> std::vector<size_t> select(Pred pred) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      if (pred(seqs_[i]))
+        out.push_back(i);
+    return out;
+  }
+
   int64_t uniform(int64_t lo, int64_t hi) { // [lo, hi]
     return lo + static_cast<int64_t>(rng_() % uint64_t(hi - lo + 1));
   }
@@ -264,10 +273,8 @@ private:
     if (seqs_.empty())
       return "";
     size_t index = uniform(0, seqs_.size() - 1);
-    std::vector<size_t> idle;
-    for (size_t i = 0; i < seqs_.size(); ++i)
-      if (seqs_[i].state == State::Idle)
-        idle.push_back(i);
+    std::vector<size_t> idle =
+        select([](const ModelSeq &seq) { return seq.state == State::Idle; });
     if (!idle.empty() && chance(0.85))
       index = idle[uniform(0, idle.size() - 1)];
     ModelSeq &seq = seqs_[index];
@@ -317,12 +324,11 @@ private:
   /// nothing, OutOfBlocks when their blocks together do not fit.
   std::string scheduleBatch() {
     lastOp_ = "schedule batch";
-    std::vector<size_t> chosen;
-    for (size_t i = 0; i < seqs_.size(); ++i)
-      if (seqs_[i].state == State::Idle &&
-          seqs_[i].computed < static_cast<int64_t>(seqs_[i].tokens.size()) &&
-          chance(0.7))
-        chosen.push_back(i);
+    std::vector<size_t> chosen = select([&](const ModelSeq &seq) {
+      return seq.state == State::Idle &&
+             seq.computed < static_cast<int64_t>(seq.tokens.size()) &&
+             chance(0.7);
+    });
     if (chosen.empty())
       return "";
     std::vector<SequenceId> ids;
@@ -361,10 +367,9 @@ private:
   /// A batch of valid commits of every sequence whose step ran.
   std::string commitBatch() {
     lastOp_ = "commit batch";
-    std::vector<size_t> ran;
-    for (size_t i = 0; i < seqs_.size(); ++i)
-      if (seqs_[i].state == State::Scheduled && seqs_[i].ran)
-        ran.push_back(i);
+    std::vector<size_t> ran = select([](const ModelSeq &seq) {
+      return seq.state == State::Scheduled && seq.ran;
+    });
     if (ran.empty())
       return "";
     std::vector<SequenceId> ids;
@@ -408,10 +413,9 @@ private:
 
   std::string runStep() {
     lastOp_ = "run step";
-    std::vector<size_t> ready;
-    for (size_t i = 0; i < seqs_.size(); ++i)
-      if (seqs_[i].state == State::Scheduled && !seqs_[i].ran)
-        ready.push_back(i);
+    std::vector<size_t> ready = select([](const ModelSeq &seq) {
+      return seq.state == State::Scheduled && !seq.ran;
+    });
     if (ready.empty())
       return "";
     std::shuffle(ready.begin(), ready.end(), rng_);
@@ -493,10 +497,9 @@ private:
 
   std::string commit() {
     lastOp_ = "commit";
-    std::vector<size_t> ran;
-    for (size_t i = 0; i < seqs_.size(); ++i)
-      if (seqs_[i].state == State::Scheduled && seqs_[i].ran)
-        ran.push_back(i);
+    std::vector<size_t> ran = select([](const ModelSeq &seq) {
+      return seq.state == State::Scheduled && seq.ran;
+    });
     if (ran.empty())
       return "";
     size_t index = ran[uniform(0, ran.size() - 1)];
