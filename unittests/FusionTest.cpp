@@ -54,10 +54,15 @@ void PrintTo(const FusionCase &fc, std::ostream *os) { *os << fc.name; }
 /// the CPU's per-stream inner loops or the GPU's loop over the concatenated
 /// chunks (`split-streams`; the GPU's form runs here too: conv-insert's
 /// covers both fused ops, its lone inserts being an insert_packed).
+/// With `threads` != 1 the nests' outer loops run on OpenMP threads; a
+/// `minParallelIterations` of 1 forks on every call, the default (64) only
+/// on large steps, so both paths of the `if` clause run.
 struct Variant {
   const char *name;
   FusionStrategy strategy;
   bool splitStreams;
+  int threads = 1;
+  int64_t minParallelIterations = 64;
 };
 constexpr Variant kNone{"none", FusionStrategy::None, true};
 constexpr Variant kVariants[] = {
@@ -65,6 +70,11 @@ constexpr Variant kVariants[] = {
     {"conv-insert/concatenated", FusionStrategy::ConvInsert, false},
     {"packed-inserts", FusionStrategy::PackedInserts, true},
     kNone,
+    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, true, 2, 1},
+    {"conv-insert/threads=3", FusionStrategy::ConvInsert, true, 3},
+    {"conv-insert/concatenated/threads=4,always", FusionStrategy::ConvInsert,
+     false, 4, 1},
+    {"none/threads=default,always", FusionStrategy::None, true, 0, 1},
 };
 
 const char *strategyName(FusionStrategy s) {
@@ -177,6 +187,8 @@ protected:
       CompileOptions options;
       options.fusion = variant->strategy;
       options.splitStreams = variant->splitStreams;
+      options.threads = variant->threads;
+      options.minParallelIterations = variant->minParallelIterations;
       std::string error;
       engine = harness::compile(slot->source, options, error);
       if (!engine)
