@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
+#include <omp.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -663,6 +664,11 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   return true;
 }
 
+// The threaded nests call libomp's __kmpc_* entry points, which the JIT
+// resolves in this process: this library links libomp (and this call keeps
+// the link).
+int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
 bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   Impl &impl = *impl_;
   static std::once_flag once;
@@ -682,6 +688,8 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   LowerToCPUOptions lower;
   lower.checked = options.checked;
   lower.emitCInterface = true;
+  lower.threads = options.threads;
+  lower.minParallelIterations = options.minParallelIterations;
   if (strategy)
     lower.fusion = *strategy;
   buildLowerToCPUPipeline(pm, lower);
