@@ -56,7 +56,16 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    have some) -> scf loops of 1-D vector ops.
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
 
-  // 4. Threads (threads != 1). After it: the chunk loops inside a nest are
+  // 4a. Large steps store through non-temporal stores: each vector.store of
+  //     a nest is an scf.if on one flag computed before the nest (its
+  //     iterations >= the threshold); the bits stored do not change.
+  if (options.streamingStoresMinIterations > 0) {
+    inkling::cpu::StreamingStoresPassOptions streaming;
+    streaming.minIterations = options.streamingStoresMinIterations;
+    pm.addPass(inkling::cpu::createStreamingStoresPass(streaming));
+  }
+
+  // 4b. Threads (threads != 1). After it: the chunk loops inside a nest are
   //    scf.for; each nest's outer (token, head) loop is an omp.parallel +
   //    omp.wsloop (static schedule, `threads` threads or the OpenMP
   //    default) that forks only when the step has at least

@@ -9,6 +9,8 @@
 // RUN:   | FileCheck %s --check-prefix=NONE
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
 // RUN:   | FileCheck %s --check-prefix=ONE
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=streaming-stores-min-iterations=0 \
+// RUN:   | FileCheck %s --check-prefix=NOSTREAM
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2" \
 // RUN:   | mlir-opt --verify-each > /dev/null
 
@@ -33,3 +35,11 @@
 
 // ONE-LABEL: llvm.func @decoder_layer
 // ONE-NOT:     omp.
+
+// Without threads, the default still streams the stores of large steps:
+// each of the nest's 8 stores (4 outputs, 4 cache rows) exists twice, one
+// of them non-temporal; with the option at 0 none is.
+// ONE-COUNT-8: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// ONE-NOT:     nontemporal
+// NOSTREAM-LABEL: llvm.func @decoder_layer
+// NOSTREAM-NOT:   nontemporal

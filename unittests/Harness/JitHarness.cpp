@@ -200,6 +200,8 @@ harness::compile(const std::string &source,
   options.splitStreams = compileOptions.splitStreams;
   options.threads = compileOptions.threads;
   options.minParallelIterations = compileOptions.minParallelIterations;
+  options.streamingStoresMinIterations =
+      compileOptions.streamingStoresMinIterations;
   options.emitCInterface = true;
   buildLowerToCPUPipeline(pm, options);
   if (mlir::failed(pm.run(*module))) {

@@ -84,6 +84,15 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "each call (the omp.parallel `if` clause); smaller steps run on the "
           "calling thread without a fork (docs/fusion.md measures it)"),
       llvm::cl::init(64)};
+  Option<int64_t> streamingStoresMinIterations{
+      *this, "streaming-stores-min-iterations",
+      llvm::cl::desc(
+          "A nest of at least this many (token, head) iterations stores its "
+          "outputs and cache rows with non-temporal stores (no read for "
+          "ownership, no cache pollution: a prefill's megabytes); smaller "
+          "steps keep ordinary stores, decided at run time on each call "
+          "(inkling-cpu-streaming-stores). 0: never"),
+      llvm::cl::init(4096)};
 };
 
 /// Appends the CPU lowering to `pm` (anchored on `builtin.module`): the

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TripCount.h"
 #include "inkling/Target/CPU/Passes.h"
 
 namespace inkling::cpu {
@@ -54,28 +55,9 @@ struct OpenMPMinIterationsPass
         if (parallel->isAncestor(v.getParentBlock()->getParentOp()))
           return;
       OpBuilder b(parallel);
-      Location loc = parallel.getLoc();
-      Type type = nest.getLoopLowerBounds().front().getType();
-      auto constant = [&](int64_t v) -> Value {
-        return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
-      };
-      // Iterations = product over dims of ceil((ub - lb) / step), 0 for an
-      // empty dim; in unsigned arithmetic an empty dim's difference is huge,
-      // so clamp it with a select.
-      Value zero = constant(0), one = constant(1);
-      Value count = one;
-      for (auto [lb, ub, step] :
-           llvm::zip(nest.getLoopLowerBounds(), nest.getLoopUpperBounds(),
-                     nest.getLoopSteps())) {
-        Value span = arith::SubIOp::create(b, loc, ub, lb);
-        Value empty =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, ub, lb);
-        Value trips = arith::CeilDivSIOp::create(b, loc, span, step);
-        trips = arith::SelectOp::create(b, loc, empty, zero, trips);
-        count = arith::MulIOp::create(b, loc, count, trips);
-      }
-      Value fork = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                         count, constant(minIterations));
+      Value fork = inkling::cpu::buildHasIterations(
+          b, parallel.getLoc(), nest.getLoopLowerBounds(),
+          nest.getLoopUpperBounds(), nest.getLoopSteps(), minIterations);
       parallel.getIfExprMutable().assign(fork);
     });
   }

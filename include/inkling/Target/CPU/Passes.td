@@ -87,6 +87,50 @@ def OpenMPMinIterationsPass
   ];
 }
 
+def StreamingStoresPass
+    : Pass<"inkling-cpu-streaming-stores", "mlir::ModuleOp"> {
+  let summary = "Non-temporal stores in the nests of large steps";
+  let description = [{
+    A prefill step writes its outputs and cache rows once and reads neither
+    again in the step: megabytes that would only evict useful lines from the
+    caches, and that an ordinary store reads from memory before it writes
+    them (the read for ownership: one more pass over the bytes). For every
+    outermost `scf.parallel` (a nest of the loop lowering) this pass computes
+    the nest's iterations at run time (the product of its trip counts) and,
+    when they reach `min-iterations`, stores through non-temporal vector
+    stores (x86: `movntdq`), which skip the read and the caches; smaller
+    steps, whose outputs and rows the next layer or step reads back at once,
+    keep ordinary stores. Each `vector.store` in the nest becomes an `scf.if`
+    on that one loop-invariant flag (LLVM unswitches the loop on it). The
+    bits stored are the same either way.
+
+    ```mlir
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
+      vector.store %v, %y[%t, %h, %c] : memref<?x8x128xbf16>, vector<8xbf16>
+    }
+    // becomes (min-iterations=4096)
+    %big = arith.cmpi sge, %iterations, %c4096 : index
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
+      scf.if %big {
+        vector.store %v, %y[%t, %h, %c] {nontemporal = true} : ...
+      } else {
+        vector.store %v, %y[%t, %h, %c] : ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", /*default=*/"4096",
+           "Stream the stores of nests with at least this many iterations; "
+           "0: never">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def BF16MemoryAsI16Pass
     : Pass<"inkling-bf16-memory-as-i16", "mlir::ModuleOp"> {
   let summary = "Move bf16 through memory as i16 bits in the LLVM dialect";
