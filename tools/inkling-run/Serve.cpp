@@ -1271,11 +1271,14 @@ int Server::report(int exitCode) {
               "copy-on-write pages\n",
               ll(stats_.prefixHits), ll(stats_.prefixHitTokens),
               ll(stats_.blockCopies));
+  bool silu = std::any_of(sig_.convs.begin(), sig_.convs.end(),
+                          [](const ConvInfo &conv) { return conv.silu; });
   if (opt_.check)
     std::printf("  mismatches     %lld (%lld outputs and %lld cache values "
-                "checked bit-exact against the full-history reference)\n",
+                "checked against the full-history reference: bit-exact%s)\n",
                 ll(stats_.mismatches), ll(stats_.outputsChecked),
-                ll(stats_.cacheValuesChecked));
+                ll(stats_.cacheValuesChecked),
+                silu ? "; SiLU outputs within 1 bf16 ulp" : "");
   else
     std::printf("  mismatches     not checked (--no-check)\n");
   std::printf("  peak blocks    %lld (window-only) vs %lld "
