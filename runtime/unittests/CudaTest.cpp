@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -128,7 +130,51 @@ TEST(CudaFakeDriver, LoadsTheBuiltKernelBundle) {
   ASSERT_TRUE(driver) << driver.status().toString();
   auto bundle = KernelBundle::load(**driver, dir);
   ASSERT_TRUE(bundle) << bundle.status().toString();
-  EXPECT_GE((*bundle)->manifest().kernels.size(), 2u);
+  const KernelManifest &manifest = (*bundle)->manifest();
+  EXPECT_GE(manifest.kernels.size(), 2u);
+
+  // The access walk works on real PTX: the K insert kernel, launched
+  // directly (past the launcher's own check) with x 2-byte aligned, is
+  // refused for its 16-byte loads of x; 16-byte aligned, it runs.
+  const KernelSpec *insert = manifest.findKernel("decoder_layer_k1_insert_k");
+  ASSERT_TRUE(insert);
+  std::ifstream file(dir + "/" + insert->file);
+  std::string ptx((std::istreambuf_iterator<char>(file)),
+                  std::istreambuf_iterator<char>());
+  auto module = (*driver)->loadModule(ptx);
+  ASSERT_TRUE(module) << module.status().toString();
+  auto function = (*driver)->function(*module, insert->entry);
+  ASSERT_TRUE(function);
+  const int64_t tokens = 2, pageBytes = 131072;
+  auto cache = DeviceBuffer::allocate(**driver, 4 * pageBytes);
+  auto slots = DeviceBuffer::allocate(**driver, tokens * 8);
+  auto x = DeviceBuffer::allocate(**driver, tokens * 1024 * 2 + 16);
+  ASSERT_TRUE(cache && slots && x);
+  KernelSpec lax = *insert;
+  for (KernelArgSpec &arg : lax.args)
+    arg.align = arg.elementBytes;
+  auto launch = [&](uint64_t xAddress) {
+    std::vector<MemRefArg> args = {{cache->address(), {4 * pageBytes}, {}},
+                                   {slots->address(), {tokens}, {}},
+                                   {xAddress, {tokens, 8, 128}, {}}};
+    auto params = packKernelParams(lax, args);
+    EXPECT_TRUE(params) << params.status().toString();
+    std::vector<void *> pointers;
+    for (uint64_t &slot : *params)
+      pointers.push_back(&slot);
+    pointers.push_back(nullptr);
+    return (*driver)->launch(*function, lax.gridFor(tokens), lax.block,
+                             pointers.data());
+  };
+  EXPECT_TRUE(launch(x->address()).isOk());
+  Status misaligned = launch(x->address() + 2);
+  EXPECT_NE(misaligned.message().find("is not 16-byte aligned"),
+            std::string::npos)
+      << misaligned.toString();
+  EXPECT_NE(misaligned.message().find("CUDA_ERROR_MISALIGNED_ADDRESS"),
+            std::string::npos)
+      << misaligned.toString();
+  EXPECT_TRUE((*driver)->unloadModule(*module).isOk());
 }
 
 //===----------------------------------------------------------------------===//
