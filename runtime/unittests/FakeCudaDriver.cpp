@@ -256,7 +256,6 @@ CUresult parsePtx(const std::string &ptx, Module &module) {
       R"(\.maxntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
   static const std::regex reqntid(
       R"(\.reqntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
-  std::vector<std::pair<Function *, size_t>> bodies; // function, body start
   for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry);
        it != std::sregex_iterator(); ++it) {
     auto function = std::make_unique<Function>();
@@ -556,8 +555,9 @@ FAKE_API CUresult cuLaunchKernel(void *handle, unsigned gridX, unsigned gridY,
                         std::to_string(i) + " reaches [" +
                         hex(static_cast<uint64_t>(first)) + ", +" +
                         std::to_string(static_cast<long long>(last - first)) +
-                        ") (elements " + std::to_string((long long)lo) + ".." +
-                        std::to_string((long long)hi) + " of " +
+                        ") (elements " +
+                        std::to_string(static_cast<long long>(lo)) + ".." +
+                        std::to_string(static_cast<long long>(hi)) + " of " +
                         std::to_string(element) +
                         " bytes), not inside one allocation");
   }

@@ -278,10 +278,6 @@ std::optional<int64_t> constantOf(Value value) {
   return std::nullopt;
 }
 
-/// Describes a kernel argument's memref type: element, shape, strides and
-/// offset (-1 for dynamic), whether its layout is the identity (row-major
-/// contiguous: the launcher derives dynamic strides from the sizes), and how
-/// many driver parameters its descriptor expands to.
 /// The widest `alignment` an access through `memref` (or a view of it)
 /// claims: the base alignment the kernel assumes, which the launcher must
 /// check. 0 when no access claims one.
@@ -309,6 +305,10 @@ int64_t claimedAlignment(Value memref) {
   return align;
 }
 
+/// Describes a kernel argument's memref type: element, shape, strides and
+/// offset (-1 for dynamic), whether its layout is the identity (row-major
+/// contiguous: the launcher derives dynamic strides from the sizes), and how
+/// many driver parameters its descriptor expands to.
 FailureOr<DictionaryAttr> describeArg(Builder &b, Type type,
                                       function_ref<InFlightDiagnostic()> err) {
   auto memref = dyn_cast<MemRefType>(type);
