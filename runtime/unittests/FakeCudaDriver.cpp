@@ -550,16 +550,15 @@ FAKE_API CUresult cuLaunchKernel(void *handle, unsigned gridX, unsigned gridY,
     if (first < 0 || last > (static_cast<__int128>(1) << 64) ||
         !inside(static_cast<uint64_t>(first),
                 static_cast<size_t>(last - first)))
-      return reject(kInvalidValue,
-                    "cuLaunchKernel " + name + ": descriptor at parameter " +
-                        std::to_string(i) + " reaches [" +
-                        hex(static_cast<uint64_t>(first)) + ", +" +
-                        std::to_string(static_cast<long long>(last - first)) +
-                        ") (elements " +
-                        std::to_string(static_cast<long long>(lo)) + ".." +
-                        std::to_string(static_cast<long long>(hi)) + " of " +
-                        std::to_string(element) +
-                        " bytes), not inside one allocation");
+      return reject(
+          kInvalidValue,
+          "cuLaunchKernel " + name + ": descriptor at parameter " +
+              std::to_string(i) + " reaches [" +
+              hex(static_cast<uint64_t>(first)) + ", +" +
+              std::to_string(static_cast<long long>(last - first)) +
+              ") (elements " + std::to_string(static_cast<long long>(lo)) +
+              ".." + std::to_string(static_cast<long long>(hi)) + " of " +
+              std::to_string(element) + " bytes), not inside one allocation");
   }
   return kSuccess;
 }
