@@ -155,9 +155,16 @@ struct StreamData {
   StreamBuffer mutableView() { return {buffer.data, tokenStride}; }
 };
 
+/// What the mutation tests corrupt after the kernel ran, before the
+/// compare: a compare that cannot see it would let a kernel bug through.
+enum class Corrupt { Nothing, Output, Cache };
+
 class LowerToCPUTest : public ::testing::TestWithParam<LayoutCase> {
 protected:
   static void SetUpTestSuite() { initializeNativeTarget(); }
+
+  ::testing::AssertionResult insertMatchesReference(int seeds, Corrupt corrupt);
+  ::testing::AssertionResult convMatchesReference(int seeds, Corrupt corrupt);
 
   struct Compiled {
     Layout layout;
@@ -202,16 +209,21 @@ protected:
   }
 };
 
-TEST_P(LowerToCPUTest, InsertMatchesReference) {
+/// The insert of every stream on `seeds` random steps, compared with the
+/// reference: success, or the first mismatch.
+::testing::AssertionResult
+LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
-  ASSERT_TRUE(c.engine);
+  if (!c.engine)
+    return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
   using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                             void *, void *, void *, void *);
   auto insert = lookup<InsertFn>(*c.engine, "insert_all");
-  ASSERT_TRUE(insert);
+  if (!insert)
+    return ::testing::AssertionFailure() << "no insert_all";
   int64_t blockStride = c.pageBytes / 2;
-  for (int seed = 0; seed < GetParam().seeds; ++seed) {
+  for (int seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(1000 + seed);
     Step step = randomStep(rng, layout);
     int64_t tokens = step.meta.numTokens();
@@ -234,15 +246,28 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
     Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, args[0],
            args[1], args[2], args[3]);
-    ASSERT_TRUE(
-        sameBits(expected.data(), cache.data, cache.size, 0,
-                 "cache after insert (seed " + std::to_string(seed) + ")"));
+    if (corrupt == Corrupt::Cache)
+      cache.data[cache.size / 2] ^= 0x4000;
+    if (auto same =
+            sameBits(expected.data(), cache.data, cache.size, 0,
+                     "cache after insert (seed " + std::to_string(seed) + ")");
+        !same)
+      return same;
   }
+  return ::testing::AssertionSuccess();
 }
 
-TEST_P(LowerToCPUTest, ConvMatchesReference) {
+TEST_P(LowerToCPUTest, InsertMatchesReference) {
+  EXPECT_TRUE(insertMatchesReference(GetParam().seeds, Corrupt::Nothing));
+}
+
+/// Every conv variant of every stream on `seeds` random steps, outputs and
+/// the (unchanged) cache compared: success, or the first mismatch.
+::testing::AssertionResult
+LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
-  ASSERT_TRUE(c.engine);
+  if (!c.engine)
+    return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
   using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                           void *, Mem2 *, Mem1 *, void *);
@@ -252,9 +277,10 @@ TEST_P(LowerToCPUTest, ConvMatchesReference) {
     for (const ConvVariant &v : kVariants) {
       std::string name = std::string("conv_") + streamName(s) + "_" + v.name;
       auto conv = lookup<ConvFn>(*c.engine, name);
-      ASSERT_TRUE(conv);
+      if (!conv)
+        return ::testing::AssertionFailure() << "no " << name;
       int64_t channels = layout.headsPerRank * layout.range(s).width;
-      for (int seed = 0; seed < GetParam().seeds; ++seed) {
+      for (int seed = 0; seed < seeds; ++seed) {
         std::mt19937_64 rng(7000 + seed * 31 + static_cast<int>(s));
         Step step = randomStep(rng, layout);
         int64_t tokens = step.meta.numTokens();
@@ -290,14 +316,59 @@ TEST_P(LowerToCPUTest, ConvMatchesReference) {
         conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, xd, &wd,
              &bd, yd);
         std::string what = name + " (seed " + std::to_string(seed) + ")";
+        if (corrupt == Corrupt::Output)
+          y.buffer.data[y.buffer.size / 2] ^= 0x4000;
+        if (corrupt == Corrupt::Cache)
+          cache.data[cache.size / 2] ^= 0x4000;
         // The whole output buffer: the filler between rows keeps its poison.
-        ASSERT_TRUE(sameBits(expected.buffer.data, y.buffer.data, y.buffer.size,
-                             v.silu ? 1 : 0, what));
-        ASSERT_TRUE(sameBits(cacheBefore.data(), cache.data, cache.size, 0,
-                             what + ": the conv wrote the cache"));
+        if (auto same = sameBits(expected.buffer.data, y.buffer.data,
+                                 y.buffer.size, v.silu ? 1 : 0, what);
+            !same)
+          return same;
+        if (auto same = sameBits(cacheBefore.data(), cache.data, cache.size, 0,
+                                 what + ": the conv wrote the cache");
+            !same)
+          return same;
       }
     }
   }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(LowerToCPUTest, ConvMatchesReference) {
+  EXPECT_TRUE(convMatchesReference(GetParam().seeds, Corrupt::Nothing));
+}
+
+// The compares fire: one flipped bit after the kernel (an exponent bit, so
+// SiLU's 1-ulp tolerance does not hide it) fails them, naming the element.
+// One layout (odd widths, padded pages) is enough to show it.
+class LowerToCPUMutationTest : public LowerToCPUTest {};
+
+TEST_P(LowerToCPUMutationTest, InsertCompareSeesACorruptedCache) {
+  ::testing::AssertionResult r = insertMatchesReference(1, Corrupt::Cache);
+  ASSERT_FALSE(r);
+  EXPECT_NE(
+      std::string(r.message()).find("cache after insert (seed 0): element"),
+      std::string::npos)
+      << r.message();
+}
+
+TEST_P(LowerToCPUMutationTest, ConvCompareSeesACorruptedOutput) {
+  ::testing::AssertionResult r = convMatchesReference(1, Corrupt::Output);
+  ASSERT_FALSE(r);
+  EXPECT_NE(std::string(r.message()).find("conv_k_plain (seed 0): element"),
+            std::string::npos)
+      << r.message();
+}
+
+TEST_P(LowerToCPUMutationTest, ConvCompareSeesAWrittenCache) {
+  ::testing::AssertionResult r = convMatchesReference(1, Corrupt::Cache);
+  ASSERT_FALSE(r);
+  EXPECT_NE(
+      std::string(r.message())
+          .find("conv_k_plain (seed 0): the conv wrote the cache: element"),
+      std::string::npos)
+      << r.message();
 }
 
 /// checked=true: out-of-range slots and block ids are skipped and reported
@@ -396,6 +467,14 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 25},
         LayoutCase{"wide_k8", {2, 16, 16, 8, 1, "bf16"}, 0, false, 20},
         LayoutCase{"tiny_k1", {1, 8, 8, 1, 1, "bf16"}, 2, false, 15}),
+    [](const ::testing::TestParamInfo<LayoutCase> &info) {
+      return std::string(info.param.name);
+    });
+
+INSTANTIATE_TEST_SUITE_P(
+    OneLayout, LowerToCPUMutationTest,
+    ::testing::Values(LayoutCase{
+        "odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 1}),
     [](const ::testing::TestParamInfo<LayoutCase> &info) {
       return std::string(info.param.name);
     });

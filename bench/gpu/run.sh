@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # The GPU backend's device check, for a machine with an NVIDIA GPU and its
 # driver (docs/gpu.md). One call, a few minutes on 16 cores:
-#   1. builds inkling-opt, the runtime and inkling-gpu-bench (build-gpu-device/);
-#   2. writes the decoder layer's kernels: unfused PTX and cubin (the build
+#   1. builds inkling-opt, the runtime, its CUDA tests, inkling-gpu-bench and
+#      inkling-run (build-gpu-device/);
+#   2. runs every test that needs a device: the launcher's CudaGpu.* tests
+#      (copies, events, a bad image, and the build's kernel bundle JIT-loaded
+#      by the driver);
+#   3. writes the decoder layer's kernels: unfused PTX and cubin (the build
 #      step, fusion=none), fused PTX (the pipeline's default conv-insert: one
 #      fused_conv that also inserts) and packed PTX (fusion=packed-inserts:
 #      fused convs + one insert_packed);
-#   3. runs each bundle on random data, compares with the CPU reference
+#   4. runs each bundle on random data, compares with the CPU reference
 #      (bit for bit), times every kernel, the whole layer and a
-#      device-to-device copy of the same bytes, and prints one table;
-#   4. serves the example with `inkling-run --device=gpu`, checked against
-#      the full-history reference (fused and unfused), then a timing run.
+#      device-to-device copy of the same bytes, and prints its table;
+#   5. serves the example with `inkling-run --device=gpu`, checked against
+#      the full-history reference (fused and unfused), then a timing run;
+#   6. ends with one table: every step above, passed / FAILED / skipped.
+# Exit status: 0 when every step passed (or no GPU: all skipped), else 1.
 # Environment: INKLING_GPU_TOKENS (default 256), INKLING_GPU_RUNS (200),
 # INKLING_GPU_BUILD_DIR, INKLING_GPU_SKIP_SETUP=1 (packages already there).
 set -euo pipefail
@@ -28,8 +34,53 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target inkling-opt inkling-gpu-bench \
-  inkling-kernels inkling-run
+  inkling-kernels inkling-run InklingRuntimeCudaTests
 
+# The summary: one row per step.
+names=()
+results=()
+record() { names+=("$1"); results+=("$2"); }
+run_step() { # NAME COMMAND...: runs it, records passed / FAILED
+  local name="$1"
+  shift
+  echo "== $name"
+  if "$@"; then record "$name" passed; else record "$name" FAILED; fi
+}
+summary() {
+  echo
+  echo "== device check summary ($(date -u +%Y-%m-%dT%H:%MZ), $device)"
+  printf '| %-58s | %-7s |\n' step result
+  printf '|%s|%s|\n' "$(printf -- '-%.0s' {1..60})" "$(printf -- '-%.0s' {1..9})"
+  local i failed=0
+  for i in "${!names[@]}"; do
+    printf '| %-58s | %-7s |\n' "${names[$i]}" "${results[$i]}"
+    [ "${results[$i]}" = FAILED ] && failed=1
+  done
+  return "$failed"
+}
+
+# 2. The launcher's tests that need a device (they skip without one).
+gtest_log="$build/cuda-gpu-tests.log"
+set +e
+"$build/runtime/unittests/InklingRuntimeCudaTests" --gtest_filter='CudaGpu.*' \
+  >"$gtest_log" 2>&1
+gtest_rc=$?
+set -e
+cat "$gtest_log"
+device="no GPU"
+for t in CopiesRoundTrip EventsTime BadImageIsAnError LoadsTheKernelBundle; do
+  if grep -q "^\[  SKIPPED \] CudaGpu.$t " "$gtest_log"; then
+    record "CudaGpu.$t" skipped
+  elif grep -q "^\[       OK \] CudaGpu.$t " "$gtest_log"; then
+    record "CudaGpu.$t" passed
+    device="a GPU"
+  else
+    record "CudaGpu.$t" FAILED
+  fi
+done
+[ "$gtest_rc" = 0 ] || record "InklingRuntimeCudaTests --gtest_filter=CudaGpu.*" FAILED
+
+# 3. The bundles.
 kernels="$build/kernels/decoder_layer"
 bundles=(--bundle "unfused=$kernels/isa")
 if [ -f "$kernels/bin/manifest.json" ]; then
@@ -43,6 +94,7 @@ if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
   bundles+=(--bundle "fused=$kernels/fused-isa")
 else
   echo "fused bundle not built (see $build/fused-lowering.log)"
+  record "fused bundle written" FAILED
 fi
 rm -rf "$kernels/packed-isa"
 if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
@@ -50,27 +102,34 @@ if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
     "--inkling-write-kernels=dir=$kernels/packed-isa" -o /dev/null \
     2>>"$build/fused-lowering.log"; then
   bundles+=(--bundle "packed=$kernels/packed-isa")
+else
+  record "packed bundle written" FAILED
 fi
 
+# 4. Every bundle against the CPU reference, and timed.
+echo "== inkling-gpu-bench"
 set +e
 "$build/bench/gpu/inkling-gpu-bench" "${bundles[@]}" --tokens "$tokens" \
   --runs "$runs" --warmup 20
 rc=$?
 set -e
+bench="inkling-gpu-bench: $((${#bundles[@]} / 2)) bundles, bit-exact + timing"
 if [ "$rc" = 77 ]; then
+  record "$bench" skipped
   echo "run.sh: no GPU run (see the reason above)"
-  exit 0
+  summary
+  exit $?
 fi
+if [ "$rc" = 0 ]; then record "$bench" passed; else record "$bench" FAILED; fi
 
-# 4. The main job on the device: the example served through the runtime and
+# 5. The main job on the device: the example served through the runtime and
 #    the fused kernels, every output and cache row checked bit for bit
 #    against the full-history reference, then unfused; and a timing run.
 serve=("$build/bin/inkling-run" "$root/examples/decoder_layer.mlir"
   --device=gpu --no-progress)
-echo "== inkling-run --device=gpu (checked)"
-"${serve[@]}" || rc=1
-echo "== inkling-run --device=gpu --fusion=none (checked)"
-"${serve[@]}" --fusion=none --steps=200 || rc=1
-echo "== inkling-run --device=gpu --no-check (timing)"
-"${serve[@]}" --no-check --steps=2000 || rc=1
-exit "$rc"
+run_step "inkling-run --device=gpu (checked, fused)" "${serve[@]}"
+run_step "inkling-run --device=gpu --fusion=none --steps=200 (checked)" \
+  "${serve[@]}" --fusion=none --steps=200
+run_step "inkling-run --device=gpu --no-check --steps=2000 (timing)" \
+  "${serve[@]}" --no-check --steps=2000
+summary

@@ -460,9 +460,12 @@ Status KernelBundle::launch(const std::string &name,
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return Status::ok(); // No token: nothing to do.
   std::vector<void *> pointers;
-  pointers.reserve(params->size());
+  pointers.reserve(params->size() + 1);
   for (uint64_t &slot : *params)
     pointers.push_back(&slot);
+  // A real driver reads as many as the kernel declares; the null lets the
+  // fake driver (runtime/unittests) check the count.
+  pointers.push_back(nullptr);
   return driver_.launch(functions_.at(name), grid, kernel->block,
                         pointers.data(), stream);
 }

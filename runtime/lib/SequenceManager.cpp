@@ -6,6 +6,19 @@
 #include <limits>
 #include <sstream>
 
+#ifdef INKLING_RUNTIME_MUTANTS
+// Test builds only (runtime/unittests: the model check's mutation test): the
+// bug INKLING_RUNTIME_MUTANT names, which the model check must catch. The
+// library everyone links has none of this.
+#include <cstdlib>
+#include <cstring>
+#define INKLING_MUTANT(name)                                                   \
+  (std::getenv("INKLING_RUNTIME_MUTANT") &&                                    \
+   std::strcmp(std::getenv("INKLING_RUNTIME_MUTANT"), name) == 0)
+#else
+#define INKLING_MUTANT(name) false
+#endif
+
 namespace inkling {
 
 namespace {
@@ -355,14 +368,15 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
 SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
   SchedulePlan plan;
   int64_t c = seq.numComputed, end = c + numTokens;
-  plan.storeFrom = std::max(c, end - history_ - lookahead_);
+  plan.storeFrom = std::max(
+      c, end - history_ - (INKLING_MUTANT("no-lookahead") ? 0 : lookahead_));
   plan.first = blockOf(plan.storeFrom);
   plan.last = blockOf(end - 1);
   const MappedBlock *held = heldBlocks(seq);
   // Only the block of c (when c%N != 0) can hold history and be written.
   plan.overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == plan.first;
-  plan.copyOnWrite =
-      plan.overlap && pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
+  plan.copyOnWrite = plan.overlap && !INKLING_MUTANT("no-copy-on-write") &&
+                     pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
   plan.newEntries = plan.last - plan.first + 1 - (plan.overlap ? 1 : 0);
   plan.needed = plan.newEntries + (plan.copyOnWrite ? 1 : 0);
   return plan;
@@ -680,7 +694,8 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
       (held[0].logical < lo || held[seq.numHeld - 1].logical > hi))
     releaseOutsideHistory(seq, lo, hi);
   if (seq.copySrc >= 0) {
-    pool_.releaseUnchecked(seq.copySrc);
+    if (!INKLING_MUTANT("leak-copy-source"))
+      pool_.releaseUnchecked(seq.copySrc);
     seq.copySrc = seq.copyDst = -1;
   }
   seq.state = SequenceState::Idle;

@@ -31,6 +31,61 @@ def expected_slots(table_row, computed, count, lookahead):
             for p in range(computed, end)]
 
 
+class CacheModel:
+    """The cache's contents by effect, kept by the test alone: a slot holds
+    the value of the position last written there (a position's value is its
+    token prefix, so equal prefixes share values, as prefix hits need).
+    Every step must read each history position back, through the block
+    table it gets, with the value that position's sequence wrote there;
+    the expected slots are never derived from the runtime's own tables."""
+
+    def __init__(self, test):
+        self.test = test
+        self.cache = {}    # slot -> value
+        self.tokens = {}   # seq -> its known token ids
+        self.pending = {}  # seq -> (num_computed, {position: slot written})
+
+    def value(self, seq, p):
+        tokens = self.tokens[seq]
+        return tuple(tokens[:p + 1]) if p < len(tokens) else ("draft", seq, p)
+
+    def check_step(self, step, plan):
+        t = self.test
+        for src, dst in step.block_copies:  # before the kernels
+            for r in range(W):
+                self.cache[dst * W + r] = self.cache.get(src * W + r)
+        offset, written = 0, set()
+        for row, (seq, count) in enumerate(plan):
+            computed = step.num_computed[row]
+            table = step.block_table[row]
+            for q in range(max(0, computed - (W - 1)), computed):
+                slot = table[q // W] * W + q % W
+                t.assertEqual(self.cache.get(slot), self.value(seq, q),
+                              "sequence %d reads history position %d from "
+                              "slot %d" % (seq, q, slot))
+            stores = {}
+            for i in range(count):
+                slot = step.slot_mapping[offset + i]
+                if slot < 0:
+                    continue
+                t.assertGreaterEqual(slot, W, "a write to the null block")
+                t.assertNotIn(slot, written, "two positions write one slot")
+                written.add(slot)
+                self.cache[slot] = self.value(seq, computed + i)
+                stores[computed + i] = slot
+            self.pending[seq] = (computed, stores)
+            offset += count
+
+    def committed(self, seq, accepted, tokens):
+        self.tokens[seq] = self.tokens[seq] + list(tokens)
+        # (No pending writes: the step was scheduled, never built.)
+        computed, stores = self.pending.pop(seq, (0, {}))
+        # Accepted drafts were these tokens all along.
+        for p in range(computed, computed + accepted):
+            if p in stores:
+                self.cache[stores[p]] = self.value(seq, p)
+
+
 class ServingEngineStepTest(unittest.TestCase):
     """How a serving engine drives the runtime, one step at a time."""
 
@@ -39,6 +94,22 @@ class ServingEngineStepTest(unittest.TestCase):
         # Fixed shapes, allocated once (CUDA graph capture wants them).
         self.buffers = self.manager.step_buffers(
             max_rows=8, num_cols=32, max_tokens=64, max_copies=8)
+        self.model = CacheModel(self)
+
+    # The engine's calls, with the model kept in step.
+    def add(self, tokens, start=0):
+        seq = self.manager.add_sequence(tokens, start=start)
+        self.model.tokens[seq] = list(tokens)
+        return seq
+
+    def commit(self, seq, accepted, tokens=()):
+        self.manager.commit(seq, accepted, tokens)
+        self.model.committed(seq, accepted, tokens)
+
+    def fork(self, parent):
+        child = self.manager.fork(parent)
+        self.model.tokens[child] = list(self.model.tokens[parent])
+        return child
 
     def tearDown(self):
         self.manager.check_invariants()
@@ -50,7 +121,9 @@ class ServingEngineStepTest(unittest.TestCase):
             self.manager.schedule(seq, count)
         step = self.buffers.build([seq for seq, _ in plan], num_rows,
                                   num_padded_tokens)
-        # The metadata a kernel reads, checked against DESIGN section 3.
+        self.model.check_step(step, plan)
+        # The metadata a kernel reads, consistent as DESIGN section 3 says
+        # (slots through the same table; the model above checks the table).
         offset = 0
         for row, (seq, count) in enumerate(plan):
             self.assertEqual(step.query_start_loc[row], offset)
@@ -71,7 +144,7 @@ class ServingEngineStepTest(unittest.TestCase):
 
     def test_prefill_then_decode_batch(self):
         prompts = [list(range(1, 11)), [7, 7, 7], list(range(100, 117))]
-        seqs = [self.manager.add_sequence(p) for p in prompts]
+        seqs = [self.add(p) for p in prompts]
         # One step prefills all three prompts, padded to 4 rows, 32 tokens.
         step = self.run_step([(s, len(p)) for s, p in zip(seqs, prompts)],
                              num_rows=4, num_padded_tokens=32)
@@ -80,16 +153,19 @@ class ServingEngineStepTest(unittest.TestCase):
         # The 17-token prompt stores only its last W-1+L = 5 positions.
         self.assertEqual(step.slot_mapping[13:25], [-1] * 12)
         for seq, sampled in zip(seqs, (11, 8, 117)):
-            self.manager.commit(seq, self.manager.sequence_info(seq)
+            self.commit(seq, self.manager.sequence_info(seq)
                                 .num_scheduled, [sampled])
         # Decode steps, one foreign call per phase (batches): every sequence
         # holds at most 2 blocks between steps.
         for token in range(200, 210):
             self.manager.schedule_batch(seqs, [1] * len(seqs))
             step = self.buffers.build(seqs, num_rows=4, num_padded_tokens=8)
+            self.model.check_step(step, [(seq, 1) for seq in seqs])
             self.assertEqual(step.info.num_tokens, 3)
             self.manager.commit_batch(seqs, [1] * len(seqs),
                                       [[token]] * len(seqs))
+            for seq in seqs:
+                self.model.committed(seq, 1, [token])
             for seq in seqs:
                 self.assertLessEqual(
                     self.manager.sequence_info(seq).num_blocks, 2)
@@ -106,50 +182,50 @@ class ServingEngineStepTest(unittest.TestCase):
         self.assertEqual(self.manager.stats().num_held_blocks, 0)
 
     def test_speculative_decoding(self):
-        seq = self.manager.add_sequence([1, 2, 3, 4, 5])
+        seq = self.add([1, 2, 3, 4, 5])
         self.run_step([(seq, 5)])
-        self.manager.commit(seq, 5, [6])
+        self.commit(seq, 5, [6])
         # 1 real token + 2 drafts; the verifier accepts one draft.
         self.run_step([(seq, 3)])
-        self.manager.commit(seq, 2, [41, 42])  # accepted draft, bonus token
+        self.commit(seq, 2, [41, 42])  # accepted draft, bonus token
         info = self.manager.sequence_info(seq)
         self.assertEqual((info.num_computed, info.num_tokens), (7, 8))
         # Rejecting 3 > lookahead 2 is refused and changes nothing.
         self.manager.schedule(seq, 4)
         with self.assertRaises(rt.InklingError) as caught:
-            self.manager.commit(seq, 0)
+            self.manager.commit(seq, 0)  # refused: no model update
         self.assertEqual(caught.exception.code, rt.OUT_OF_RANGE)
         self.assertIn("lookahead (2)", caught.exception.message)
         self.assertEqual(self.manager.sequence_info(seq).state, "scheduled")
-        self.manager.commit(seq, 2, [43, 44])
+        self.commit(seq, 2, [43, 44])
 
     def test_prefix_hit_and_fork(self):
         prompt = list(range(50, 58))
-        first = self.manager.add_sequence(prompt)
+        first = self.add(prompt)
         self.run_step([(first, 8)])
-        self.manager.commit(first, 8, [58])
+        self.commit(first, 8, [58])
         hit = self.manager.longest_cached_prefix(prompt + [58, 59], 9)
         self.assertEqual(hit, 8)
-        second = self.manager.add_sequence(prompt + [58, 59], start=hit)
+        second = self.add(prompt + [58, 59], start=hit)
         self.assertEqual(self.manager.sequence_info(second).num_blocks, 1)
         self.run_step([(second, 2)])
-        self.manager.commit(second, 2, [60])
+        self.commit(second, 2, [60])
         # Fork mid-block: the first writer gets a page copy.
-        child = self.manager.fork(second)
+        child = self.fork(second)
         step = self.run_step([(second, 1), (child, 1)])
         self.assertEqual(len(step.block_copies), 2)
         for src, dst in step.block_copies:
             self.assertNotEqual(src, dst)
-        self.manager.commit(second, 1, [61])
-        self.manager.commit(child, 1, [62])
+        self.commit(second, 1, [61])
+        self.commit(child, 1, [62])
 
     def test_preempt_and_resume_at_own_prefix(self):
-        seq = self.manager.add_sequence(list(range(13)))
+        seq = self.add(list(range(13)))
         self.run_step([(seq, 13)])
-        self.manager.commit(seq, 13, [13])
+        self.commit(seq, 13, [13])
         for token in range(14, 20):
             self.run_step([(seq, 1)])
-            self.manager.commit(seq, 1, [token])
+            self.commit(seq, 1, [token])
         self.manager.preempt(seq)
         self.assertEqual(self.manager.sequence_info(seq).num_blocks, 0)
         tokens = list(range(20))  # the engine keeps the token ids
@@ -174,7 +250,7 @@ class ServingEngineStepTest(unittest.TestCase):
             self.manager.schedule(987654321, 1)
         self.assertEqual(caught.exception.code, rt.NOT_FOUND)
         self.assertIn("987654321", caught.exception.message)
-        seq = self.manager.add_sequence([1, 2, 3])
+        seq = self.add([1, 2, 3])
         self.manager.schedule(seq, 3)
         with self.assertRaises(rt.InklingError) as caught:
             self.buffers.build([seq, seq])

@@ -6,15 +6,31 @@
 // `inkling-run --device=gpu --cuda-driver=<this library>`.
 //
 // It is one sm_90 device whose memory is host memory. What it checks is what
-// a driver and compute-sanitizer would reject:
+// a driver, the hardware and compute-sanitizer would reject:
 //   * copies and memsets must stay inside one live allocation;
 //   * modules must be PTX for a target the device runs (`.target sm_XY`,
-//     XY <= 90); each `.entry` is parsed for its parameters;
-//   * a launch needs a positive grid, a block of at most 1024 threads, and
-//     every `.ptr` parameter must point into a live allocation.
+//     XY <= 90); each `.entry` is parsed for its parameters (size, `.ptr`,
+//     `.align`), its `.maxntid` / `.reqntid`, and, per `.ptr` parameter, the
+//     widest global access whose address derives from it (a flow-insensitive
+//     walk of ld.param -> cvta/add/sub/mad/mov/selp -> ld/st/atom/red.global);
+//   * a launch needs a positive grid and a block of at most 1024 threads
+//     that `.maxntid` allows (`.reqntid`: exactly);
+//   * parameters: exactly as many as the kernel declares (the launcher ends
+//     its kernelParams array with a null, which a real driver never reads;
+//     here a missing or extra parameter shows), each declared at most 8
+//     bytes (the launcher passes 8-byte slots);
+//   * every `.ptr` parameter points into a live allocation, aligned to its
+//     declared `.align` and to its widest access (a 16-byte vector load from
+//     an address that is not 16-byte aligned faults on the device);
+//   * every memref descriptor (allocated ptr, aligned ptr, offset,
+//     sizes[r], strides[r]: two `.ptr` then 1 + 2r integers) reaches only
+//     bytes of that live allocation: [offset + min, offset + max] elements
+//     over the sizes and strides, with the element size the allocated
+//     pointer's `.align` declares (inkling-lower-to-nvvm sets it).
 // It does not run kernels: what a kernel would write stays as it was.
 // Each rejected call returns the driver's error code and writes one line
-// "fake-cuda: ..." to stderr.
+// "fake-cuda: ..." to stderr; cuGetErrorString then returns that line, so
+// the launcher's status names the reason.
 //
 // Environment:
 //   INKLING_FAKE_CUDA_DEVICES=N  devices present (default 1; 0: no device)
@@ -23,6 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +49,8 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,16 +60,20 @@ using CUresult = int;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
                    kNoDevice = 100, kInvalidDevice = 101, kInvalidImage = 200,
                    kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500,
-                   kLaunchFailed = 719;
+                   kMisalignedAddress = 716, kLaunchFailed = 719;
 constexpr int kComputeCapability = 90;
 
 struct Param {
   int bytes = 8;
   bool pointer = false;
+  uint64_t align = 1;  ///< The declared `.align` (pointers).
+  uint64_t access = 0; ///< Widest global access through it, in bytes.
 };
 struct Function {
   std::string name;
   std::vector<Param> params;
+  uint64_t maxThreads = 1024;            ///< `.maxntid` (product).
+  std::array<unsigned, 3> required = {}; ///< `.reqntid`, or zeros.
 };
 struct Module {
   std::map<std::string, std::unique_ptr<Function>> functions;
@@ -67,8 +91,13 @@ State &state() {
   return *s;
 }
 
+/// The reason of the calling thread's last rejected call: what
+/// cuGetErrorString says, so that the caller's status names it.
+thread_local std::string lastReason;
+
 CUresult reject(CUresult code, const std::string &why) {
   std::fprintf(stderr, "fake-cuda: %s\n", why.c_str());
+  lastReason = "fake-cuda: " + why;
   return code;
 }
 
@@ -108,6 +137,107 @@ CUresult checkRange(const char *call, uint64_t address, size_t bytes) {
                                    ") is not inside one allocation");
 }
 
+/// Records, for every `.ptr` parameter of `function`, the widest global
+/// access whose address derives from it in `body`.
+void findAccessWidths(const std::string &body,
+                      const std::map<std::string, int> &paramIndex,
+                      Function &function) {
+  // Statements: "[@pred] opcode operands;".
+  struct Statement {
+    std::string opcode;
+    std::vector<std::string> operands;
+  };
+  std::vector<Statement> statements;
+  static const std::regex register_(R"(%[A-Za-z_$][\w$]*)");
+  static const std::regex comment(R"(//[^\n]*)");
+  static const std::regex prefix(R"(^(\s|[{}]|[$\w]+:)+)");
+  std::string code = std::regex_replace(body, comment, "");
+  size_t start = 0;
+  while (start < code.size()) {
+    size_t end = code.find(';', start);
+    if (end == std::string::npos)
+      break;
+    // Without braces of inline blocks and labels.
+    std::string text =
+        std::regex_replace(code.substr(start, end - start), prefix, "");
+    start = end + 1;
+    std::istringstream in(text);
+    Statement st;
+    in >> st.opcode;
+    if (!st.opcode.empty() && st.opcode[0] == '@')
+      in >> st.opcode;
+    std::string rest;
+    std::getline(in, rest, '\0');
+    std::string operand;
+    for (char c : rest + ",") {
+      if (c == ',') {
+        st.operands.push_back(operand);
+        operand.clear();
+      } else if (c != ' ' && c != '\t' && c != '\n') {
+        operand += c;
+      }
+    }
+    statements.push_back(std::move(st));
+  }
+  auto startsWith = [](const std::string &text, const char *prefix) {
+    return text.rfind(prefix, 0) == 0;
+  };
+  // register -> the pointer parameters it derives from.
+  std::map<std::string, std::set<int>> taint;
+  for (const Statement &st : statements) {
+    if (!startsWith(st.opcode, "ld.param") || st.operands.size() != 2)
+      continue;
+    std::string name = st.operands[1];
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']')
+      name = name.substr(1, name.size() - 2);
+    auto it = paramIndex.find(name);
+    if (it != paramIndex.end() && function.params[it->second].pointer)
+      taint[st.operands[0]].insert(it->second);
+  }
+  // Address arithmetic keeps a pointer a pointer; to a fixpoint (loops).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Statement &st : statements) {
+      static const char *kPropagate[] = {"cvta.", "add.", "sub.",
+                                         "mad.",  "mov.", "selp."};
+      bool propagates = false;
+      for (const char *prefix : kPropagate)
+        propagates |= startsWith(st.opcode, prefix);
+      if (!propagates || st.operands.size() < 2)
+        continue;
+      std::set<int> &dst = taint[st.operands[0]];
+      size_t before = dst.size();
+      for (size_t i = 1; i < st.operands.size(); ++i) {
+        auto it = taint.find(st.operands[i]);
+        if (it != taint.end() && &it->second != &dst)
+          dst.insert(it->second.begin(), it->second.end());
+      }
+      changed |= dst.size() != before;
+    }
+  }
+  static const std::regex access(
+      R"(^(ld|st|atom|red)\.global(\.[a-z0-9]+)*?(\.v(2|4))?\.[bsuf](8|16|32|64)$)");
+  for (const Statement &st : statements) {
+    std::smatch m;
+    if (!std::regex_match(st.opcode, m, access))
+      continue;
+    uint64_t width =
+        std::stoull(m[5]) / 8 * (m[4].matched ? std::stoull(m[4]) : 1);
+    for (const std::string &operand : st.operands) {
+      if (operand.empty() || operand.front() != '[')
+        continue;
+      std::smatch r;
+      if (!std::regex_search(operand, r, register_))
+        continue;
+      auto it = taint.find(r[0]);
+      if (it == taint.end())
+        continue;
+      for (int p : it->second)
+        function.params[p].access = std::max(function.params[p].access, width);
+    }
+  }
+}
+
 /// Parses the `.entry` declarations of a PTX module.
 CUresult parsePtx(const std::string &ptx, Module &module) {
   std::smatch match;
@@ -119,16 +249,55 @@ CUresult parsePtx(const std::string &ptx, Module &module) {
                                        match[1].str() + ", the device is sm_" +
                                        std::to_string(kComputeCapability));
   static const std::regex entry(
-      R"(\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\))");
-  static const std::regex param(R"(\.param\s+\.([usbf])(\d+)(\s+\.ptr)?)");
+      R"(\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)\{)");
+  static const std::regex param(
+      R"(\.param\s+(?:\.align\s+\d+\s+)?\.([usbf])(\d+)(\s+\.ptr)?(\s+\.(global|shared|const|local))?(\s+\.align\s+(\d+))?\s+([A-Za-z_$][\w$]*)\s*(\[)?)");
+  static const std::regex maxntid(
+      R"(\.maxntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
+  static const std::regex reqntid(
+      R"(\.reqntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
   for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry);
        it != std::sregex_iterator(); ++it) {
     auto function = std::make_unique<Function>();
     function->name = (*it)[1];
     std::string list = (*it)[2];
+    std::map<std::string, int> paramIndex;
     for (auto p = std::sregex_iterator(list.begin(), list.end(), param);
-         p != std::sregex_iterator(); ++p)
-      function->params.push_back({std::stoi((*p)[2]) / 8, (*p)[3].matched});
+         p != std::sregex_iterator(); ++p) {
+      Param declared;
+      declared.bytes = std::stoi((*p)[2]) / 8;
+      declared.pointer = (*p)[3].matched;
+      if ((*p)[7].matched)
+        declared.align = std::stoull((*p)[7]);
+      if ((*p)[9].matched) // an array (a by-value struct)
+        declared.bytes = 1 << 20;
+      paramIndex[(*p)[8]] = static_cast<int>(function->params.size());
+      function->params.push_back(declared);
+    }
+    std::string directives = (*it)[3];
+    auto dims = [](const std::smatch &m) {
+      std::array<unsigned, 3> d = {static_cast<unsigned>(std::stoul(m[1])), 1,
+                                   1};
+      if (m[3].matched)
+        d[1] = static_cast<unsigned>(std::stoul(m[3]));
+      if (m[5].matched)
+        d[2] = static_cast<unsigned>(std::stoul(m[5]));
+      return d;
+    };
+    std::smatch d;
+    if (std::regex_search(directives, d, maxntid)) {
+      auto n = dims(d);
+      function->maxThreads = uint64_t(n[0]) * n[1] * n[2];
+    }
+    if (std::regex_search(directives, d, reqntid))
+      function->required = dims(d);
+    // The body: up to the next entry (over-approximates; fine for a check).
+    size_t bodyStart = it->position(0) + it->length(0);
+    size_t next = ptx.find(".entry", bodyStart);
+    findAccessWidths(ptx.substr(bodyStart, next == std::string::npos
+                                               ? std::string::npos
+                                               : next - bodyStart),
+                     paramIndex, *function);
     module.functions[function->name] = std::move(function);
   }
   if (module.functions.empty())
@@ -285,26 +454,111 @@ FAKE_API CUresult cuLaunchKernel(void *handle, unsigned gridX, unsigned gridY,
   const std::string &name = function->name;
   if (!gridX || !gridY || !gridZ || !blockX || !blockY || !blockZ)
     return reject(kInvalidValue, "cuLaunchKernel " + name + ": empty grid");
-  if (uint64_t(blockX) * blockY * blockZ > 1024)
+  uint64_t threads = uint64_t(blockX) * blockY * blockZ;
+  if (threads > 1024)
     return reject(kInvalidValue,
                   "cuLaunchKernel " + name + ": more than 1024 threads");
+  if (threads > function->maxThreads)
+    return reject(kInvalidValue, "cuLaunchKernel " + name + ": a block of " +
+                                     std::to_string(threads) +
+                                     " threads, the kernel's .maxntid allows " +
+                                     std::to_string(function->maxThreads));
+  if (function->required[0] &&
+      function->required != std::array<unsigned, 3>{blockX, blockY, blockZ})
+    return reject(kInvalidValue,
+                  "cuLaunchKernel " + name +
+                      ": the block is not the kernel's .reqntid");
   if (sharedBytes > 48 * 1024 || extra)
     return reject(kInvalidValue, "cuLaunchKernel " + name +
                                      ": unexpected shared memory or extra");
   if (!params && !function->params.empty())
     return reject(kInvalidValue, "cuLaunchKernel " + name + ": no parameters");
+  // The count: params[0..n) non-null, params[n] the launcher's null.
+  size_t n = function->params.size();
+  for (size_t i = 0; i < n; ++i)
+    if (!params[i])
+      return reject(kInvalidValue, "cuLaunchKernel " + name + ": " +
+                                       std::to_string(i) +
+                                       " parameters passed, the kernel has " +
+                                       std::to_string(n));
+  if (params && params[n])
+    return reject(kInvalidValue, "cuLaunchKernel " + name +
+                                     ": more parameters passed than the " +
+                                     std::to_string(n) + " the kernel has");
+  auto slot = [&](size_t i) {
+    uint64_t value = 0;
+    std::memcpy(&value, params[i], sizeof(value));
+    return value;
+  };
   std::lock_guard<std::mutex> lock(state().mutex);
-  for (size_t i = 0; i < function->params.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const Param &p = function->params[i];
+    std::string what =
+        "cuLaunchKernel " + name + ": parameter " + std::to_string(i);
+    if (p.bytes > 8)
+      return reject(kInvalidValue,
+                    what + " is " + std::to_string(p.bytes) +
+                        " bytes, more than the launcher's 8-byte slot");
     if (!p.pointer)
       continue;
-    uint64_t address = 0;
-    std::memcpy(&address, params[i], sizeof(address));
+    uint64_t address = slot(i);
     if (!inside(address, 1))
-      return reject(kInvalidValue, "cuLaunchKernel " + name + ": parameter " +
-                                       std::to_string(i) + " (.ptr) " +
-                                       hex(address) +
+      return reject(kInvalidValue, what + " (.ptr) " + hex(address) +
                                        " points into no allocation");
+    uint64_t align = std::max(p.align, p.access);
+    if (address % align != 0)
+      return reject(kMisalignedAddress,
+                    what + " (.ptr) " + hex(address) + " is not " +
+                        std::to_string(align) + "-byte aligned (.align " +
+                        std::to_string(p.align) + ", " +
+                        std::to_string(p.access) + "-byte accesses)");
+  }
+  // Memref descriptors: .ptr, .ptr, offset, sizes[r], strides[r].
+  for (size_t i = 0; i + 2 < n; ++i) {
+    if (!function->params[i].pointer || !function->params[i + 1].pointer)
+      continue;
+    size_t ints = 0;
+    while (i + 2 + ints < n && !function->params[i + 2 + ints].pointer)
+      ++ints;
+    if (ints % 2 == 0)
+      continue; // not a descriptor
+    size_t rank = (ints - 1) / 2;
+    int64_t offset = static_cast<int64_t>(slot(i + 2));
+    __int128 lo = offset, hi = offset;
+    bool empty = false;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t size = static_cast<int64_t>(slot(i + 3 + d));
+      int64_t stride = static_cast<int64_t>(slot(i + 3 + rank + d));
+      if (size <= 0) {
+        empty = size == 0;
+        if (size < 0)
+          return reject(kInvalidValue, "cuLaunchKernel " + name +
+                                           ": descriptor at parameter " +
+                                           std::to_string(i) + " has size " +
+                                           std::to_string(size));
+        break;
+      }
+      __int128 reach = static_cast<__int128>(size - 1) * stride;
+      (reach < 0 ? lo : hi) += reach;
+    }
+    if (empty)
+      continue;
+    uint64_t element = function->params[i].align;
+    uint64_t aligned = slot(i + 1);
+    __int128 first = static_cast<__int128>(aligned) + lo * element;
+    __int128 last = static_cast<__int128>(aligned) + (hi + 1) * element;
+    if (first < 0 || last > (static_cast<__int128>(1) << 64) ||
+        !inside(static_cast<uint64_t>(first),
+                static_cast<size_t>(last - first)))
+      return reject(
+          kInvalidValue,
+          "cuLaunchKernel " + name + ": descriptor at parameter " +
+              std::to_string(i) + " reaches [" +
+              hex(static_cast<uint64_t>(first)) + ", +" +
+              std::to_string(static_cast<long long>(last - first)) +
+              ") (elements " + std::to_string(static_cast<long long>(lo)) +
+              ".." + std::to_string(static_cast<long long>(hi)) + " of " +
+              std::to_string(element) + " bytes), not inside one allocation");
   }
   return kSuccess;
 }
@@ -346,6 +600,9 @@ FAKE_API CUresult cuGetErrorName(CUresult code, const char **name) {
   case kNotFound:
     *name = "CUDA_ERROR_NOT_FOUND";
     break;
+  case kMisalignedAddress:
+    *name = "CUDA_ERROR_MISALIGNED_ADDRESS";
+    break;
   case kLaunchFailed:
     *name = "CUDA_ERROR_LAUNCH_FAILED";
     break;
@@ -355,7 +612,8 @@ FAKE_API CUresult cuGetErrorName(CUresult code, const char **name) {
   return kSuccess;
 }
 FAKE_API CUresult cuGetErrorString(CUresult code, const char **text) {
-  *text =
-      code == kLaunchFailed ? "unspecified launch failure" : "fake-cuda error";
+  *text = code == kLaunchFailed ? "unspecified launch failure"
+          : lastReason.empty()  ? "fake-cuda error"
+                                : lastReason.c_str();
   return kSuccess;
 }

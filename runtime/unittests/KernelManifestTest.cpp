@@ -80,7 +80,61 @@ TEST(Json, LimitsNesting) {
 // Manifest
 //===----------------------------------------------------------------------===//
 
+/// The manifest inkling-write-kernels wrote for the bundled example at
+/// build time (bench/gpu/CMakeLists.txt: examples/decoder_layer.mlir,
+/// fusion=none), read back by the runtime's reader: the two sides agree on
+/// what the writer actually writes, not on a hand-written copy.
 TEST(KernelManifest, ParsesWhatTheWriterWrites) {
+#ifndef INKLING_BUILT_KERNEL_BUNDLE
+  GTEST_SKIP() << "the runtime was built alone, without the kernels";
+#else
+  auto m = KernelManifest::load(INKLING_BUILT_KERNEL_BUNDLE);
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_EQ(m->version, 1);
+  EXPECT_EQ(m->chip, "sm_90");
+  EXPECT_EQ(m->format, "ptx");
+  // One kernel per op (4 streams x conv, insert), in program order.
+  ASSERT_EQ(m->kernels.size(), 8u);
+  const char *streams[] = {"k", "v", "attn", "mlp"};
+  for (size_t i = 0; i < 8; ++i) {
+    const KernelSpec &k = m->kernels[i];
+    bool conv = i % 2 == 0;
+    SCOPED_TRACE(k.name);
+    EXPECT_EQ(k.name, "decoder_layer_k" + std::to_string(i) +
+                          (conv ? "_conv_" : "_insert_") + streams[i / 2]);
+    EXPECT_EQ(k.op, conv ? "sconv.conv" : "sconv.insert");
+    EXPECT_EQ(k.file, k.name + ".ptx");
+    ASSERT_EQ(k.args.size(), conv ? 7u : 3u);
+    // The cache bytes (rows read and written 16 bytes at a time through
+    // its views), then (insert) the slot mapping and x.
+    EXPECT_EQ(k.args[0].type, "memref<?xi8>");
+    EXPECT_EQ(k.args[0].align, 16);
+    if (!conv) {
+      EXPECT_EQ(k.args[1].type, "memref<?xi64>");
+      EXPECT_EQ(k.args[1].align, 8);
+    }
+    int64_t params = 0;
+    for (const KernelArgSpec &a : k.args)
+      params += a.params;
+    EXPECT_EQ(params, static_cast<int64_t>(k.params.size()));
+    // The grid is (T, heads, 1) with T from the stream input.
+    ASSERT_GE(k.tokensArg, 0);
+    const KernelArgSpec &x = k.args[k.tokensArg];
+    EXPECT_EQ(x.element, "bf16");
+    EXPECT_EQ(x.shape[0], -1);
+    EXPECT_EQ(k.gridFor(5), (std::array<int64_t, 3>{5, 8, 1}));
+    // Rows of x are read with 16-byte vector loads: the kernel assumes a
+    // 16-byte aligned base, and the manifest says so.
+    EXPECT_EQ(x.align, 16);
+  }
+  const HostSpec *host = m->findHost("decoder_layer");
+  ASSERT_TRUE(host);
+  ASSERT_EQ(host->launches.size(), 8u);
+  EXPECT_EQ(host->launches[1].kernel, "decoder_layer_k1_insert_k");
+#endif
+}
+
+TEST(KernelManifest, ParsesTheFixture) {
   auto m = KernelManifest::parse(manifest());
   ASSERT_TRUE(m) << m.status().toString();
   EXPECT_EQ(m->version, 1);
@@ -133,6 +187,12 @@ TEST(KernelManifest, RejectsMalformedManifests) {
   wrongType.replace(wrongType.find("[\"ptr\", \"ptr\", \"i64\""), 20,
                     "[\"ptr\", \"i64\", \"i64\"");
   expectRejected(wrongType, "the descriptor needs \"ptr\"");
+  // An alignment that is not a power of two at least the element size.
+  std::string badAlign = manifest();
+  badAlign.replace(badAlign.find("\"align\": 16"), 11, "\"align\": 24");
+  expectRejected(badAlign, "align 24 must be a power of two");
+  badAlign.replace(badAlign.find("\"align\": 24"), 11, "\"align\": 1 ");
+  expectRejected(badAlign, "at least element_bytes (2)");
   // Missing fields name their path.
   std::string noEntry = manifest();
   noEntry.replace(noEntry.find("\"entry\""), 7, "\"entri\"");
@@ -190,7 +250,12 @@ TEST(KernelAbi, RejectsArgumentsThatDoNotMatchTheTypes) {
   bad({{0x1000, {16}, {}}, {0x2000, {6}, {}}, {0x3000, {6, 8}, {}}},
       "expected 3 sizes");
   bad({{0x1000, {16}, {}}, {0x2001, {6}, {}}, {0x3000, {6, 8, 128}, {}}},
-      "not aligned");
+      "is not 8-byte aligned");
+  // x: "align": 16 (the kernel loads its rows 16 bytes at a time), so
+  // 2-byte alignment (the element's) is not enough.
+  bad({{0x1000, {16}, {}}, {0x2000, {6}, {}}, {0x3008, {6, 8, 128}, {}}},
+      "argument 2 (memref<?x8x128xbf16>): the address 0x3008 is not 16-byte "
+      "aligned");
   bad({{0x1000, {16}, {}},
        {0x2000, {6}, {}},
        {0x3000, {6, 8, 128}, {2048, 128, 1}}},

@@ -26,7 +26,7 @@ inline std::string manifest(const std::string &kernelExtra = "",
       {"element": "i64", "element_bytes": 8, "identity": true, "offset": 0,
        "params": 5, "rank": 1, "shape": [-1], "strides": [1],
        "type": "memref<?xi64>"},
-      {"element": "bf16", "element_bytes": 2, "identity": true, "offset": 0,
+      {"align": 16, "element": "bf16", "element_bytes": 2, "identity": true, "offset": 0,
        "params": 9, "rank": 3, "shape": [-1, 8, 128], "strides": [1024, 128, 1],
        "type": "memref<?x8x128xbf16>"}
     ],

@@ -828,6 +828,13 @@ private:
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
 };
 
+// 9 configurations x 12000 calls = 108,000 checked operations per run.
+const ModelConfig kConfigs[] = {{4, 0, 24, 1}, {4, 3, 24, 2}, {4, 6, 40, 3},
+                                {2, 0, 12, 4}, {2, 3, 20, 5}, {3, 1, 16, 6},
+                                {5, 4, 30, 7}, {4, 1, 10, 8}, {3, 0, 64, 9}};
+
+#ifndef INKLING_RUNTIME_MUTANTS
+
 class ModelCheckTest : public ::testing::TestWithParam<ModelConfig> {};
 
 TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
@@ -848,19 +855,50 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   RecordProperty("copies", std::to_string(checker.copies()));
 }
 
-// 9 configurations x 12000 calls = 108,000 checked operations per run.
-INSTANTIATE_TEST_SUITE_P(
-    Configs, ModelCheckTest,
-    ::testing::Values(ModelConfig{4, 0, 24, 1}, ModelConfig{4, 3, 24, 2},
-                      ModelConfig{4, 6, 40, 3}, ModelConfig{2, 0, 12, 4},
-                      ModelConfig{2, 3, 20, 5}, ModelConfig{3, 1, 16, 6},
-                      ModelConfig{5, 4, 30, 7}, ModelConfig{4, 1, 10, 8},
-                      ModelConfig{3, 0, 64, 9}),
-    [](const ::testing::TestParamInfo<ModelConfig> &info) {
-      const ModelConfig &c = info.param;
-      return "k" + std::to_string(c.kernel) + "_la" +
-             std::to_string(c.lookahead) + "_blocks" +
-             std::to_string(c.numBlocks) + "_seed" + std::to_string(c.seed);
-    });
+INSTANTIATE_TEST_SUITE_P(Configs, ModelCheckTest, ::testing::ValuesIn(kConfigs),
+                         [](const ::testing::TestParamInfo<ModelConfig> &info) {
+                           const ModelConfig &c = info.param;
+                           return "k" + std::to_string(c.kernel) + "_la" +
+                                  std::to_string(c.lookahead) + "_blocks" +
+                                  std::to_string(c.numBlocks) + "_seed" +
+                                  std::to_string(c.seed);
+                         });
+
+#else
+
+// The model check against a runtime with one injected bug
+// (SequenceManager.cpp's INKLING_MUTANT sites, compiled into this test's
+// copy of the runtime only): some configuration must report it. One mutant:
+//   InklingRuntimeMutantTests --gtest_filter='*no_lookahead'
+// prints the first violation the model check found.
+class ModelCheckMutantTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ModelCheckMutantTest, TheModelCheckCatchesTheBug) {
+  ASSERT_EQ(setenv("INKLING_RUNTIME_MUTANT", GetParam(), 1), 0);
+  std::string err;
+  for (const ModelConfig &config : kConfigs) {
+    ModelChecker checker(config);
+    err = checker.run(opsPerConfig());
+    if (!err.empty()) {
+      std::cout << "[ mutant   ] " << GetParam() << ": caught in " << config
+                << ": " << err << "\n";
+      break;
+    }
+  }
+  unsetenv("INKLING_RUNTIME_MUTANT");
+  EXPECT_NE(err, "") << "the model check missed the injected bug "
+                     << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(Mutants, ModelCheckMutantTest,
+                         ::testing::Values("no-copy-on-write", "no-lookahead",
+                                           "leak-copy-source"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+#endif // INKLING_RUNTIME_MUTANTS
 
 } // namespace

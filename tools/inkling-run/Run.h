@@ -40,7 +40,8 @@ struct ServeOptions {
   bool check = true;
   bool json = false;
   bool progress = true;
-  /// Testing the checker: "output:STEP" or "cache:STEP" corrupts one value.
+  /// Testing the checker: "input:STEP", "output:STEP" or "cache:STEP"
+  /// corrupts one value.
   std::string injectFault;
 };
 

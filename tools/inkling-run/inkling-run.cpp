@@ -143,9 +143,10 @@ cl::opt<bool> json("json", cl::cat(workload),
 cl::opt<bool>
     noProgress("no-progress", cl::cat(workload),
                cl::desc("No progress bar (shown only on a terminal)"));
-cl::opt<std::string> injectFault("inject-fault", cl::Hidden,
-                                 cl::desc("output:STEP or cache:STEP: corrupt "
-                                          "one value (tests the checker)"));
+cl::opt<std::string>
+    injectFault("inject-fault", cl::Hidden,
+                cl::desc("input:STEP, output:STEP or cache:STEP: corrupt "
+                         "one value (tests the checker)"));
 
 cl::opt<int64_t> replayOp("replay", cl::init(-1), cl::cat(replayCat),
                           cl::desc("Run the OP-th sconv op (see --list-ops) "

@@ -24,9 +24,11 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
@@ -276,6 +278,33 @@ std::optional<int64_t> constantOf(Value value) {
   return std::nullopt;
 }
 
+/// The widest `alignment` an access through `memref` (or a view of it)
+/// claims: the base alignment the kernel assumes, which the launcher must
+/// check. 0 when no access claims one.
+int64_t claimedAlignment(Value memref) {
+  int64_t align = 0;
+  SmallVector<Value> worklist = {memref};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (auto a = user->getAttrOfType<IntegerAttr>("alignment"))
+        align = std::max<int64_t>(align, a.getInt());
+      // Views (subview, reinterpret_cast, cast, expand/collapse_shape ...)
+      // reach the same bytes.
+      if (!isa<ViewLikeOpInterface>(user) &&
+          !isa_and_nonnull<memref::MemRefDialect>(user->getDialect()))
+        continue;
+      for (Value result : user->getResults())
+        if (isa<MemRefType>(result.getType()))
+          worklist.push_back(result);
+    }
+  }
+  return align;
+}
+
 /// Describes a kernel argument's memref type: element, shape, strides and
 /// offset (-1 for dynamic), whether its layout is the identity (row-major
 /// contiguous: the launcher derives dynamic strides from the sizes), and how
@@ -395,7 +424,15 @@ struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
             bad = true;
             return;
           }
-          args.push_back(*desc);
+          // The base alignment the kernel's accesses assume (the
+          // lowering's contract: 16 bytes where it emits aligned vector
+          // accesses), at least the element size; the launcher checks it.
+          NamedAttrList described(*desc);
+          int64_t align = std::max<int64_t>(
+              cast<IntegerAttr>(described.get("element_bytes")).getInt(),
+              claimedAlignment(kernel.getArgument(args.size())));
+          described.set("align", b.getI64IntegerAttr(align));
+          args.push_back(described.getDictionary(b.getContext()));
           hostIndex.push_back(arg.getArgNumber());
         }
         (void)hostArgs;
@@ -538,6 +575,20 @@ struct RecordKernelParamsPass
                          << " (allocated ptr, aligned ptr, offset, sizes, "
                             "strides each)";
         return signalPassFailure();
+      }
+      // Each descriptor's allocated pointer (never dereferenced by a kernel)
+      // declares the element size as its alignment, a true fact that puts
+      // the element size into the PTX (`.ptr .align N`): a checker that sees
+      // only the PTX (the fake CUDA driver) can then bound the bytes each
+      // descriptor reaches.
+      unsigned param = 0;
+      for (Attribute arg : cast<ArrayAttr>(entry.get("args"))) {
+        auto d = cast<DictionaryAttr>(arg);
+        func.setArgAttr(
+            param, LLVM::LLVMDialect::getAlignAttrName(),
+            b.getI64IntegerAttr(
+                cast<IntegerAttr>(d.get("element_bytes")).getInt()));
+        param += cast<IntegerAttr>(d.get("params")).getInt();
       }
       NamedAttrList list(entry);
       list.set("params", b.getArrayAttr(params));

@@ -169,6 +169,7 @@ LogicalResult serializeKernelBundle(
           {"type", cast<StringAttr>(d.get("type")).getValue().str()},
           {"element", cast<StringAttr>(d.get("element")).getValue().str()},
           {"element_bytes", i("element_bytes")},
+          {"align", i("align")},
           {"rank", i("rank")},
           {"shape", toJson(cast<ArrayAttr>(d.get("shape")))},
           {"strides", toJson(cast<ArrayAttr>(d.get("strides")))},

@@ -14,6 +14,11 @@
 // (slot / 4) * 131072 as a shift and mask), the head stride (16384 bytes)
 // and the row within the block ((slot % 4) * 4096 bytes).
 // INSERT-LABEL: .visible .entry decoder_layer_k1_insert_k(
+// Each descriptor's allocated pointer (unused by the kernel) declares the
+// element size as its alignment, for checkers that see only the PTX.
+// INSERT-NEXT: .param .u64 .ptr .align 1 decoder_layer_k1_insert_k_param_0,
+// INSERT: .param .u64 .ptr .align 8 decoder_layer_k1_insert_k_param_5,
+// INSERT: .param .u64 .ptr .align 2 decoder_layer_k1_insert_k_param_10,
 // INSERT: .maxntid 16, 1, 1
 // INSERT-NOT: ld.global.{{(nc.)?}}{{[bu]}}16
 // INSERT-NOT: st.global.{{[bu]}}16

@@ -5,6 +5,7 @@
 // RUN: rm -rf %t && inkling-opt %s --inkling-lower-to-nvvm=fusion=none \
 // RUN:   --inkling-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s < %t/manifest.json
+// RUN: FileCheck %s --check-prefix=ALIGN < %t/manifest.json
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
 
 #l8 = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
@@ -110,3 +111,32 @@ func.func @layer_tp2(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi
 // CHECK-NEXT: "format": "ptx",
 // CHECK-NEXT: "opt_level": 3
 // CHECK: "version": 1
+
+// Each argument's base alignment, as the kernel's accesses assume it (and
+// the launcher checks): 16 bytes for what the rows are read and written
+// through with 16-byte vector accesses (the cache, weights, x, y), the
+// element size for the metadata.
+// ALIGN: "kernels": [
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "i8",
+// ALIGN: "align": 4,
+// ALIGN-NEXT: "element": "i32",
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "bf16",
+// ALIGN: "type": "memref<1024x4xbf16>"
+// ALIGN: "align": 4,
+// ALIGN-NEXT: "element": "i32",
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "bf16",
+// ALIGN: "align": 4,
+// ALIGN-NEXT: "element": "i32",
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "bf16",
+// ALIGN: "name": "layer0_k0_conv_k",
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "i8",
+// ALIGN: "align": 8,
+// ALIGN-NEXT: "element": "i64",
+// ALIGN: "align": 16,
+// ALIGN-NEXT: "element": "bf16",
+// ALIGN: "name": "layer0_k1_insert_k",

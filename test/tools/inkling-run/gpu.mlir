@@ -1,6 +1,8 @@
 // inkling-run --device=gpu without a GPU: the runtime's fake CUDA driver
-// (host memory; copies, modules and every `.ptr` launch argument checked;
-// kernels not run) takes the whole GPU path: the layer lowered to a kernel
+// (host memory; copies, modules, and per launch the parameter count and
+// sizes, .maxntid, the alignment of every vector-accessed argument and each
+// descriptor's extent checked; kernels not run) takes the whole GPU path:
+// the layer lowered to a kernel
 // bundle, loaded, the step's metadata and inputs uploaded, the manifest's
 // launches, the outputs downloaded. bench/gpu/run.sh runs the same command,
 // checked, on a real GPU.

@@ -9,7 +9,10 @@
 // RUN:   --max-prompt=64 --max-output=48 --json | FileCheck %s
 //
 // CHECK: {
+// CHECK-DAG: "check": true,
 // CHECK-DAG: "mismatches": 0,
+// CHECK-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// CHECK-DAG: "cache_values_checked": {{[1-9][0-9]*}},
 // CHECK-DAG: "steps": 1000,
 // CHECK-DAG: "layers": 3,
 // CHECK-DAG: "tokens": {{[1-9][0-9]*}},
@@ -36,7 +39,10 @@
 // RUN: inkling-run %inkling_src/examples/small_layer.mlir --steps=300 \
 // RUN:   --budget-mb=0.03 --fork-rate=0.05 --fusion=conv-insert --checked \
 // RUN:   --layers=2 --json | FileCheck %s --check-prefix=SHORT
+// SHORT-DAG: "check": true,
 // SHORT-DAG: "mismatches": 0,
+// SHORT-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// SHORT-DAG: "cache_values_checked": {{[1-9][0-9]*}},
 // SHORT-DAG: "steps": 300,
 
 // --no-check serves the same steps without the reference.
@@ -44,4 +50,5 @@
 // RUN:   --no-check --json | FileCheck %s --check-prefix=NOCHECK
 // NOCHECK-DAG: "check": false,
 // NOCHECK-DAG: "outputs_checked": 0,
+// NOCHECK-DAG: "cache_values_checked": 0,
 // NOCHECK-DAG: "steps": 100,

@@ -81,7 +81,9 @@ public:
   StatusOr<void *> loadModule(const std::string &image);
   Status unloadModule(void *module);
   StatusOr<void *> function(void *module, const std::string &name);
-  /// cuLaunchKernel with `params[i]` pointing to parameter i.
+  /// cuLaunchKernel with `params[i]` pointing to parameter i, followed by a
+  /// null (KernelBundle::launch ends them so; the fake driver checks the
+  /// count with it, a real driver ignores it).
   Status launch(void *function, std::array<int64_t, 3> grid,
                 std::array<int64_t, 3> block, void **params,
                 Stream stream = nullptr);

@@ -83,6 +83,10 @@ struct KernelArgSpec {
   std::string type;    ///< The MLIR type, e.g. "memref<?x8x128xbf16>".
   std::string element; ///< "bf16", "i32", "i64", "i8" ...
   int64_t elementBytes = 0;
+  /// The base (aligned pointer) alignment the kernel assumes: 16 where it
+  /// issues 16-byte vector accesses, else the element size. The launcher
+  /// checks it (a misaligned vector access faults on the device).
+  int64_t align = 0;
   int64_t rank = 0;
   std::vector<int64_t> shape;   ///< -1: dynamic (the caller gives it).
   std::vector<int64_t> strides; ///< -1: dynamic.

@@ -34,8 +34,13 @@ func.func @after_and_before(%k: !x {llvm.noalias}, %v: !x {llvm.noalias},
 
 // Different input, different stream, different step: nothing to fold.
 // CHECK-LABEL: func @no_partner
+// CHECK-SAME: (%[[K:[^:]+]]: {{.*}}, %[[K2:[^:]+]]: {{.*}}, %[[W:[^:]+]]: {{.*}}, %[[YK:[^:]+]]: {{.*}}, %[[C:[^:]+]]: {{.*}}, %[[S:[^:]+]]: {{.*}}, %[[T:[^:]+]]: {{.*}})
 // CHECK-NOT: sconv.fused_conv
-// CHECK: return
+// CHECK-NEXT: sconv.conv %[[K]], %[[W]] history %[[C]][k] layout #{{.*}} step %[[S]] into %[[YK]]
+// CHECK-NEXT: sconv.insert %[[K2]] into %[[C]][k] {{.*}} step %[[S]]
+// CHECK-NEXT: sconv.insert %[[K]] into %[[C]][v] {{.*}} step %[[S]]
+// CHECK-NEXT: sconv.insert %[[K]] into %[[C]][k] {{.*}} step %[[T]]
+// CHECK-NEXT: return
 func.func @no_partner(%k: !x {llvm.noalias}, %k2: !x {llvm.noalias},
     %w: !w {llvm.noalias}, %yk: !x {llvm.noalias}, %c: !c {llvm.noalias},
     %s: !sconv.step, %t: !sconv.step) {
