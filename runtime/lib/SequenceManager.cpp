@@ -18,6 +18,12 @@ constexpr int64_t kMaxPosition = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxLookahead = 1024;
 constexpr uint32_t kMaxGeneration = 0x7fffffff;
 
+/// span(count): the blocks `count` consecutive positions span, at worst
+/// alignment: ceil((count-1)/N) + 1 (0 for none).
+int64_t spanBlocks(int64_t count, int64_t blockSize) {
+  return count == 0 ? 0 : (count + blockSize - 2) / blockSize + 1;
+}
+
 std::string str(int64_t value) { return std::to_string(value); }
 std::string seqName(SequenceId id) { return "sequence " + str(id); }
 
@@ -77,12 +83,7 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
       pool_(std::move(pool)), cache_(pool_.numBlocks()) {
   static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
-  // Blocks that a range of `count` positions can span, at worst alignment.
-  auto spanned = [&](int64_t count) {
-    return count == 0 ? 0 : (count + blockSize_ - 2) / blockSize_ + 1;
-  };
-  // History blocks plus stored blocks (the overlap is not subtracted).
-  maxHeld_ = spanned(history_) + spanned(history_ + lookahead_);
+  maxHeld_ = maxBlocksPerSequence(config.layout, lookahead_);
   if ((blockSize_ & (blockSize_ - 1)) == 0)
     blockShift_ = __builtin_ctzll(static_cast<uint64_t>(blockSize_));
   else
@@ -92,7 +93,15 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
 
 int64_t SequenceManager::maxBlocksBetweenSteps() const {
   // The blocks W-1 consecutive positions can touch: ceil((W-2)/N) + 1.
-  return (history_ + blockSize_ - 2) / blockSize_ + 1;
+  return spanBlocks(history_, blockSize_);
+}
+
+int64_t SequenceManager::maxBlocksPerSequence(const Layout &layout,
+                                              int64_t lookahead) {
+  // History blocks plus stored blocks (the overlap is not subtracted).
+  int64_t history = layout.slidingWindow - 1;
+  return spanBlocks(history, layout.blockSize) +
+         spanBlocks(history + lookahead, layout.blockSize);
 }
 
 int64_t SequenceManager::firstHistoryBlock(int64_t position) const {

@@ -42,6 +42,16 @@ TEST(SequenceManagerTest, CreateRejectsBadConfigs) {
       SequenceManager::create(config);
   ASSERT_FALSE(noHistory.isOk());
   EXPECT_NE(noHistory.status().message().find("kernel (1)"), std::string::npos);
+  // A block size of 1 is fine (the kernel is what needs history); one
+  // beyond the per-sequence tail buffer's bound is named.
+  config.layout = testLayout(4, 1);
+  EXPECT_TRUE(SequenceManager::create(config).isOk());
+  config.layout = testLayout(4, 70000);
+  StatusOr<std::unique_ptr<SequenceManager>> huge =
+      SequenceManager::create(config);
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_NE(huge.status().message().find("block size (70000)"),
+            std::string::npos);
 }
 
 TEST(SequenceManagerTest, BlockBoundsFollowTheLookahead) {

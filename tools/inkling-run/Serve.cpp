@@ -393,8 +393,8 @@ int Server::setUp() {
   numBlocks_ = budgetBytes / (allocations * sig_.pageBytes);
   // A sequence holds at most span(W-1) + span(W-1+L) blocks during a step
   // (SequenceManager.h), span(m) = ceil((m-1)/N) + 1.
-  auto span = [&](int64_t m) { return m == 0 ? 0 : (m + N_ - 2) / N_ + 1; };
-  int64_t perSequence = span(W_ - 1) + span(W_ - 1 + opt_.lookahead);
+  int64_t perSequence =
+      SequenceManager::maxBlocksPerSequence(layout, opt_.lookahead);
   if (numBlocks_ < perSequence + 1) {
     char text[512];
     std::snprintf(

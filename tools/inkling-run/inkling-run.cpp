@@ -226,6 +226,9 @@ int main(int argc, char **argv) {
       return run::fail("--replay runs on the CPU; drop --device=gpu");
     if (outputs.empty())
       return run::fail("--replay needs --outputs=DIR");
+    if (crossLayer)
+      return run::fail("--cross-layer serves a workload; --replay runs one "
+                       "layer's op (use --block-size for its geometry)");
     run::ReplayOptions options;
     options.modelPath = modelPath;
     options.opIndex = replayOp;

@@ -56,3 +56,7 @@
 // RUN:   | FileCheck %s --check-prefix=HUGE
 // HUGE: inkling-run: --block-size=67108864: block size (67108864) is not valid for {{.*}}decoder_layer.mlir's layout: layout too large: the page of kv_heads (8), head_dim (128), hidden (4096), block_size (67108864) exceeds 2^40 bytes
 // HUGE-NOT: {{.}}
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --cross-layer \
+// RUN:   --replay=0 --outputs=%t 2>&1 | FileCheck %s --check-prefix=REPLAY
+// REPLAY: inkling-run: --cross-layer serves a workload; --replay runs one layer's op (use --block-size for its geometry)
+// REPLAY-NOT: {{.}}

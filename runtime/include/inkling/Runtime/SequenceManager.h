@@ -234,6 +234,9 @@ public:
   int64_t maxBlocksPerSequence() const { return maxHeld_; }
   /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
   int64_t maxBlocksBetweenSteps() const;
+  /// The during-a-step bound for a layout and lookahead, before a manager
+  /// exists (to size a pool): span(W-1) + span(W-1+L).
+  static int64_t maxBlocksPerSequence(const Layout &layout, int64_t lookahead);
 
   const BlockPool &pool() const { return pool_; }
   const PrefixCache &prefixCache() const { return cache_; }
