@@ -695,9 +695,12 @@ bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
     return false;
   }
   sconv::LayoutAttr newLayout = oldLayout.withBlockSize(blockSize);
-  // The page keeps its padding; cross-layer pages put `layers` pages side
-  // by side in one block stride.
-  int64_t oldPage = static_cast<int64_t>(bind.getPageBytes());
+  // A layer's page keeps its padding; cross-layer pages put `layers` pages
+  // side by side in one block stride (0: as many as the IR's bind has).
+  int64_t oldLayers = bind.getLayers().value_or(1);
+  if (layers == 0)
+    layers = oldLayers;
+  int64_t oldPage = static_cast<int64_t>(bind.getPageBytes()) / oldLayers;
   int64_t pageBytes = derived->pageBytes() + (oldPage - oldDerived.pageBytes());
   if (layers > 1 && __builtin_mul_overflow(pageBytes, layers, &pageBytes)) {
     error = "cross-layer block stride overflows";

@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
   if (blockSize < 0)
     return run::fail("--block-size=" + std::to_string(blockSize) +
                      ": expected a block size >= 1");
-  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 1, error))
+  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
     return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
                      error);
   const LayerSignature &sig = program->signature();
@@ -242,8 +242,12 @@ int main(int argc, char **argv) {
 
   run::ServeOptions options;
   options.modelPath = modelPath;
+  // Without --layers: the module's count, else the bind's cross-layer
+  // count, else 2.
   options.layers =
-      layers > 0 ? int64_t(layers) : sig.numLayers.value_or(int64_t(2));
+      layers > 0 ? int64_t(layers)
+                 : sig.numLayers.value_or(sig.crossLayers > 1 ? sig.crossLayers
+                                                              : int64_t(2));
   if (layers < 0 || options.layers < 1)
     return run::fail("--layers=" + std::to_string(options.layers) +
                      ": expected at least 1");

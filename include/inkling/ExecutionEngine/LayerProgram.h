@@ -180,8 +180,9 @@ public:
   /// Rewrites the cache geometry before compile: block size N (0: the
   /// layout's) in every layout and cache type of the function, and with
   /// `layers` > 1 cross-layer pages (the bind's block stride holds `layers`
-  /// pages; the host passes layer l the allocation from byte l * page on).
-  /// The signature is analyzed again. Errors name the value.
+  /// pages; the host passes layer l the allocation from byte l * page on;
+  /// 1: a page per block; 0: as the IR's bind says). A layer's page keeps
+  /// its padding. The signature is analyzed again. Errors name the value.
   bool setCacheGeometry(int64_t blockSize, int64_t layers, std::string &error);
 
   /// Lowers and JIT-compiles the function (once). May add a Status argument

@@ -60,3 +60,24 @@
 // RUN:   --replay=0 --outputs=%t 2>&1 | FileCheck %s --check-prefix=REPLAY
 // REPLAY: inkling-run: --cross-layer serves a workload; --replay runs one layer's op (use --block-size for its geometry)
 // REPLAY-NOT: {{.}}
+//
+// Cross-layer pages written in the IR (3 layers' pages per block stride)
+// serve 3 layers, at the IR's block size or another.
+// RUN: sed -e 's/page_bytes 131072/page_bytes 393216 layers 3/' \
+// RUN:   -e 's/x8x4x2048xbf16, strided<\[65536, 8192/x8x4x2048xbf16, strided<[196608, 8192/' \
+// RUN:   %inkling_src/examples/decoder_layer.mlir > %t.cross.mlir
+// RUN: inkling-run %t.cross.mlir --steps=20 --token-budget=64 --json \
+// RUN:   | FileCheck %s --check-prefix=IR
+// IR-DAG: "block_size": 4,
+// IR-DAG: "cross_layer": true,
+// IR-DAG: "layers": 3,
+// IR-DAG: "page_bytes": 393216,
+// IR-DAG: "mismatches": 0,
+// RUN: inkling-run %t.cross.mlir --block-size=8 --steps=20 --token-budget=64 \
+// RUN:   --json | FileCheck %s --check-prefix=IR8
+// IR8-DAG: "block_size": 8,
+// IR8-DAG: "cross_layer": true,
+// IR8-DAG: "layers": 3,
+// IR8-DAG: "layer_page_bytes": 262144,
+// IR8-DAG: "page_bytes": 786432,
+// IR8-DAG: "mismatches": 0,
