@@ -65,12 +65,14 @@ class LayoutConfig(ctypes.Structure):
 
     _fields_ = [("kv_heads", _I64), ("head_dim", _I64), ("hidden", _I64),
                 ("kernel", _I64), ("tp", _I64),
-                ("element_type", ctypes.c_char_p)]
+                ("element_type", ctypes.c_char_p), ("block_size", _I64)]
 
     def __init__(self, kv_heads, head_dim, hidden, kernel, tp=1,
-                 element_type="bf16"):
+                 element_type="bf16", block_size=0):
+        """block_size: tokens per cache block N (0: the kernel), the
+        engine's choice, e.g. the unifier's scaled block size."""
         super().__init__(kv_heads, head_dim, hidden, kernel, tp,
-                         element_type.encode())
+                         element_type.encode(), block_size)
 
 
 class _Layout(ctypes.Structure):

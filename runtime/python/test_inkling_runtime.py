@@ -16,10 +16,11 @@ import inkling_runtime as rt  # noqa: E402
 W = 4  # kernel = block size N = sliding window
 
 
-def layout_config(tp=1):
-    # The Inkling reference sizes: D = 2048, page = H * 4 * 2048 * 2 bytes.
+def layout_config(tp=1, block_size=0):
+    # The Inkling reference sizes: D = 2048, page = H * N * 2048 * 2 bytes
+    # (N = W = 4 unless block_size says otherwise).
     return rt.LayoutConfig(kv_heads=8, head_dim=128, hidden=4096, kernel=W,
-                           tp=tp)
+                           tp=tp, block_size=block_size)
 
 
 def expected_slots(table_row, computed, count, lookahead):
@@ -264,6 +265,16 @@ class ServingEngineStepTest(unittest.TestCase):
 
 
 class LayoutPagesAndRanksTest(unittest.TestCase):
+    def test_layout_block_size(self):
+        self.assertEqual(rt.derive_layout(layout_config())["block_size"], W)
+        layout = rt.derive_layout(layout_config(block_size=32))
+        self.assertEqual(layout["block_size"], 32)
+        self.assertEqual(layout["sliding_window"], W)
+        self.assertEqual(layout["page_bytes"], 8 * 32 * 2048 * 2)
+        with self.assertRaises(rt.InklingError) as caught:
+            rt.derive_layout(layout_config(block_size=-1))
+        self.assertIn("block_size", caught.exception.message)
+
     def test_layout(self):
         layout = rt.derive_layout(layout_config(tp=2))
         self.assertEqual(layout["head_size"], 2048)
@@ -280,8 +291,22 @@ class LayoutPagesAndRanksTest(unittest.TestCase):
         self.assertEqual(page, 131072)
         self.assertEqual(specs[1]["adjustment"], "scaled block size")
         self.assertEqual(specs[1]["block_size"], 32)
+        # A larger attention page that is a multiple of the conv page
+        # scales the conv block size (vLLM's plan): 256 KiB -> N = 8.
         big = rt.attention_cache_spec("big", 64, 8, 128)
         page, specs = rt.unify_page_sizes([sconv, big])
+        self.assertEqual(page, 262144)
+        self.assertEqual(specs[0]["adjustment"], "scaled block size")
+        self.assertEqual(specs[0]["block_size"], 2 * W)
+        self.assertEqual(specs[0]["block_stride_bytes"], page)
+        # The engine derives the conv layout at the unifier's block size.
+        scaled = rt.derive_layout(layout_config(block_size=specs[0]["block_size"]))
+        self.assertEqual(scaled["block_size"], 2 * W)
+        self.assertEqual(scaled["page_bytes"], page)
+        rt.Manager(layout_config(block_size=2 * W), num_blocks=8)
+        # Not a multiple: padded through the block stride, N stays.
+        uneven = rt.attention_cache_spec("uneven", 48, 8, 128)
+        page, specs = rt.unify_page_sizes([sconv, uneven])
         self.assertEqual(specs[0]["adjustment"], "padded")
         self.assertEqual(specs[0]["block_size"], W)
         self.assertEqual(specs[0]["block_stride_bytes"], page)
