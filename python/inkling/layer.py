@@ -19,6 +19,7 @@ Threads: a Layer may be shared; calls are serialized.
 
 import ctypes
 import threading
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -152,12 +153,23 @@ class Cuda:
               library.encode() if library else None, ctypes.byref(handle))
         self._handle = handle
         self.chip = self._lib.inklingCudaChip(handle).decode()
+        # Layers and device arrays made with this driver: closed first.
+        self._children = weakref.WeakSet()
 
     def close(self):
-        """After every Layer and DeviceArray made with it."""
+        """Closes every Layer and DeviceArray made with it, then the
+        driver."""
         if self._handle:
+            for child in list(self._children):
+                child.close()
             self._lib.inklingCudaClose(self._handle)
             self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
 
     def _check_open(self):
         if not self._handle:
@@ -187,9 +199,11 @@ class DeviceArray:
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * \
             self.dtype.itemsize
         address = ctypes.c_uint64()
+        self.address = 0
         _call(cuda._lib.inklingCudaAlloc, cuda._handle, max(1, self.nbytes),
               ctypes.byref(address))
         self.address = address.value
+        cuda._children.add(self)
 
     @property
     def __cuda_array_interface__(self):
@@ -275,6 +289,8 @@ class Layer:
             _call(self._lib.inklingLayerCreate, text, len(text),
                   name.encode(), ctypes.byref(options), ctypes.byref(handle))
         self._handle = handle
+        if self._cuda is not None:
+            self._cuda._children.add(self)
         self.function = self._lib.inklingLayerFunction(handle).decode()
         self.args = []
         for index in range(self._lib.inklingLayerNumArgs(handle)):

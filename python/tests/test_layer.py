@@ -434,6 +434,19 @@ class LayerFakeGpuTest(unittest.TestCase):
             self.layer(**dict(self.device, input_k=Bogus()))
         self.assertNotEqual(caught.exception.code, inkling.OK)
 
+    def test_closing_the_driver_closes_its_layers_and_arrays(self):
+        cuda = inkling.Cuda(FAKE_CUDA)
+        layer = inkling.Layer(read(SMALL_LAYER), device="cuda", cuda=cuda)
+        array = cuda.to_device(self.f.args["input_k"])
+        cuda.close()
+        self.assertEqual(array.address, 0)
+        with self.assertRaises(inkling.InklingError) as caught:
+            layer(**self.device)
+        self.assertEqual(caught.exception.code, inkling.FAILED_PRECONDITION)
+        with self.assertRaises(inkling.InklingError) as caught:
+            cuda.empty((4,), np.uint8)
+        self.assertIn("the CUDA driver is closed", str(caught.exception))
+
     def test_checked_gpu_layer(self):
         with inkling.Layer(read(SMALL_LAYER), device="cuda", cuda=self.cuda,
                            checked=True) as layer:
