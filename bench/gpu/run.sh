@@ -10,7 +10,8 @@
 #      (bit for bit), times every kernel, the whole layer and a
 #      device-to-device copy of the same bytes, and prints one table;
 #   4. serves the example with `inkling-run --device=gpu`, checked against
-#      the full-history reference (fused and unfused), then a timing run.
+#      the full-history reference (fused and unfused), then a timing run;
+#   5. runs the Python engine loop (examples/python) on the GPU, checked.
 # Environment: INKLING_GPU_TOKENS (default 256), INKLING_GPU_RUNS (200),
 # INKLING_GPU_BUILD_DIR, INKLING_GPU_SKIP_SETUP=1 (packages already there).
 set -euo pipefail
@@ -28,7 +29,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target inkling-opt inkling-gpu-bench \
-  inkling-kernels inkling-run
+  inkling-kernels inkling-run InklingRuntimeC InklingLayerC
 
 kernels="$build/kernels/decoder_layer"
 bundles=(--bundle "unfused=$kernels/isa")
@@ -73,4 +74,15 @@ echo "== inkling-run --device=gpu --fusion=none (checked)"
 "${serve[@]}" --fusion=none --steps=200 || rc=1
 echo "== inkling-run --device=gpu --no-check (timing)"
 "${serve[@]}" --no-check --steps=2000 || rc=1
+# 5. The Python package's GPU layer (libinkling_layer.so, the runtime's
+#    launcher) in the example engine loop, checked against its numpy
+#    reference; with torch, the layer tests' CUDA-tensor case too.
+python=/usr/bin/python3
+echo "== python engine loop --device=cuda (checked)"
+PYTHONPATH="$build/python" "$python" "$root/examples/python/engine_loop.py" \
+  "$root/examples/small_layer.mlir" --device=cuda || rc=1
+echo "== python layer tests (torch CUDA tensors when torch is installed)"
+PYTHONPATH="$build/python" INKLING_EXAMPLES_DIR="$root/examples" \
+  "$python" -m unittest discover -s "$root/python/tests" -p "test_layer.py" \
+  || rc=1
 exit "$rc"

@@ -183,6 +183,8 @@ class LayerCpuTest(unittest.TestCase):
             self.skipTest("torch is not installed (optional)")
         args = {}
         for name, value in self.f.args.items():
+            if value.dtype == np.uint16:  # bf16 bits; torch lacks uint16 ops
+                value = value.view(np.int16)
             tensor = torch.from_numpy(value)
             spec = self.layer.args[self.layer.arg_names.index(name)]
             if spec.element == "bf16":
@@ -451,6 +453,42 @@ class LayerFakeGpuTest(unittest.TestCase):
         with inkling.Layer(read(SMALL_LAYER), device="cuda", cuda=self.cuda,
                            checked=True) as layer:
             layer(**self.device)  # the fake kernels report nothing
+
+
+
+@unittest.skipUnless(torch is not None and torch.cuda.is_available(),
+                     "needs torch with a CUDA device (bench/gpu/run.sh runs "
+                     "this file on a GPU machine)")
+class LayerTorchCudaTest(unittest.TestCase):
+    """torch CUDA tensors through the runtime's launcher on torch's current
+    stream, against the reference."""
+
+    def test_matches_reference(self):
+        layer = inkling.Layer(read(SMALL_LAYER), device="cuda")
+        f = Fixture(layer, np.random.default_rng(11))
+        f.snapshot()
+        tensors = {}
+        for name, value in f.args.items():
+            value = np.ascontiguousarray(value)
+            if value.dtype == np.uint16:  # bf16 bits; torch lacks uint16 ops
+                value = value.view(np.int16)
+            tensor = torch.from_numpy(value).cuda()
+            spec = layer.args[layer.arg_names.index(name)]
+            if spec.element == "bf16":
+                tensor = tensor.view(torch.bfloat16)
+            tensors[name] = tensor
+        stream = torch.cuda.current_stream()
+        layer(**tensors, stream=stream)
+        stream.synchronize()
+        for name, tensor in tensors.items():
+            if name == "cache" or name.startswith("output_"):
+                host = tensor.cpu()
+                if host.dtype == torch.bfloat16:
+                    host = host.view(torch.int16)
+                f.args[name][...] = host.numpy().view(f.args[name].dtype)
+        f.check(self, layer)
+        f.close()
+        layer.close()
 
 
 if __name__ == "__main__":
