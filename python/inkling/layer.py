@@ -425,8 +425,10 @@ class Layer:
                            "memory (__cuda_array_interface__)")
             if writes and not value.flags.writeable:
                 raise _bad(what, "a read-only array; the layer writes it")
+            # (cheaper than value.ctypes.data)
+            address = value.__array_interface__["data"][0]
             if spec.role == "cache":
-                return self._cache_bytes(what, value.ctypes.data,
+                return self._cache_bytes(what, address,
                                          value.flags.c_contiguous,
                                          value.nbytes)
             if value.dtype != spec.dtype:
@@ -438,7 +440,7 @@ class Layer:
             if any(s % itemsize for s in value.strides):
                 raise _bad(what, "strides %s bytes are not multiples of the "
                            "element size" % (value.strides,))
-            return (value.ctypes.data, list(value.shape),
+            return (address, list(value.shape),
                     [s // itemsize for s in value.strides])
         raise _bad(what, "a %s; expected a numpy array or a torch tensor "
                    "(nothing is copied or converted)" % type(value).__name__)

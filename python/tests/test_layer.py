@@ -412,7 +412,8 @@ class LayerFakeGpuTest(unittest.TestCase):
 
     def test_host_arrays_are_refused(self):
         with self.assertRaises(inkling.InklingError) as caught:
-            self.layer(**dict(self.device, block_table=self.f.step.block_table))
+            self.layer(**dict(self.device,
+                              block_table=self.f.step.block_table))
         self.assertIn("argument 3 (block_table): a host numpy array; this "
                       "layer runs on the GPU", str(caught.exception))
 
@@ -425,7 +426,8 @@ class LayerFakeGpuTest(unittest.TestCase):
         short = self.cuda.empty((8, 2, 8), np.uint16)
         with self.assertRaises(inkling.InklingError) as caught:
             self.layer(**dict(self.device, output_k=short))
-        self.assertIn("argument 14 (output_k): 8 tokens", str(caught.exception))
+        self.assertIn("argument 14 (output_k): 8 tokens",
+                      str(caught.exception))
 
     def test_a_pointer_outside_device_memory_fails_the_launch(self):
         class Bogus:

@@ -336,7 +336,8 @@ class Manager:
         """Adds a prompt; `start` is 0 or a prefix hit. Returns its id."""
         array, count = _int32_array(tokens)
         out = _I64()
-        self._invoke(self._lib.inkling_add_sequence, array, count, start, ctypes.byref(out))
+        self._invoke(self._lib.inkling_add_sequence, array, count, start,
+                     ctypes.byref(out))
         return out.value
 
     def append_tokens(self, seq, tokens):
@@ -356,8 +357,9 @@ class Manager:
         """Schedules num_tokens[i] for seqs[i]: all or nothing."""
         seqs, num_tokens = list(seqs), list(num_tokens)
         count = len(seqs)
-        self._invoke(self._lib.inkling_schedule_batch, (_I64 * max(1, count))(*seqs),
-            (_I64 * max(1, count))(*num_tokens), count)
+        self._invoke(self._lib.inkling_schedule_batch,
+                     (_I64 * max(1, count))(*seqs),
+                     (_I64 * max(1, count))(*num_tokens), count)
 
     def commit_batch(self, seqs, accepted, tokens):
         """Commits accepted[i] tokens of seqs[i], appending the list
@@ -368,9 +370,10 @@ class Manager:
         for appended in tokens:
             offsets.append(offsets[-1] + len(appended))
         flat, _ = _int32_array(t for appended in tokens for t in appended)
-        self._invoke(self._lib.inkling_commit_batch, (_I64 * max(1, count))(*seqs),
-            (_I64 * max(1, count))(*accepted), (_I64 * (count + 1))(*offsets),
-            flat, count)
+        self._invoke(self._lib.inkling_commit_batch,
+                     (_I64 * max(1, count))(*seqs),
+                     (_I64 * max(1, count))(*accepted),
+                     (_I64 * (count + 1))(*offsets), flat, count)
 
     def preempt(self, seq):
         self._invoke(self._lib.inkling_preempt, seq)
@@ -383,27 +386,29 @@ class Manager:
             self._invoke(self._lib.inkling_resume, seq, start)
             return
         array, count = _int32_array(tokens)
-        self._invoke(self._lib.inkling_resume_with_tokens, seq, array, count, start)
+        self._invoke(self._lib.inkling_resume_with_tokens, seq, array, count,
+                     start)
 
     def finish(self, seq):
         self._invoke(self._lib.inkling_finish, seq)
 
     def fork(self, parent):
         out = _I64()
-        self._invoke(self._lib.inkling_fork, parent,
-                                           ctypes.byref(out))
+        self._invoke(self._lib.inkling_fork, parent, ctypes.byref(out))
         return out.value
 
     def longest_cached_prefix(self, tokens, max_length):
         array, count = _int32_array(tokens)
         out = _I64()
-        self._invoke(self._lib.inkling_longest_cached_prefix, array, count, max_length, ctypes.byref(out))
+        self._invoke(self._lib.inkling_longest_cached_prefix, array, count,
+                     max_length, ctypes.byref(out))
         return out.value
 
     def sequence_longest_cached_prefix(self, seq, max_length):
         """The largest resume point among the hashes `seq` still keeps."""
         out = _I64()
-        self._invoke(self._lib.inkling_sequence_longest_cached_prefix, seq, max_length, ctypes.byref(out))
+        self._invoke(self._lib.inkling_sequence_longest_cached_prefix, seq,
+                     max_length, ctypes.byref(out))
         return out.value
 
     def sequence_info(self, seq):
