@@ -38,8 +38,10 @@ def read(path):
 class Fixture:
     """A manager with one built step and the layer's arrays for it."""
 
-    def __init__(self, layer, rng, prompts=((5,), (9,)), T=16):
-        self.manager = inkling.Manager(inkling.LayoutConfig(**CONFIG),
+    def __init__(self, layer, rng, prompts=((5,), (9,)), T=16,
+                 config=None):
+        self.config = config or CONFIG
+        self.manager = inkling.Manager(inkling.LayoutConfig(**self.config),
                                        NUM_BLOCKS)
         self.buffers = self.manager.step_buffers(4, 8, 32)
         page = layer.layout["page_bytes"]
@@ -85,7 +87,7 @@ class Fixture:
         convs = [ref.Conv(s, self.args["weights_" + s],
                           self.args.get("bias_" + s), residual=(s != "mlp"),
                           silu=(s == "mlp")) for s in ref.Layout.STREAMS]
-        expected = ref.step(ref.Layout(**CONFIG), expected_cache,
+        expected = ref.step(ref.Layout(**self.config), expected_cache,
                             self.page // 2, self.inputs, convs,
                             self.step.query_start_loc, self.step.num_computed,
                             self.step.block_table, self.step.slot_mapping)
@@ -106,6 +108,47 @@ class Fixture:
 
     def snapshot(self):
         self.expected_cache = self.cache.view(np.uint16).copy()
+
+
+def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes):
+    """small_layer.mlir's function at another layout and block stride."""
+    layout = ("#sconv.layout<kv_heads = %d, head_dim = %d, hidden = %d, "
+              "kernel = %d, tp = 1>" % (kv_heads, head_dim, hidden, kernel))
+    H, hph, W = kv_heads, hidden // kv_heads, kernel
+    D = 1 << (2 * head_dim + 2 * hph - 1).bit_length()
+    cache = "memref<?x%dx%dx%dxbf16, strided<[%d, %d, %d, 1]>>" % (
+        H, W, D, page_bytes // 2, W * D, D)
+    kv = "memref<?x%dx%dxbf16>" % (H, head_dim)
+    hc = "memref<?x%dxbf16>" % (H * hph)
+    wkv = "memref<%dx%dxbf16>" % (H * head_dim, W)
+    wh = "memref<%dx%dxbf16>" % (H * hph, W)
+    bias = "memref<%dxbf16>" % (H * hph)
+    lines = [
+        "func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, "
+        "%nc: memref<?xi32>, %bt: memref<?x?xi32>, %slots: memref<?xi64>,",
+        " %%k: %s, %%v: %s, %%attn: %s, %%mlp: %s," % (kv, kv, hc, hc),
+        " %%wk: %s, %%wv: %s, %%wattn: %s, %%wmlp: %s, %%bmlp: %s,"
+        % (wkv, wkv, wh, wh, bias),
+        " %%yk: %s, %%yv: %s, %%yattn: %s, %%ymlp: %s) {" % (kv, kv, hc, hc),
+        "  %%cache = sconv.bind %%buffer layout %s page_bytes %d "
+        ": memref<?xi8> -> %s" % (layout, page_bytes, cache),
+        "  %step = sconv.step query_start_loc %qsl num_computed %nc "
+        "block_table %bt slot_mapping %slots : memref<?xi32>, memref<?xi32>,"
+        " memref<?x?xi32>, memref<?xi64>"]
+    for s, x, w, t, wt in (("k", "k", "wk", kv, wkv), ("v", "v", "wv", kv, wkv),
+                           ("attn", "attn", "wattn", hc, wh)):
+        lines.append("  sconv.conv %%%s, %%%s history %%cache[%s] layout %s "
+                     "step %%step into %%y%s : %s, %s, %s -> %s"
+                     % (x, w, s, layout, s, t, wt, cache, t))
+    lines.append("  sconv.conv %%mlp, %%wmlp bias %%bmlp history %%cache[mlp]"
+                 " layout %s step %%step into %%ymlp activation silu "
+                 "{residual = false} : %s, %s, %s, %s -> %s"
+                 % (layout, hc, wh, cache, bias, hc))
+    for s, t in (("k", kv), ("v", kv), ("attn", hc), ("mlp", hc)):
+        lines.append("  sconv.insert %%%s into %%cache[%s] layout %s step "
+                     "%%step : %s, %s" % (s, s, layout, t, cache))
+    lines.append("  return\n}")
+    return "\n".join(lines)
 
 
 class LayerCpuTest(unittest.TestCase):
@@ -167,6 +210,21 @@ class LayerCpuTest(unittest.TestCase):
             with inkling.Layer.from_file(SMALL_LAYER, fusion=fusion,
                                          checked=True) as layer:
                 f = Fixture(layer, np.random.default_rng(7))
+                f.snapshot()
+                layer(**f.args)
+                f.check(self, layer)
+                f.close()
+
+    def test_other_layout_and_padded_page_from_text(self):
+        # kernel 3 (N = 3), H = 4, D = 64; pages padded from 1536 to 2048
+        # bytes (a unified page): every access goes through the stride.
+        config = dict(kv_heads=4, head_dim=16, hidden=64, kernel=3)
+        with inkling.Layer(layer_ir(page_bytes=2048, **config),
+                           name="generated.mlir") as layer:
+            self.assertEqual(layer.layout["page_bytes"], 2048)
+            for seed in range(3):
+                f = Fixture(layer, np.random.default_rng(seed),
+                            prompts=((4,), (11,), (3,)), config=config)
                 f.snapshot()
                 layer(**f.args)
                 f.check(self, layer)
