@@ -184,9 +184,23 @@ std::unique_ptr<LayerProgram> LayerProgram::load(const std::string &path,
     error = path + ": cannot read the file: " + file.getError().message();
     return nullptr;
   }
+  return fromBuffer(std::move(*file), path, entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromSource(const std::string &source, const std::string &name,
+                         const std::string &entry, std::string &error) {
+  return fromBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), name,
+                    entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                         const std::string &path, const std::string &entry,
+                         std::string &error) {
   mlir::MLIRContext &ctx = context();
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   FirstError diag(ctx);
   mlir::ParserConfig config(&ctx);
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);

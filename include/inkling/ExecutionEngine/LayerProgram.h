@@ -35,6 +35,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
+
 namespace inkling::exec {
 
 /// Element types of the arguments a layer can take.
@@ -170,6 +174,12 @@ public:
   /// function cannot be driven.
   static std::unique_ptr<LayerProgram>
   load(const std::string &path, const std::string &entry, std::string &error);
+  /// The same from IR text in memory; `name` stands for the file in
+  /// messages and locations.
+  static std::unique_ptr<LayerProgram> fromSource(const std::string &source,
+                                                  const std::string &name,
+                                                  const std::string &entry,
+                                                  std::string &error);
 
   const LayerSignature &signature() const;
 
@@ -204,6 +214,10 @@ public:
 
 private:
   LayerProgram();
+  static std::unique_ptr<LayerProgram>
+  fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+             const std::string &path, const std::string &entry,
+             std::string &error);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
