@@ -382,7 +382,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
 
 // The real model (tp 1; tp 2 with a padded page and strided stream rows),
 // and small layouts with odd widths (scalar tails, unaligned stream offsets,
-// an unaligned block stride) and kernels 2 and 3.
+// an unaligned block stride) and kernels 2 and 3; block sizes N != W.
 INSTANTIATE_TEST_SUITE_P(
     Layouts, FusionTest,
     ::testing::Values(
@@ -393,7 +393,10 @@ INSTANTIATE_TEST_SUITE_P(
                    true,
                    2},
         FusionCase{"odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 20},
-        FusionCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20}),
+        FusionCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20},
+        // Block sizes N != W: fusion does not depend on the addressing.
+        FusionCase{"real_n16", {8, 128, 4096, 4, 1, "bf16", 16}, 0, false, 2},
+        FusionCase{"odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 10}),
     [](const ::testing::TestParamInfo<FusionCase> &info) {
       return std::string(info.param.name);
     });

@@ -454,7 +454,7 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
 // kv_heads 8 / head_dim 128 / hidden 4096 / kernel 4 is the real model; the
 // small layouts have odd widths (scalar tails, unaligned stream offsets),
 // padded pages whose block stride is not a multiple of 8 (unaligned cache
-// rows), strided stream rows, and kernels 1, 2, 3 and 8.
+// rows), strided stream rows, and kernels 1, 2, 3 and 8; block sizes N != W.
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LowerToCPUTest,
     ::testing::Values(
@@ -466,7 +466,23 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 25},
         LayoutCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 25},
         LayoutCase{"wide_k8", {2, 16, 16, 8, 1, "bf16"}, 0, false, 20},
-        LayoutCase{"tiny_k1", {1, 8, 8, 1, 1, "bf16"}, 2, false, 15}),
+        LayoutCase{"tiny_k1", {1, 8, 8, 1, 1, "bf16"}, 2, false, 15},
+        // Block sizes N independent of W (the engine's choice): N = 1, 3,
+        // 2W, 8W on the real layout (N = W above); N < W-1, N = W-1 and
+        // N > W on the small ones (a history spanning up to W-1 blocks).
+        LayoutCase{"real_n1", {8, 128, 4096, 4, 1, "bf16", 1}, 0, false, 2},
+        LayoutCase{"real_n3", {8, 128, 4096, 4, 1, "bf16", 3}, 0, false, 2},
+        LayoutCase{"real_n8", {8, 128, 4096, 4, 1, "bf16", 8}, 0, false, 2},
+        LayoutCase{"real_tp2_n32_padded",
+                   {8, 128, 4096, 4, 2, "bf16", 32},
+                   8192,
+                   false,
+                   2},
+        LayoutCase{"odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 15},
+        LayoutCase{"odd_k3_n5", {2, 3, 10, 3, 1, "bf16", 5}, 0, true, 15},
+        LayoutCase{"wide_k8_n3", {2, 16, 16, 8, 1, "bf16", 3}, 0, false, 15},
+        LayoutCase{"wide_k8_n7", {2, 16, 16, 8, 1, "bf16", 7}, 2, false, 10},
+        LayoutCase{"tiny_k1_n6", {1, 8, 8, 1, 1, "bf16", 6}, 0, false, 10}),
     [](const ::testing::TestParamInfo<LayoutCase> &info) {
       return std::string(info.param.name);
     });

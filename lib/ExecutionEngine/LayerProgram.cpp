@@ -13,9 +13,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -183,9 +185,23 @@ std::unique_ptr<LayerProgram> LayerProgram::load(const std::string &path,
     error = path + ": cannot read the file: " + file.getError().message();
     return nullptr;
   }
+  return fromBuffer(std::move(*file), path, entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromSource(const std::string &source, const std::string &name,
+                         const std::string &entry, std::string &error) {
+  return fromBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), name,
+                    entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                         const std::string &path, const std::string &entry,
+                         std::string &error) {
   mlir::MLIRContext &ctx = context();
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   FirstError diag(ctx);
   mlir::ParserConfig config(&ctx);
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
@@ -403,6 +419,7 @@ bool LayerProgram::Impl::analyze(std::string &error) {
       layoutAttr = b.getLayout();
       sig.layout = layoutAttr.getDerived();
       sig.pageBytes = b.getPageBytes();
+      sig.crossLayers = b.getLayers().value_or(1);
       auto stride = sig.layout.blockStrideForPageBytes(sig.pageBytes);
       if (!stride)
         return fail(op->getLoc(), stride.status().message());
@@ -668,6 +685,95 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
 // resolves in this process: this library links libomp (and this call keeps
 // the link).
 int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
+bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
+                                    std::string &error) {
+  Impl &impl = *impl_;
+  sconv::BindOp bind;
+  impl.func.walk([&](sconv::BindOp b) { bind = b; });
+  if (!bind) {
+    error = impl.path + ": @" + impl.sig.function + " has no sconv.bind";
+    return false;
+  }
+  sconv::LayoutAttr oldLayout = bind.getLayout();
+  inkling::Layout oldDerived = oldLayout.getDerived();
+  if (blockSize == 0)
+    blockSize = oldDerived.blockSize;
+  LayoutConfig config = oldLayout.getConfig();
+  config.blockSize = blockSize;
+  StatusOr<Layout> derived = Layout::derive(config);
+  if (blockSize < 1 || !derived) {
+    error = "block size (" + std::to_string(blockSize) + ") is not valid for " +
+            impl.path + "'s layout: " +
+            (derived ? std::string("block_size must be >= 1")
+                     : derived.status().message());
+    return false;
+  }
+  if (layers < 0 || layers > (int64_t(1) << 20)) {
+    error = "cross-layer page count (" + std::to_string(layers) +
+            ") must be in [0, 2^20]";
+    return false;
+  }
+  sconv::LayoutAttr newLayout = oldLayout.withBlockSize(blockSize);
+  // A layer's page keeps its padding; cross-layer pages put `layers` pages
+  // side by side in one block stride (0: as many as the IR's bind has).
+  int64_t oldLayers = bind.getLayers().value_or(1);
+  if (layers == 0)
+    layers = oldLayers;
+  int64_t oldPage = static_cast<int64_t>(bind.getPageBytes()) / oldLayers;
+  int64_t pageBytes = derived->pageBytes() + (oldPage - oldDerived.pageBytes());
+  if (layers > 1 && __builtin_mul_overflow(pageBytes, layers, &pageBytes)) {
+    error = "cross-layer block stride overflows";
+    return false;
+  }
+  if (StatusOr<int64_t> stride = derived->blockStrideForPageBytes(pageBytes);
+      !stride) {
+    error = "block size (" + std::to_string(blockSize) +
+            "): " + stride.status().message();
+    return false;
+  }
+  mlir::MemRefType oldType = bind.getCache().getType();
+  mlir::MemRefType newType = sconv::BindOp::getCacheType(newLayout, pageBytes);
+  if (!oldType.isDynamicDim(0))
+    newType =
+        mlir::MemRefType::get({oldType.getDimSize(0), newType.getDimSize(1),
+                               newType.getDimSize(2), newType.getDimSize(3)},
+                              newType.getElementType(), newType.getLayout());
+  // Every use of the layout and of the cache type follows the bind.
+  mlir::AttrTypeReplacer replacer;
+  replacer.addReplacement(
+      [&](sconv::LayoutAttr attr) -> std::optional<mlir::Attribute> {
+        if (attr == oldLayout)
+          return newLayout;
+        return std::nullopt;
+      });
+  replacer.addReplacement(
+      [&](mlir::MemRefType type) -> std::optional<mlir::Type> {
+        if (type == oldType)
+          return newType;
+        return std::nullopt;
+      });
+  replacer.recursivelyReplaceElementsIn(impl.func, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+  mlir::Builder builder(&context());
+  bind.setPageBytesAttr(builder.getI64IntegerAttr(pageBytes));
+  if (layers > 1)
+    bind.setLayersAttr(builder.getI64IntegerAttr(layers));
+  else
+    bind.removeLayersAttr();
+  FirstError diag(context());
+  if (mlir::failed(mlir::verify(impl.func))) {
+    error = impl.path + ": the IR at block size " + std::to_string(blockSize) +
+            " does not verify: " + diag.message;
+    return false;
+  }
+  std::optional<int64_t> numLayers = impl.sig.numLayers;
+  if (!impl.analyze(error))
+    return false;
+  impl.sig.numLayers = numLayers;
+  return true;
+}
 
 bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   Impl &impl = *impl_;

@@ -105,6 +105,7 @@ StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config) {
   result.hidden = config->hidden;
   result.kernel = config->kernel;
   result.tp = config->tp;
+  result.blockSize = config->block_size;
   if (config->element_type)
     result.elementType = config->element_type;
   return result;

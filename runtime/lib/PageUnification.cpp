@@ -21,7 +21,9 @@ CacheSpec CacheSpec::sconv(std::string name, const Layout &layout) {
   spec.blockSize = layout.blockSize;
   spec.pageBytes = layout.pageBytes();
   spec.readsThroughBlockStride = true;
-  spec.fixedBlockSize = true;
+  // N is the engine's choice: a dividing larger page scales it (vLLM's
+  // first strategy), as it does an attention spec's.
+  spec.fixedBlockSize = false;
   spec.strideAlignment = layout.elementBytes;
   return spec;
 }

@@ -31,6 +31,12 @@ constexpr int64_t kMaxPosition = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxLookahead = 1024;
 constexpr uint32_t kMaxGeneration = 0x7fffffff;
 
+/// span(count): the blocks `count` consecutive positions span, at worst
+/// alignment: ceil((count-1)/N) + 1 (0 for none).
+int64_t spanBlocks(int64_t count, int64_t blockSize) {
+  return count == 0 ? 0 : (count + blockSize - 2) / blockSize + 1;
+}
+
 std::string str(int64_t value) { return std::to_string(value); }
 std::string seqName(SequenceId id) { return "sequence " + str(id); }
 
@@ -65,15 +71,15 @@ const char *sequenceStateName(SequenceState state) {
 StatusOr<std::unique_ptr<SequenceManager>>
 SequenceManager::create(const SequenceManagerConfig &config) {
   const Layout &layout = config.layout;
-  if (layout.blockSize < 2 || layout.blockSize > 4096)
+  if (layout.slidingWindow < 2 || layout.slidingWindow > 4096)
     return invalidArgument(
-        "kernel (" + str(layout.blockSize) +
+        "kernel (" + str(layout.slidingWindow) +
         ") must be in [2, 4096] for a conv-state cache: a kernel of 1 has no "
         "history to cache (derive the layout with Layout::derive)");
-  if (layout.slidingWindow != layout.blockSize)
-    return invalidArgument("sliding window (" + str(layout.slidingWindow) +
-                           ") must equal the block size (" +
-                           str(layout.blockSize) + "): both are the kernel");
+  if (layout.blockSize < 1 || layout.blockSize > 65536)
+    return invalidArgument("block size (" + str(layout.blockSize) +
+                           ") must be in [1, 65536] (derive the layout with "
+                           "Layout::derive)");
   if (config.lookahead < 0 || config.lookahead > kMaxLookahead)
     return invalidArgument("lookahead (" + str(config.lookahead) +
                            ") must be in [0, 1024]");
@@ -90,18 +96,37 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
       pool_(std::move(pool)), cache_(pool_.numBlocks()) {
   static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
-  // Blocks that a range of `count` positions can span, at worst alignment.
-  auto spanned = [&](int64_t count) {
-    return count == 0 ? 0 : (count + blockSize_ - 2) / blockSize_ + 1;
-  };
-  // History blocks plus stored blocks (the overlap is not subtracted).
-  maxHeld_ = spanned(history_) + spanned(history_ + lookahead_);
-  divMagic_ = std::numeric_limits<uint64_t>::max() / blockSize_ + 1;
+  maxHeld_ = maxBlocksPerSequence(config.layout, lookahead_);
+  if ((blockSize_ & (blockSize_ - 1)) == 0)
+    blockShift_ = __builtin_ctzll(static_cast<uint64_t>(blockSize_));
+  else
+    divMagic_ = std::numeric_limits<uint64_t>::max() / blockSize_ + 1;
   pool_.setEvictionListener(&cache_);
 }
 
 int64_t SequenceManager::maxBlocksBetweenSteps() const {
-  return (history_ + blockSize_ - 2) / blockSize_ + 1;
+  // The blocks W-1 consecutive positions can touch: ceil((W-2)/N) + 1.
+  return spanBlocks(history_, blockSize_);
+}
+
+int64_t SequenceManager::maxBlocksPerSequence(const Layout &layout,
+                                              int64_t lookahead) {
+  // History blocks plus stored blocks (the overlap is not subtracted).
+  int64_t history = layout.slidingWindow - 1;
+  return spanBlocks(history, layout.blockSize) +
+         spanBlocks(history + lookahead, layout.blockSize);
+}
+
+int64_t SequenceManager::firstHistoryBlock(int64_t position) const {
+  return std::max<int64_t>(0, position - history_) / blockSize_;
+}
+
+int64_t SequenceManager::firstCacheableBlock(const Sequence &seq) const {
+  // The least j with max(jN, (j+1)N - (W-1)) >= validFrom.
+  int64_t v = seq.validFrom;
+  int64_t ownBlock = (v + blockSize_ - 1) / blockSize_;
+  int64_t byHistory = (v + history_ + blockSize_ - 1) / blockSize_ - 1;
+  return std::max<int64_t>(0, std::min(ownBlock, byHistory));
 }
 
 Status SequenceManager::unknownSequence(SequenceId id,
@@ -192,8 +217,9 @@ void SequenceManager::hashTail(Sequence &seq) {
 Status SequenceManager::checkStartPosition(const HashChain &chain,
                                            int64_t numTokens,
                                            int64_t startPosition,
-                                           int32_t &block) const {
-  block = -1;
+                                           ResumeBlocks &blocks) const {
+  blocks.count = 0;
+  blocks.physical.clear();
   if (startPosition == 0)
     return Status::ok();
   if (startPosition < 0 || startPosition % blockSize_ != 0)
@@ -208,37 +234,46 @@ Status SequenceManager::checkStartPosition(const HashChain &chain,
     return failedPrecondition("start position (" + str(startPosition) +
                               ") needs a prefix-cache hit, but prefix caching "
                               "is disabled");
-  int64_t logical = startPosition / blockSize_ - 1;
-  if (logical < chain.base)
+  // The conv history of startPosition is its last W-1 positions: the
+  // blocks [firstHistoryBlock, p/N) (one when N >= W-1).
+  int64_t last = startPosition / blockSize_ - 1;
+  int64_t first = firstHistoryBlock(startPosition);
+  if (first < chain.base)
     return Status(StatusCode::NotFound,
-                  "the hash of logical block " + str(logical) +
+                  "the hash of logical block " + str(first) +
                       " (prefix of length " + str(startPosition) +
                       ") is no longer kept; resume with the token ids");
-  block = cache_.find(chain.at(logical));
-  if (block < 0)
-    return Status(StatusCode::NotFound,
-                  "no cached block for the prefix of length " +
-                      str(startPosition) + " (logical block " + str(logical) +
-                      "); ask longestCachedPrefix for a valid start position");
+  blocks.first = first;
+  for (int64_t logical = first; logical <= last; ++logical) {
+    int32_t block = cache_.find(chain.at(logical));
+    if (block < 0)
+      return Status(StatusCode::NotFound,
+                    "no cached block for the prefix of length " +
+                        str(startPosition) + " (logical block " + str(logical) +
+                        "); ask longestCachedPrefix for a valid start "
+                        "position");
+    blocks.physical.push_back(block);
+    ++blocks.count;
+  }
   return Status::ok();
 }
 
 void SequenceManager::startAt(Sequence &seq, int64_t startPosition,
-                              int32_t block) {
+                              const ResumeBlocks &blocks) {
   seq.state = SequenceState::Idle;
   seq.numComputed = startPosition;
   seq.numScheduled = 0;
   seq.numHeld = 0;
   seq.validFrom = 0;
-  if (block >= 0) {
-    // The conv history of startPosition is the last W-1 positions, all in
-    // this one block (N = W).
-    pool_.retainUnchecked(block);
-    heldBlocks(seq)[0] = {static_cast<int32_t>(startPosition / blockSize_ - 1),
-                          block};
-    seq.numHeld = 1;
-    seq.validFrom = startPosition - history_;
+  // A hit holds the blocks of the W-1 positions before startPosition.
+  for (int32_t i = 0; i < blocks.count; ++i) {
+    pool_.retainUnchecked(blocks.physical[i]);
+    heldBlocks(seq)[i] = {static_cast<int32_t>(blocks.first + i),
+                          blocks.physical[i]};
   }
+  seq.numHeld = blocks.count;
+  if (blocks.count > 0)
+    seq.validFrom = std::max<int64_t>(0, startPosition - history_);
 }
 
 StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
@@ -257,15 +292,15 @@ StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
     appendChainHashes(config_.prefixSeed, tokens,
                       std::min(startPosition, numTokens), blockSize_,
                       prefix.hashes);
-  int32_t block = -1;
+  ResumeBlocks blocks;
   if (Status status =
-          checkStartPosition(prefix, numTokens, startPosition, block);
+          checkStartPosition(prefix, numTokens, startPosition, blocks);
       !status)
     return status;
   int32_t slot = newSlot();
   Sequence &seq = seqs_[slot];
   appendTokensUnchecked(seq, tokens, numTokens);
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return (static_cast<SequenceId>(seq.generation) << 32) | slot;
 }
 
@@ -298,9 +333,17 @@ SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
   int64_t blocks = std::min(maxLength, numTokens) / blockSize_;
   uint64_t hash = config_.prefixSeed;
   int64_t best = 0;
+  // A resume at (j+1)N needs the blocks of its W-1 history positions: the
+  // run of consecutive cached blocks ending at j must reach back to
+  // firstHistoryBlock((j+1)N).
+  int64_t runStart = 0;
   for (int64_t j = 0; j < blocks; ++j) {
     hash = chainBlockHash(hash, tokens + j * blockSize_, blockSize_);
-    if (cache_.find(hash) >= 0)
+    if (cache_.find(hash) < 0) {
+      runStart = j + 1;
+      continue;
+    }
+    if (runStart <= firstHistoryBlock((j + 1) * blockSize_))
       best = (j + 1) * blockSize_;
   }
   return best;
@@ -468,12 +511,11 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
 void SequenceManager::registerCompleteBlocks(Sequence &seq,
                                              int64_t oldComputed) {
   int64_t c = seq.numComputed;
-  // Block j can be resumed from when its last W-1 positions hold accepted
-  // values: (j+1)N - (W-1) >= validFrom and (j+1)N <= c. Blocks ending at or
-  // before oldComputed were considered by earlier commits.
-  int64_t begin =
-      std::max(blockOf(oldComputed),
-               blockOf(seq.validFrom + history_ + blockSize_ - 1) - 1);
+  // Block j is cached when its positions among the W-1 before its end,
+  // [max(jN, (j+1)N - (W-1)), (j+1)N), hold accepted values (a resume at a
+  // later boundary needs a suffix of that range) and (j+1)N <= c. Blocks
+  // ending at or before oldComputed were considered by earlier commits.
+  int64_t begin = std::max(blockOf(oldComputed), firstCacheableBlock(seq));
   int64_t endBlock = blockOf(c);
   const MappedBlock *held = heldBlocks(seq);
   // Held blocks are sorted by logical index: one merged walk.
@@ -609,7 +651,8 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
     if (config_.enablePrefixCaching &&
         blockOf(computed) != blockOf(oldComputed)) {
       const MappedBlock &done = heldBlocks(*seq)[seq->numHeld - 1];
-      if (computed - history_ >= seq->validFrom &&
+      if (std::max<int64_t>(computed - blockSize_, computed - history_) >=
+              seq->validFrom &&
           !pool_.hasCacheTagUnchecked(done.physical)) {
         // Usually the last hash (only the sampled token is known ahead).
         const HashChain &chain = chainOf(*seq);
@@ -747,12 +790,12 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
   if (!found)
     return found.status();
   Sequence &seq = **found;
-  int32_t block = -1;
-  if (Status status =
-          checkStartPosition(chainOf(seq), seq.numTokens, startPosition, block);
+  ResumeBlocks blocks;
+  if (Status status = checkStartPosition(chainOf(seq), seq.numTokens,
+                                         startPosition, blocks);
       !status)
     return status;
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return Status::ok();
 }
 
@@ -767,9 +810,16 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
     return int64_t(0);
   const HashChain &chain = chainOf(*seq);
   int64_t last = std::min(maxLength / blockSize_, chain.end()) - 1;
-  for (int64_t j = last; j >= chain.base; --j)
-    if (cache_.find(chain.at(j)) >= 0)
+  for (int64_t j = last; j >= chain.base; --j) {
+    int64_t first = firstHistoryBlock((j + 1) * blockSize_);
+    if (first < chain.base)
+      break;
+    int64_t k = j;
+    while (k >= first && cache_.find(chain.at(k)) >= 0)
+      --k;
+    if (k < first)
       return (j + 1) * blockSize_;
+  }
   return int64_t(0);
 }
 
@@ -800,14 +850,14 @@ Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
       return invalidArgument("the token ids given to resume " + seqName(id) +
                              " are not the sequence's own");
   }
-  int32_t block = -1;
+  ResumeBlocks blocks;
   if (Status status =
-          checkStartPosition(rebuilt, numTokens, startPosition, block);
+          checkStartPosition(rebuilt, numTokens, startPosition, blocks);
       !status)
     return status;
   if (config_.enablePrefixCaching)
     chainOf(seq) = std::move(rebuilt);
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return Status::ok();
 }
 

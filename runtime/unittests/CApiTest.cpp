@@ -320,6 +320,52 @@ TEST(CApiStandaloneTest, PageUnification) {
   EXPECT_NE(std::string(error).find("'sconv'"), std::string::npos) << error;
 }
 
+TEST(CApiStandaloneTest, BlockSizeFromTheUnifierMakesTheManager) {
+  // A 256 KiB attention page scales the conv block size: the engine derives
+  // the layout and creates the manager at the unifier's N.
+  inkling_layout_config_t config = layoutConfig();
+  inkling_cache_spec_t specs[2];
+  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
+            INKLING_OK);
+  ASSERT_EQ(inkling_cache_spec_attention("attn", 64, 8, 128, 2, 0, 2, &specs[1],
+                                         nullptr, 0),
+            INKLING_OK);
+  inkling_unified_spec_t out[2];
+  int64_t page = 0;
+  ASSERT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, nullptr, 0),
+            INKLING_OK);
+  EXPECT_EQ(page, 262144);
+  EXPECT_EQ(out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(out[0].block_size, 8);
+  config.block_size = out[0].block_size;
+  inkling_layout_t layout;
+  ASSERT_EQ(inkling_layout_derive(&config, &layout, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(layout.block_size, 8);
+  EXPECT_EQ(layout.sliding_window, 4);
+  EXPECT_EQ(layout.page_bytes, page);
+  inkling_manager_config_t managerConfig{};
+  managerConfig.layout = config;
+  managerConfig.num_blocks = 16;
+  managerConfig.lookahead = 3;
+  inkling_manager_t *manager = nullptr;
+  ASSERT_EQ(inkling_manager_create(&managerConfig, &manager, nullptr, 0),
+            INKLING_OK);
+  inkling_manager_stats_t stats;
+  ASSERT_EQ(inkling_manager_stats(manager, &stats), INKLING_OK);
+  EXPECT_EQ(stats.block_size, 8);
+  EXPECT_EQ(stats.max_blocks_between_steps, 2);
+  EXPECT_EQ(stats.max_blocks_per_sequence, 4); // span(3) + span(6) at N = 8
+  inkling_manager_destroy(manager);
+  // A block size below 1 is named.
+  config.block_size = -1;
+  char error[256];
+  EXPECT_EQ(inkling_layout_derive(&config, &layout, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("block_size must be >= 1, got -1"),
+            std::string::npos)
+      << error;
+}
+
 TEST(CApiStandaloneTest, RankLayoutsTileAndABrokenTilingIsNamed) {
   inkling_layout_config_t config = layoutConfig(4);
   inkling_rank_layout_t ranks[4];

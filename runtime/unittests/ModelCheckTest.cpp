@@ -41,11 +41,14 @@ struct ModelConfig {
   int64_t lookahead;
   int64_t numBlocks;
   uint64_t seed;
+  int64_t blockSize = 0; ///< N; 0: the kernel.
+  int64_t n() const { return blockSize ? blockSize : kernel; }
 };
 
 std::ostream &operator<<(std::ostream &os, const ModelConfig &config) {
-  return os << "kernel " << config.kernel << " lookahead " << config.lookahead
-            << " blocks " << config.numBlocks << " seed " << config.seed;
+  return os << "kernel " << config.kernel << " block size " << config.n()
+            << " lookahead " << config.lookahead << " blocks "
+            << config.numBlocks << " seed " << config.seed;
 }
 
 constexpr int64_t kMaxSequences = 8;
@@ -63,11 +66,11 @@ int64_t opsPerConfig() {
 class ModelChecker {
 public:
   explicit ModelChecker(const ModelConfig &config)
-      : config_(config), n_(config.kernel), rng_(config.seed),
+      : config_(config), n_(config.n()), rng_(config.seed),
         buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
-        simulator_(config.numBlocks, config.kernel, config.kernel) {
+        simulator_(config.numBlocks, config.n(), config.kernel) {
     SequenceManagerConfig managerConfig;
-    managerConfig.layout = testLayout(config.kernel);
+    managerConfig.layout = testLayout(config.kernel, config.n());
     managerConfig.numBlocks = config.numBlocks;
     managerConfig.lookahead = config.lookahead;
     manager_ = std::move(*SequenceManager::create(managerConfig));
@@ -710,7 +713,11 @@ private:
     holders.assign(pool.numBlocks(), 0);
     liveSlots.clear();
     writtenSlots.clear();
-    int64_t ceilLW = (config_.lookahead + n_ - 1) / n_;
+    // The bounds of SequenceManager.h, from the model: span(m) blocks hold
+    // m consecutive positions at worst alignment.
+    auto span = [&](int64_t m) { return m == 0 ? 0 : (m + n_ - 2) / n_ + 1; };
+    int64_t idleBound = span(history());
+    int64_t stepBound = span(history()) + span(history() + config_.lookahead);
     for (size_t i = 0; i < seqs_.size(); ++i) {
       ModelSeq &seq = seqs_[i];
       StatusOr<SequenceInfo> found = manager_->sequenceInfo(seq.id);
@@ -755,7 +762,7 @@ private:
         if (info.blocks[k].logical != logicals[k])
           return name + " maps the wrong logical blocks";
       int64_t held = info.blocks.size() + (info.hasCopy ? 1 : 0);
-      int64_t bound = seq.state == State::Scheduled ? 4 + ceilLW : 2 + ceilLW;
+      int64_t bound = seq.state == State::Scheduled ? stepBound : idleBound;
       if (held > bound)
         return name + " holds " + std::to_string(held) + " blocks, bound " +
                std::to_string(bound);
@@ -828,10 +835,16 @@ private:
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
 };
 
-// 9 configurations x 12000 calls = 108,000 checked operations per run.
-const ModelConfig kConfigs[] = {{4, 0, 24, 1}, {4, 3, 24, 2}, {4, 6, 40, 3},
-                                {2, 0, 12, 4}, {2, 3, 20, 5}, {3, 1, 16, 6},
-                                {5, 4, 30, 7}, {4, 1, 10, 8}, {3, 0, 64, 9}};
+// 16 configurations x 12000 calls = 192,000 checked operations per run. The
+// block size N is the engine's: N = W, N < W-1 (the history spans up to
+// ceil((W-1)/N) + 1 blocks), N = W-1, and N > W.
+const ModelConfig kConfigs[] = {
+    {4, 0, 24, 1},     {4, 3, 24, 2},     {4, 6, 40, 3},
+    {2, 0, 12, 4},     {2, 3, 20, 5},     {3, 1, 16, 6},
+    {5, 4, 30, 7},     {4, 1, 10, 8},     {3, 0, 64, 9},
+    {4, 0, 40, 10, 1}, {4, 3, 64, 11, 1}, {5, 2, 40, 12, 2},
+    {4, 1, 24, 13, 3}, {4, 3, 24, 14, 8}, {3, 4, 20, 15, 16},
+    {2, 1, 16, 16, 5}};
 
 #ifndef INKLING_RUNTIME_MUTANTS
 
@@ -858,7 +871,8 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
 INSTANTIATE_TEST_SUITE_P(Configs, ModelCheckTest, ::testing::ValuesIn(kConfigs),
                          [](const ::testing::TestParamInfo<ModelConfig> &info) {
                            const ModelConfig &c = info.param;
-                           return "k" + std::to_string(c.kernel) + "_la" +
+                           return "k" + std::to_string(c.kernel) + "_n" +
+                                  std::to_string(c.n()) + "_la" +
                                   std::to_string(c.lookahead) + "_blocks" +
                                   std::to_string(c.numBlocks) + "_seed" +
                                   std::to_string(c.seed);

@@ -42,6 +42,16 @@ TEST(SequenceManagerTest, CreateRejectsBadConfigs) {
       SequenceManager::create(config);
   ASSERT_FALSE(noHistory.isOk());
   EXPECT_NE(noHistory.status().message().find("kernel (1)"), std::string::npos);
+  // A block size of 1 is fine (the kernel is what needs history); one
+  // beyond the per-sequence tail buffer's bound is named.
+  config.layout = testLayout(4, 1);
+  EXPECT_TRUE(SequenceManager::create(config).isOk());
+  config.layout = testLayout(4, 70000);
+  StatusOr<std::unique_ptr<SequenceManager>> huge =
+      SequenceManager::create(config);
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_NE(huge.status().message().find("block size (70000)"),
+            std::string::npos);
 }
 
 TEST(SequenceManagerTest, BlockBoundsFollowTheLookahead) {
@@ -316,6 +326,139 @@ TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
   EXPECT_EQ(info.blocks[0].logical, 3);
   ASSERT_EQ(engine.step({{second, 3}}), "");
   ASSERT_EQ(engine.decode(second, 6), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Block sizes independent of the kernel
+//===----------------------------------------------------------------------===//
+
+TEST(SequenceManagerTest, BlockBoundsFollowTheBlockSize) {
+  // span(m) = ceil((m-1)/N) + 1 blocks hold m positions at worst alignment.
+  struct Case {
+    int64_t kernel, n, lookahead, between, during;
+  };
+  for (Case c : {Case{4, 1, 0, 3, 6}, Case{4, 1, 3, 3, 9}, Case{4, 2, 0, 2, 4},
+                 Case{4, 3, 0, 2, 4}, Case{4, 8, 3, 2, 4}, Case{4, 32, 8, 2, 4},
+                 Case{8, 3, 2, 3, 7}}) {
+    SequenceManagerConfig config;
+    config.layout = testLayout(c.kernel, c.n);
+    config.numBlocks = 8;
+    config.lookahead = c.lookahead;
+    auto manager = std::move(*SequenceManager::create(config));
+    EXPECT_EQ(manager->blockSize(), c.n);
+    EXPECT_EQ(manager->maxBlocksBetweenSteps(), c.between)
+        << "W " << c.kernel << " N " << c.n;
+    EXPECT_EQ(manager->maxBlocksPerSequence(), c.during)
+        << "W " << c.kernel << " N " << c.n << " L " << c.lookahead;
+  }
+}
+
+TEST(SequenceManagerTest, SmallBlocksHoldTheWholeHistory) {
+  // N = 1 < W-1 = 3: the history spans three blocks, every one of which is
+  // read; decoding moves the window one block per token.
+  EngineOptions options;
+  options.blockSize = 1;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(10));
+  ASSERT_EQ(engine.step({{id, 10}}), "");
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{7, 8, 9}));
+  ASSERT_EQ(engine.decode(id, 5), "");
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{12, 13, 14}));
+  // Speculative steps with rejections keep the history in the cache.
+  EngineOptions spec = options;
+  spec.lookahead = 2;
+  TestEngine drafts(spec);
+  SequenceId d = *drafts.add(iota(6));
+  ASSERT_EQ(drafts.step({{d, 6}}), "");
+  ASSERT_EQ(drafts.step({{d, 3, 1, {70, 71}}}), "");
+  ASSERT_EQ(drafts.step({{d, 3, 2, {72, 73}}}), "");
+  ASSERT_EQ(drafts.decode(d, 4), "");
+}
+
+TEST(SequenceManagerTest, LargeBlocksHoldOneOrTwoBlocks) {
+  // N = 16 > W: the history of a decoding sequence sits in one block until
+  // it straddles a boundary.
+  EngineOptions options;
+  options.blockSize = 16;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(40));
+  ASSERT_EQ(engine.step({{id, 40}}), ""); // stores [37, 40): block 2
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{2}));
+  ASSERT_EQ(engine.decode(id, 9), ""); // c = 49: history [46, 49)
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{2, 3}));
+  ASSERT_EQ(engine.decode(id, 2), ""); // c = 51: history [48, 51)
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{3}));
+}
+
+TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
+  // N = 2, W = 4: a resume at p reads [p-3, p), blocks p/2 - 2 and p/2 - 1.
+  EngineOptions options;
+  options.blockSize = 2;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(12);
+  SequenceId first = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{first, 12}}), ""); // stores [9, 12)
+  // Block 4 = [8, 10) holds only 9: not cacheable (8 was never stored).
+  // Block 5 = [10, 12) is, but a resume at 12 also needs position 9.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 12, 12), 0);
+  ASSERT_EQ(engine.decode(first, 4), ""); // blocks 6 and 7 complete
+  std::vector<int32_t> all = engine.tokens(first);
+  ASSERT_TRUE(engine.manager().finish(first).isOk());
+  // Resumes at 14 (blocks 5, 6) and 16 (blocks 6, 7) have every block.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 99),
+            16);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 15),
+            14);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 13),
+            0);
+  EXPECT_EQ(engine.manager().addSequence(all, 12).status().code(),
+            StatusCode::NotFound);
+  SequenceId second = *engine.add(all, 14);
+  SequenceInfo info = *engine.manager().sequenceInfo(second);
+  EXPECT_EQ(info.numComputed, 14);
+  EXPECT_EQ(logicals(info), (std::vector<int32_t>{5, 6}));
+  // The hit blocks are shared with the cache: the step reads them.
+  ASSERT_EQ(engine.step({{second, 3}}), "");
+  ASSERT_EQ(engine.decode(second, 5), "");
+}
+
+TEST(SequenceManagerTest, PrefixHitAtNOneNeedsThreeBlocks) {
+  EngineOptions options;
+  options.blockSize = 1;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(8);
+  SequenceId first = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{first, 8}}), ""); // stores [5, 8)
+  std::vector<int32_t> all = engine.tokens(first);
+  // Blocks 5, 6, 7 are cached: resumes at 8 (needs 5..7); 7 needs 4..6.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 99), 8);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 7), 0);
+  ASSERT_TRUE(engine.manager().preempt(first).isOk());
+  ASSERT_TRUE(engine.manager().resume(first, all, 8).isOk());
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(first)),
+            (std::vector<int32_t>{5, 6, 7}));
+  ASSERT_EQ(engine.decode(first, 3), "");
+}
+
+TEST(SequenceManagerTest, ForkCopiesOnWriteAtAnyBlockSize) {
+  for (int64_t n : {1, 3, 8}) {
+    EngineOptions options;
+    options.blockSize = n;
+    TestEngine engine(options);
+    SequenceId parent = *engine.add(iota(13));
+    ASSERT_EQ(engine.step({{parent, 13}}), "") << n;
+    SequenceId child = *engine.fork(parent);
+    ASSERT_EQ(engine.step({{parent, 1}, {child, 1}}), "") << n;
+    // 13 % N != 0 for N = 3 and 8: both write into the shared block.
+    EXPECT_EQ(engine.lastInfo().numCopies, n == 1 ? 0 : 2) << n;
+    ASSERT_EQ(engine.decode(child, 5), "") << n;
+    ASSERT_EQ(engine.decode(parent, 5), "") << n;
+  }
 }
 
 TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {

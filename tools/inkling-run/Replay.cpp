@@ -181,6 +181,22 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                 "', expected a uint16 (or uint8) array of "
                 "whole pages of " +
                 std::to_string(sig.pageBytes) + " bytes");
+  // A 4-D cache of unpadded pages names its geometry: a block size other
+  // than the layer's (the engine's N) is refused rather than read with the
+  // wrong rows.
+  if (cacheArray.shape.size() == 4 && cacheArray.itemBytes == 2 &&
+      sig.pageBytes == layout.pageBytes() &&
+      (cacheArray.shape[1] != layout.headsPerRank ||
+       cacheArray.shape[2] != layout.blockSize ||
+       cacheArray.shape[3] != layout.headSize))
+    return fail("cache: shape " + cacheArray.shapeString() +
+                ", expected (num_blocks, " +
+                std::to_string(layout.headsPerRank) + ", " +
+                std::to_string(layout.blockSize) + ", " +
+                std::to_string(layout.headSize) +
+                "): the layer's block size N "
+                "is " +
+                std::to_string(layout.blockSize) + " (--block-size sets it)");
 
   // Inputs are read and checked before the (slower) compilation. Checked
   // mode adds a status buffer as the last argument.

@@ -225,6 +225,8 @@ struct Stats {
           resumes = 0, prefixHits = 0, prefixHitTokens = 0, forks = 0,
           blockCopies = 0;
   int64_t peakBlocks = 0, baselinePeakBlocks = 0;
+  /// The most blocks one sequence held between steps (checked runs).
+  int64_t peakIdleSequenceBlocks = 0;
   int64_t outputsChecked = 0, cacheValuesChecked = 0;
   int64_t mismatches = 0;
   double schedule = 0, inputs = 0, kernels = 0, checking = 0;
@@ -310,7 +312,20 @@ private:
   std::vector<int32_t> qsl_, nc_, bt_, copies_;
   std::vector<int64_t> slots_;
   std::vector<int64_t> status_;
+  /// One allocation per layer, or with cross-layer pages one for all:
+  /// block b of layer l at byte b * pageBytes + l * layerPage_.
   std::vector<std::unique_ptr<Aligned>> caches_;
+  int64_t layerPage_ = 0; ///< Bytes of a layer's page inside a block.
+  bool crossLayer() const { return sig_.crossLayers > 1; }
+  uint8_t *layerBase(int64_t layer) const {
+    return crossLayer() ? caches_[0]->data + layer * layerPage_
+                        : caches_[layer]->data;
+  }
+  /// Layer l's buffer runs to the end of its allocation.
+  int64_t layerBytes(int64_t layer) const {
+    return numBlocks_ * sig_.pageBytes -
+           (crossLayer() ? layer * layerPage_ : 0);
+  }
   /// Per block: the step after which its pages were last brought to the
   /// host for the checker.
   std::vector<int64_t> hostPageStep_;
@@ -364,23 +379,38 @@ int Server::setUp() {
                   "it dynamic");
   }
 
+  // Cross-layer pages: the bind's block stride holds every layer's page.
+  if (crossLayer() && sig_.crossLayers != opt_.layers)
+    return fail(opt_.modelPath + ": the sconv.bind of @" + sig_.function +
+                " holds the pages of " + std::to_string(sig_.crossLayers) +
+                " layers in a block, but " + std::to_string(opt_.layers) +
+                " layers are served");
+  layerPage_ =
+      crossLayer() ? sig_.pageBytes / sig_.crossLayers : sig_.pageBytes;
+  int64_t allocations = crossLayer() ? 1 : opt_.layers;
+
   // The memory budget: cache bytes across layers.
   int64_t budgetBytes = static_cast<int64_t>(opt_.budgetMB * 1024 * 1024);
-  numBlocks_ = budgetBytes / (opt_.layers * sig_.pageBytes);
-  int64_t perSequence = 4 + (opt_.lookahead + N_ - 1) / N_;
+  numBlocks_ = budgetBytes / (allocations * sig_.pageBytes);
+  // A sequence holds at most span(W-1) + span(W-1+L) blocks during a step
+  // (SequenceManager.h), span(m) = ceil((m-1)/N) + 1.
+  int64_t perSequence =
+      SequenceManager::maxBlocksPerSequence(layout, opt_.lookahead);
   if (numBlocks_ < perSequence + 1) {
     char text[512];
     std::snprintf(
         text, sizeof(text),
         "--budget-mb=%g: too small for one sequence: %lld blocks of %lld bytes "
-        "x %lld layers fit, a sequence needs %lld (4 + ceil(lookahead %lld / "
-        "%lld)) plus the null block, at least %.3g MiB",
+        "x %lld %s fit, a sequence needs %lld (the blocks of W-1 = %lld and "
+        "W-1 + lookahead %lld positions at block size %lld) plus the null "
+        "block, at least %.3g MiB",
         opt_.budgetMB, static_cast<long long>(numBlocks_),
         static_cast<long long>(sig_.pageBytes),
-        static_cast<long long>(opt_.layers),
-        static_cast<long long>(perSequence),
+        static_cast<long long>(allocations),
+        crossLayer() ? "cross-layer allocation" : "layers",
+        static_cast<long long>(perSequence), static_cast<long long>(W_ - 1),
         static_cast<long long>(opt_.lookahead), static_cast<long long>(N_),
-        double((perSequence + 1) * opt_.layers * sig_.pageBytes) / (1 << 20));
+        double((perSequence + 1) * allocations * sig_.pageBytes) / (1 << 20));
     return fail(text);
   }
   SequenceManagerConfig config;
@@ -423,7 +453,7 @@ int Server::setUp() {
   // One cache per layer, poisoned (bf16 NaN) so that a read of a row that
   // was never written shows.
   hostPageStep_.assign(numBlocks_, -1);
-  for (int64_t l = 0; l < opt_.layers; ++l) {
+  for (int64_t l = 0; l < allocations; ++l) {
     caches_.push_back(std::make_unique<Aligned>(numBlocks_ * sig_.pageBytes));
     std::memset(caches_.back()->data, 0xff, numBlocks_ * sig_.pageBytes);
   }
@@ -704,8 +734,8 @@ bool Server::invokeLayer(int64_t layer) {
     m.offset = 0;
     switch (arg.role) {
     case ArgRole::Cache:
-      m.data = caches_[layer]->data;
-      m.sizes = {numBlocks_ * sig_.pageBytes};
+      m.data = layerBase(layer);
+      m.sizes = {layerBytes(layer)};
       m.strides = {1};
       break;
     case ArgRole::QueryStartLoc:
@@ -924,6 +954,8 @@ bool Server::checkCache() {
                        std::to_string(r->computed);
       return false;
     }
+    stats_.peakIdleSequenceBlocks =
+        std::max<int64_t>(stats_.peakIdleSequenceBlocks, info->blocks.size());
     int64_t c = r->computed;
     for (int64_t q = std::max<int64_t>(0, c - hist); q < c; ++q) {
       int64_t logical = q / N_, physical = -1;
@@ -953,8 +985,7 @@ bool Server::checkCache() {
         hostPageStep_[physical] = step_;
       }
       for (int64_t l = 0; l < opt_.layers; ++l) {
-        const auto *cache =
-            reinterpret_cast<const uint16_t *>(caches_[l]->data);
+        const auto *cache = reinterpret_cast<const uint16_t *>(layerBase(l));
         for (Stream stream : kAllStreams) {
           if (!sig_.inserted[static_cast<int>(stream)])
             continue;
@@ -1021,7 +1052,7 @@ bool Server::injectFault(Fault fault) {
             stream = s;
             break;
           }
-        auto *cacheData = reinterpret_cast<uint16_t *>(caches_[0]->data);
+        auto *cacheData = reinterpret_cast<uint16_t *>(layerBase(0));
         uint16_t &value = cacheData[m.physical * sig_.blockStride +
                                     (q % N_) * sig_.layout.headSize +
                                     sig_.layout.range(stream).offset + 2];
@@ -1088,7 +1119,8 @@ int Server::run() {
     if (!built)
       return internalError("buildStep", built.status());
     info_ = *built;
-    // Copy-on-write pages, in every layer's cache, before the kernels.
+    // Copy-on-write pages, in every layer's cache, before the kernels (with
+    // cross-layer pages one copy of the block moves every layer's page).
     for (int64_t i = 0; i < info_.numCopies; ++i) {
       int32_t src = copies_[2 * i], dst = copies_[2 * i + 1];
       for (auto &cache : caches_)
@@ -1215,6 +1247,10 @@ int Server::report(int exitCode) {
         {"seed", static_cast<int64_t>(opt_.seed)},
         {"num_blocks", numBlocks_},
         {"page_bytes", sig_.pageBytes},
+        {"kernel", W_},
+        {"block_size", N_},
+        {"cross_layer", crossLayer()},
+        {"layer_page_bytes", layerPage_},
         {"steps", stats_.steps},
         {"tokens", stats_.tokens},
         {"prefill_tokens", stats_.prefillTokens},
@@ -1235,6 +1271,9 @@ int Server::report(int exitCode) {
         {"cache_values_checked", stats_.cacheValuesChecked},
         {"peak_blocks", stats_.peakBlocks},
         {"baseline_peak_blocks", stats_.baselinePeakBlocks},
+        {"peak_idle_sequence_blocks", stats_.peakIdleSequenceBlocks},
+        {"max_blocks_between_steps", manager_->maxBlocksBetweenSteps()},
+        {"max_blocks_per_sequence", manager_->maxBlocksPerSequence()},
         {"time_s", std::move(time)},
         {"tokens_per_s", tokensPerS},
         {"kernel_tokens_per_s", kernelTokensPerS},
@@ -1254,13 +1293,20 @@ int Server::report(int exitCode) {
               fusion, opt_.compile.checked ? ", checked" : "",
               exec_.description().c_str(), threads.c_str());
   std::printf("  layout         kv_heads %lld, head_dim %lld, hidden %lld, "
-              "kernel %lld, tp %lld: H %lld, D %lld, page %lld bytes\n",
+              "kernel %lld, tp %lld: H %lld, N %lld, D %lld, page %lld bytes\n",
               ll(layout.config.kvHeads), ll(layout.config.headDim),
               ll(layout.config.hidden), ll(layout.config.kernel),
-              ll(layout.config.tp), ll(layout.headsPerRank),
-              ll(layout.headSize), ll(sig_.pageBytes));
-  std::printf("  cache          %g MiB: %lld blocks per layer (block 0 null)\n",
-              opt_.budgetMB, ll(numBlocks_));
+              ll(layout.config.tp), ll(layout.headsPerRank), ll(N_),
+              ll(layout.headSize), ll(layerPage_));
+  if (crossLayer())
+    std::printf("  cache          %g MiB: %lld blocks of %lld layers' pages "
+                "side by side (block stride %lld bytes; block 0 null)\n",
+                opt_.budgetMB, ll(numBlocks_), ll(sig_.crossLayers),
+                ll(sig_.pageBytes));
+  else
+    std::printf("  cache          %g MiB: %lld blocks per layer (block 0 "
+                "null)\n",
+                opt_.budgetMB, ll(numBlocks_));
   std::printf("  steps          %lld\n", ll(stats_.steps));
   std::printf("  tokens         %lld (prefill %lld, decode %lld; speculative "
               "drafts %lld proposed, %lld accepted)\n",
@@ -1289,6 +1335,12 @@ int Server::report(int exitCode) {
   std::printf("  peak blocks    %lld (window-only) vs %lld "
               "(allocate-the-whole-chunk)\n",
               ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks));
+  if (opt_.check)
+    std::printf("  per sequence   %lld blocks at most between steps (bound "
+                "%lld = ceil((W-2)/N) + 1); bound during a step %lld\n",
+                ll(stats_.peakIdleSequenceBlocks),
+                ll(manager_->maxBlocksBetweenSteps()),
+                ll(manager_->maxBlocksPerSequence()));
   std::printf(
       "  time           compile %.2f s, schedule %.2f s, inputs %.2f s, "
       "kernels %.2f s, checking %.2f s\n",

@@ -85,6 +85,18 @@ cl::opt<double> budgetMB("budget-mb",
                          cl::desc("Cache memory across layers in MiB; "
                                   "blocks = budget / (layers * page bytes)"),
                          cl::init(64), cl::cat(model));
+cl::opt<int64_t>
+    blockSize("block-size",
+              cl::desc("Cache block size N, tokens per block (default: the "
+                       "layout's; the serving engine's choice, independent "
+                       "of the kernel)"),
+              cl::init(0), cl::cat(model));
+cl::opt<bool>
+    crossLayer("cross-layer",
+               cl::desc("Cross-layer pages: one allocation, a block holds "
+                        "every layer's page side by side (block stride = "
+                        "layers x page, layer l at byte l x page)"),
+               cl::cat(model));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("Print the function's argument roles and sconv "
                                "ops (the --replay indices) and exit"),
@@ -160,13 +172,13 @@ cl::opt<std::string> outputs("outputs", cl::cat(replayCat),
                              cl::value_desc("DIR"));
 
 int listModel(const LayerSignature &sig) {
-  std::printf("@%s: layout kv_heads %lld, head_dim %lld, hidden %lld, kernel "
-              "%lld, tp %lld, page_bytes %lld\n",
-              sig.function.c_str(), (long long)sig.layout.config.kvHeads,
-              (long long)sig.layout.config.headDim,
-              (long long)sig.layout.config.hidden,
-              (long long)sig.layout.config.kernel,
-              (long long)sig.layout.config.tp, (long long)sig.pageBytes);
+  std::printf(
+      "@%s: layout kv_heads %lld, head_dim %lld, hidden %lld, kernel "
+      "%lld, tp %lld, block_size %lld, page_bytes %lld\n",
+      sig.function.c_str(), (long long)sig.layout.config.kvHeads,
+      (long long)sig.layout.config.headDim, (long long)sig.layout.config.hidden,
+      (long long)sig.layout.config.kernel, (long long)sig.layout.config.tp,
+      (long long)sig.layout.blockSize, (long long)sig.pageBytes);
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
     std::printf("  argument %zu: %s%s%s : %s\n", i,
@@ -224,6 +236,12 @@ int main(int argc, char **argv) {
   auto program = LayerProgram::load(modelPath, entry, error);
   if (!program)
     return run::fail(error);
+  if (blockSize < 0)
+    return run::fail("--block-size=" + std::to_string(blockSize) +
+                     ": expected a block size >= 1");
+  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
+    return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
+                     error);
   const LayerSignature &sig = program->signature();
   if (listOps)
     return listModel(sig);
@@ -233,6 +251,9 @@ int main(int argc, char **argv) {
       return run::fail("--replay runs on the CPU; drop --device=gpu");
     if (outputs.empty())
       return run::fail("--replay needs --outputs=DIR");
+    if (crossLayer)
+      return run::fail("--cross-layer serves a workload; --replay runs one "
+                       "layer's op (use --block-size for its geometry)");
     run::ReplayOptions options;
     options.modelPath = modelPath;
     options.opIndex = replayOp;
@@ -247,11 +268,17 @@ int main(int argc, char **argv) {
 
   run::ServeOptions options;
   options.modelPath = modelPath;
+  // Without --layers: the module's count, else the bind's cross-layer
+  // count, else 2.
   options.layers =
-      layers > 0 ? int64_t(layers) : sig.numLayers.value_or(int64_t(2));
+      layers > 0 ? int64_t(layers)
+                 : sig.numLayers.value_or(sig.crossLayers > 1 ? sig.crossLayers
+                                                              : int64_t(2));
   if (layers < 0 || options.layers < 1)
     return run::fail("--layers=" + std::to_string(options.layers) +
                      ": expected at least 1");
+  if (crossLayer && !program->setCacheGeometry(0, options.layers, error))
+    return run::fail("--cross-layer: " + error);
   auto need = [](bool ok, const std::string &what) {
     if (!ok)
       run::fail(what);

@@ -30,7 +30,10 @@ std::string harness::layoutAttr(const LayoutConfig &c) {
   std::ostringstream os;
   os << "#sconv.layout<kv_heads = " << c.kvHeads << ", head_dim = " << c.headDim
      << ", hidden = " << c.hidden << ", kernel = " << c.kernel
-     << ", tp = " << c.tp << ">";
+     << ", tp = " << c.tp;
+  if (c.blockSize != 0 && c.blockSize != c.kernel)
+    os << ", block_size = " << c.blockSize;
+  os << ">";
   return os.str();
 }
 

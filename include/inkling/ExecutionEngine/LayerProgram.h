@@ -35,6 +35,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
+
 namespace inkling::exec {
 
 /// Element types of the arguments a layer can take.
@@ -102,7 +106,8 @@ struct LayerSignature {
   std::string function;
   std::string location; ///< of the function, for messages
   Layout layout;
-  int64_t pageBytes = 0;   ///< `page_bytes` of the bind.
+  int64_t pageBytes = 0;   ///< `page_bytes` of the bind (the block stride).
+  int64_t crossLayers = 1; ///< `layers` of the bind: pages per block stride.
   int64_t blockStride = 0; ///< Elements between blocks.
   std::vector<ArgInfo> args;
   int cache = -1, queryStartLoc = -1, numComputed = -1, blockTable = -1,
@@ -175,6 +180,12 @@ public:
   /// function cannot be driven.
   static std::unique_ptr<LayerProgram>
   load(const std::string &path, const std::string &entry, std::string &error);
+  /// The same from IR text in memory; `name` stands for the file in
+  /// messages and locations.
+  static std::unique_ptr<LayerProgram> fromSource(const std::string &source,
+                                                  const std::string &name,
+                                                  const std::string &entry,
+                                                  std::string &error);
 
   const LayerSignature &signature() const;
 
@@ -185,6 +196,14 @@ public:
   /// Removes every sconv op of the function but `ops[index]` (before
   /// compile). The signature keeps every argument; the others are unused.
   bool keepOnlyOp(int64_t index, std::string &error);
+
+  /// Rewrites the cache geometry before compile: block size N (0: the
+  /// layout's) in every layout and cache type of the function, and with
+  /// `layers` > 1 cross-layer pages (the bind's block stride holds `layers`
+  /// pages; the host passes layer l the allocation from byte l * page on;
+  /// 1: a page per block; 0: as the IR's bind says). A layer's page keeps
+  /// its padding. The signature is analyzed again. Errors name the value.
+  bool setCacheGeometry(int64_t blockSize, int64_t layers, std::string &error);
 
   /// Lowers and JIT-compiles the function (once). May add a Status argument
   /// (see CompileOptions::addStatus).
@@ -205,6 +224,10 @@ public:
 
 private:
   LayerProgram();
+  static std::unique_ptr<LayerProgram>
+  fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+             const std::string &path, const std::string &entry,
+             std::string &error);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -278,9 +278,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                     scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
                   },
                   [&](OpBuilder &b, Location loc) {
-                    Value n = cIndex(b, loc, blockSize);
-                    Value logical = arith::DivUIOp::create(b, loc, q, n);
-                    Value row = arith::RemUIOp::create(b, loc, q, n);
+                    auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
                     Value history =
                         emitHistory(b, loc, part, t, h, c, lanes, logical, row);
                     scf::YieldOp::create(b, loc, history);

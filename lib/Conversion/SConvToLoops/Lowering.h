@@ -19,6 +19,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <tuple>
 
 namespace inkling::loops {
 
@@ -391,6 +394,22 @@ inline Value isReporter(OpBuilder &b, Location loc, Value head, Value channel) {
 // The step's slot of a token (inserts)
 //===----------------------------------------------------------------------===//
 
+/// (q / N, q % N) of a non-negative index q (a position or a slot) for
+/// any block size N: a shift and a mask when N is a power of two (the
+/// common engine choices), else a division.
+inline std::pair<Value, Value> emitBlockAndRow(OpBuilder &b, Location loc,
+                                               Value q, int64_t blockSize) {
+  if (llvm::isPowerOf2_64(blockSize)) {
+    Value shift = cIndex(b, loc, llvm::Log2_64(blockSize));
+    Value mask = cIndex(b, loc, blockSize - 1);
+    return {arith::ShRUIOp::create(b, loc, q, shift),
+            arith::AndIOp::create(b, loc, q, mask)};
+  }
+  Value n = cIndex(b, loc, blockSize);
+  return {arith::DivUIOp::create(b, loc, q, n),
+          arith::RemUIOp::create(b, loc, q, n)};
+}
+
 /// The number of slots of the cache, as i64: a valid slot is below it.
 inline Value emitSlotLimit(OpBuilder &b, Location loc, Value cache,
                            int64_t blockSize) {
@@ -421,10 +440,9 @@ inline SlotInfo emitSlot(OpBuilder &b, Location loc, Value slots, Value token,
                                   arith::ConstantIntOp::create(b, loc, 1, 1))));
     info.valid = arith::AndIOp::create(b, loc, info.valid, inRange);
   }
-  Value index = toIndex(b, loc, slot);
-  Value n = cIndex(b, loc, blockSize);
-  info.block = arith::DivSIOp::create(b, loc, index, n);
-  info.row = arith::RemSIOp::create(b, loc, index, n);
+  // Only used where valid (slot >= 0): unsigned division is exact there.
+  std::tie(info.block, info.row) =
+      emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
   return info;
 }
 

@@ -38,8 +38,8 @@
 // CHECK:               scf.if %{{.*}} -> (vector<8xf32>) {
 // CHECK:                 scf.yield %[[ZERO]]
 // CHECK:               } else {
-// CHECK:                 %[[LOGICAL:.+]] = arith.divui
-// CHECK:                 %[[ROW:.+]] = arith.remui
+// CHECK:                 %[[LOGICAL:.+]] = arith.shrui
+// CHECK:                 %[[ROW:.+]] = arith.andi
 // CHECK:                 %[[COL:.+]] = arith.addi %{{.*}}, %[[C256]]
 // CHECK:                 %[[BLOCK:.+]] = memref.load %{{.*}}[%[[SEQ]]#0, %[[LOGICAL]]] : memref<?x?xi32>
 // CHECK:                 %[[BLOCKIDX:.+]] = arith.index_cast %[[BLOCK]]

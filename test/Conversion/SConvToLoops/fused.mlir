@@ -24,8 +24,8 @@
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
 // CHECK:           %[[SLOT:.+]] = memref.load
 // CHECK:           %[[VALID:.+]] = arith.cmpi sge, %[[SLOT]]
-// CHECK:           %[[BLOCK:.+]] = arith.divsi
-// CHECK:           %[[ROW:.+]] = arith.remsi
+// CHECK:           %[[BLOCK:.+]] = arith.shrui
+// CHECK:           %[[ROW:.+]] = arith.andi
 // CHECK:           scf.parallel (%[[CH:.+]]) = (%{{.*}}) to (%[[C160]])
 // CHECK:             arith.cmpi slt, %[[CH]], %[[C16]]
 // CHECK:               scf.if %[[VALID]]

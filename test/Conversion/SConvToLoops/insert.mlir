@@ -17,8 +17,8 @@
 // CHECK:           %[[SLOT:.+]] = memref.load %{{.*}}[%[[T]]] : memref<?xi64>
 // CHECK:           %[[VALID:.+]] = arith.cmpi sge, %[[SLOT]], %[[C0_I64]] : i64
 // CHECK:           %[[IDX:.+]] = arith.index_cast %[[SLOT]] : i64 to index
-// CHECK:           %[[BLOCK:.+]] = arith.divsi %[[IDX]], %{{.*}} : index
-// CHECK:           %[[ROW:.+]] = arith.remsi %[[IDX]], %{{.*}} : index
+// CHECK:           %[[BLOCK:.+]] = arith.shrui %[[IDX]], %{{.*}} : index
+// CHECK:           %[[ROW:.+]] = arith.andi %[[IDX]], %{{.*}} : index
 // CHECK:           scf.parallel (%[[CHUNK:.+]]) = (%{{.*}}) to (%[[C16]])
 // CHECK:             scf.if %[[VALID]] {
 // CHECK:               %[[COL:.+]] = arith.muli %[[CHUNK]], %{{.*}} : index

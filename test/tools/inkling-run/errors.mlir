@@ -20,7 +20,7 @@
 // A budget too small for one sequence.
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --budget-mb=1 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BUDGET
-// BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (4 + ceil(lookahead 3 / 4)) plus the null block, at least 1.5 MiB
+// BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (the blocks of W-1 = 3 and W-1 + lookahead 3 positions at block size 4) plus the null block, at least 1.5 MiB
 // BUDGET-NOT: {{.}}
 //
 // An argument the runner cannot give a role.

@@ -18,6 +18,39 @@
 // INSERT: inkling-run: wrote {{.*}}insert{{/|\\}}cache.npy (bf16 as uint16, shape (8, 2, 4, 32))
 // RUN: %python %S/npy_replay.py cmp %t/insert/cache.npy %t/expected_cache.npy
 //
+// The same ops on caches of block size N = 1 and N = 3 (W = 4: the history
+// of position 5 spans three blocks at N = 1), the layer compiled with
+// --block-size.
+// RUN: %python %S/npy_replay.py gen %t/n1 1
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --block-size=1 --replay=0 \
+// RUN:   --inputs=cache=%t/n1/cache.npy,query_start_loc=%t/n1/qsl.npy,num_computed=%t/n1/nc.npy \
+// RUN:   --inputs=block_table=%t/n1/bt.npy,slot_mapping=%t/n1/slots.npy,x=%t/n1/x.npy,weights=%t/n1/w.npy \
+// RUN:   --outputs=%t/n1/conv
+// RUN: %python %S/npy_replay.py cmp %t/n1/conv/out.npy %t/n1/expected_out.npy
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --block-size=1 --replay=1 \
+// RUN:   --inputs=cache=%t/n1/cache.npy,query_start_loc=%t/n1/qsl.npy,num_computed=%t/n1/nc.npy \
+// RUN:   --inputs=block_table=%t/n1/bt.npy,slot_mapping=%t/n1/slots.npy,x=%t/n1/x.npy \
+// RUN:   --outputs=%t/n1/insert | FileCheck %s --check-prefix=INSERT1
+// INSERT1: inkling-run: wrote {{.*}}insert{{/|\\}}cache.npy (bf16 as uint16, shape (18, 2, 1, 32))
+// RUN: %python %S/npy_replay.py cmp %t/n1/insert/cache.npy %t/n1/expected_cache.npy
+// RUN: %python %S/npy_replay.py gen %t/n3 3
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --block-size=3 --replay=0 \
+// RUN:   --inputs=cache=%t/n3/cache.npy,query_start_loc=%t/n3/qsl.npy,num_computed=%t/n3/nc.npy \
+// RUN:   --inputs=block_table=%t/n3/bt.npy,slot_mapping=%t/n3/slots.npy,x=%t/n3/x.npy,weights=%t/n3/w.npy \
+// RUN:   --outputs=%t/n3/conv
+// RUN: %python %S/npy_replay.py cmp %t/n3/conv/out.npy %t/n3/expected_out.npy
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --block-size=3 --replay=1 \
+// RUN:   --inputs=cache=%t/n3/cache.npy,query_start_loc=%t/n3/qsl.npy,num_computed=%t/n3/nc.npy \
+// RUN:   --inputs=block_table=%t/n3/bt.npy,slot_mapping=%t/n3/slots.npy,x=%t/n3/x.npy \
+// RUN:   --outputs=%t/n3/insert
+// RUN: %python %S/npy_replay.py cmp %t/n3/insert/cache.npy %t/n3/expected_cache.npy
+// A cache of another block size than the layer's is refused.
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=1 \
+// RUN:   --inputs=cache=%t/n3/cache.npy,query_start_loc=%t/n3/qsl.npy,num_computed=%t/n3/nc.npy \
+// RUN:   --inputs=block_table=%t/n3/bt.npy,slot_mapping=%t/n3/slots.npy,x=%t/n3/x.npy \
+// RUN:   --outputs=%t/n3/bad 2>&1 | FileCheck %s --check-prefix=GEOMETRY
+// GEOMETRY: inkling-run: cache: shape (8, 2, 3, 32), expected (num_blocks, 2, 4, 32): the layer's block size N is 4 (--block-size sets it)
+//
 // Bad inputs: one line each, non-zero exit, nothing written.
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=0 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \

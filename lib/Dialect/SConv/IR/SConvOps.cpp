@@ -125,7 +125,7 @@ MemRefType BindOp::getCacheType(LayoutAttr layout, int64_t pageBytes) {
 void BindOp::build(OpBuilder &builder, OperationState &state, Value buffer,
                    LayoutAttr layout, int64_t pageBytes) {
   build(builder, state, getCacheType(layout, pageBytes), buffer, layout,
-        builder.getI64IntegerAttr(pageBytes));
+        builder.getI64IntegerAttr(pageBytes), /*layers=*/nullptr);
 }
 
 Value BindOp::getViewSource() { return getBuffer(); }
@@ -143,6 +143,19 @@ LogicalResult BindOp::verify() {
   if (!blockStride.isOk())
     return emitOpError() << "attribute 'page_bytes': "
                          << blockStride.status().message();
+  inkling::Layout derived = getLayout().getDerived();
+  if (std::optional<int64_t> layers = getLayers()) {
+    // Cross-layer pages: the block stride holds the pages of all layers.
+    if (*layers < 1 || *layers > (int64_t(1) << 20))
+      return emitOpError() << "attribute 'layers': expected a layer count in "
+                              "[1, 2^20], found "
+                           << *layers;
+    if (static_cast<int64_t>(getPageBytes()) / *layers < derived.pageBytes())
+      return emitOpError() << "attribute 'page_bytes': the block stride of "
+                           << getPageBytes() << " bytes cannot hold layers ("
+                           << *layers << ") pages of " << derived.pageBytes()
+                           << " bytes";
+  }
   MemRefType expected = getCacheType(getLayout(), getPageBytes());
   MemRefType found = getCache().getType();
   int64_t bufferBytes = bufferType.getDimSize(0);
@@ -150,7 +163,7 @@ LogicalResult BindOp::verify() {
   bool blocksMatch =
       ShapedType::isDynamic(foundBlocks) ||
       (!ShapedType::isDynamic(bufferBytes) &&
-       foundBlocks == bufferBytes / static_cast<int64_t>(getPageBytes()));
+       foundBlocks == derived.blocksInBuffer(bufferBytes, getPageBytes()));
   if (found.getRank() != 4 ||
       found.getShape().drop_front() != expected.getShape().drop_front() ||
       found.getElementType() != expected.getElementType() ||

@@ -4,8 +4,9 @@
 // sconv layers (they share block ids), and produces each step's metadata
 // (DESIGN sections 3, 4 and 6).
 //
-// Positions and blocks. Block size N = kernel W (from Layout). Position p
-// lives in logical block p/N at offset p%N, slot = physical*N + p%N.
+// Positions and blocks. The block size N (the serving engine's choice,
+// from Layout) is independent of the kernel W. Position p lives in logical
+// block p/N at offset p%N, slot = physical*N + p%N.
 //
 // A step of a sequence with num_computed c scheduling n tokens processes
 // [c, p1), p1 = c+n. Its conv reads history [max(0, c-(W-1)), c) through the
@@ -14,10 +15,13 @@
 // earlier tokens of the chunk get slot -1 (the conv reads them from x).
 // commit(k) accepts k of the n tokens (c' = c+k, at most `lookahead`
 // rejected) and, at once, returns every block that does not cover the next
-// step's history [c'-(W-1), c') to the pool. Hence:
-//   * between steps a sequence holds at most 2 blocks (<= 2 + ceil(L/W));
-//   * during a step at most 2 more plus the stored range's blocks:
-//     maxBlocksPerSequence() = 4 + ceil(L/N).
+// step's history [c'-(W-1), c') to the pool. With span(m) = the most blocks
+// m consecutive positions touch = ceil((m-1)/N) + 1 (span(0) = 0):
+//   * between steps a sequence holds at most span(W-1) blocks
+//     (maxBlocksBetweenSteps(): 2 for 1 < W-1 <= N, 1 + ceil((W-2)/N) for
+//     smaller N);
+//   * during a step at most span(W-1) + span(W-1+L) (the history blocks
+//     plus the stored range's): maxBlocksPerSequence().
 //
 // Sharing. Fork and prefix hits share blocks by reference count, and a
 // shared block is never written. The only block a step can both read and
@@ -56,7 +60,7 @@ namespace inkling {
 using SequenceId = int64_t;
 
 struct SequenceManagerConfig {
-  Layout layout;         ///< Gives N = W (block size, sliding window).
+  Layout layout;         ///< Gives N (block size) and W (sliding window).
   int64_t numBlocks = 0; ///< Pool size including the null block 0.
   int64_t lookahead = 0; ///< Max rejected speculative tokens per step.
   bool enablePrefixCaching = true;
@@ -108,8 +112,9 @@ struct StepInfo {
 
 class SequenceManager {
 public:
-  /// Validates the config: layout kernel >= 2 (a kernel of 1 has no conv
-  /// state), numBlocks in [2, 2^31), lookahead in [0, 1024].
+  /// Validates the config: layout kernel in [2, 4096] (a kernel of 1 has no
+  /// conv state), block size in [1, 65536], numBlocks in [2, 2^31),
+  /// lookahead in [0, 1024].
   static StatusOr<std::unique_ptr<SequenceManager>>
   create(const SequenceManagerConfig &config);
 
@@ -120,8 +125,9 @@ public:
 
   /// Adds a sequence with its prompt's token ids. startPosition 0 computes
   /// the prompt from scratch; a positive startPosition resumes at a prefix
-  /// hit (a multiple of N, <= numTokens, whose block p/N - 1 is cached; see
-  /// longestCachedPrefix) and takes a reference on that one block.
+  /// hit (a multiple of N, <= numTokens, whose history blocks
+  /// [max(0, p-(W-1))/N, p/N) are cached; see longestCachedPrefix) and takes
+  /// a reference on each of those blocks.
   StatusOr<SequenceId> addSequence(const int32_t *tokens, int64_t numTokens,
                                    int64_t startPosition = 0);
   StatusOr<SequenceId> addSequence(const std::vector<int32_t> &tokens,
@@ -193,8 +199,9 @@ public:
   StatusOr<int64_t> longestCachedPrefix(SequenceId id, int64_t maxLength) const;
 
   /// The largest p <= min(maxLength, numTokens), p a positive multiple of N,
-  /// such that block p/N - 1 of `tokens` is cached; 0 if none (or caching is
-  /// off). The engine intersects the result with its attention groups.
+  /// such that the blocks [max(0, p-(W-1))/N, p/N) of `tokens` are cached; 0
+  /// if none (or caching is off). The engine intersects the result with its
+  /// attention groups.
   StatusOr<int64_t> longestCachedPrefix(const int32_t *tokens,
                                         int64_t numTokens,
                                         int64_t maxLength) const;
@@ -223,10 +230,13 @@ public:
   const SequenceManagerConfig &config() const { return config_; }
   int64_t blockSize() const { return blockSize_; }
   int64_t lookahead() const { return lookahead_; }
-  /// Blocks a sequence can hold during a step: 4 + ceil(L/N).
+  /// Blocks a sequence can hold during a step: span(W-1) + span(W-1+L).
   int64_t maxBlocksPerSequence() const { return maxHeld_; }
   /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
   int64_t maxBlocksBetweenSteps() const;
+  /// The during-a-step bound for a layout and lookahead, before a manager
+  /// exists (to size a pool): span(W-1) + span(W-1+L).
+  static int64_t maxBlocksPerSequence(const Layout &layout, int64_t lookahead);
 
   const BlockPool &pool() const { return pool_; }
   const PrefixCache &prefixCache() const { return cache_; }
@@ -315,12 +325,24 @@ private:
   const int32_t *tailTokens(const Sequence &seq) const {
     return tails_.data() + slotOf(seq) * blockSize_;
   }
+  // The cached blocks a resume at a block boundary p takes: logical
+  // [first, first + count) = the blocks of the W-1 positions before p.
+  struct ResumeBlocks {
+    int64_t first = 0;
+    int32_t count = 0;
+    std::vector<int32_t> physical;
+  };
   Status checkStartPosition(const HashChain &chain, int64_t numTokens,
-                            int64_t startPosition, int32_t &block) const;
+                            int64_t startPosition, ResumeBlocks &blocks) const;
+  // The first logical block of the W-1 history positions of `position`.
+  int64_t firstHistoryBlock(int64_t position) const;
+  // The first block whose history-relevant positions are all valid.
+  int64_t firstCacheableBlock(const Sequence &seq) const;
   void appendTokensUnchecked(Sequence &seq, const int32_t *tokens,
                              int64_t count);
   void hashTail(Sequence &seq);
-  void startAt(Sequence &seq, int64_t startPosition, int32_t block);
+  void startAt(Sequence &seq, int64_t startPosition,
+               const ResumeBlocks &blocks);
   void releaseAll(Sequence &seq);
   void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
   void releaseOutsideHistory(Sequence &seq, int64_t lo, int64_t hi);
@@ -344,9 +366,12 @@ private:
                      const int32_t *newTokens, int64_t numNewTokens) const;
   int32_t newSlot();
 
-  // Division by N for positions < 2^31 with a multiply (Lemire et al.,
-  // "Faster remainder by direct computation"): a step does several.
+  // Division by N for positions < 2^31: a shift when N is a power of two
+  // (the magic below does not exist for N = 1), else a multiply (Lemire et
+  // al., "Faster remainder by direct computation"): a step does several.
   int64_t blockOf(int64_t position) const {
+    if (blockShift_ >= 0)
+      return position >> blockShift_;
     return static_cast<int64_t>((static_cast<__uint128_t>(divMagic_) *
                                  static_cast<uint32_t>(position)) >>
                                 64);
@@ -358,6 +383,7 @@ private:
   int64_t lookahead_ = 0; // L
   int64_t maxHeld_ = 0;
   uint64_t divMagic_ = 0;
+  int blockShift_ = -1; // log2(N) when N is a power of two, else -1
   BlockPool pool_;
   PrefixCache cache_;
   std::vector<Sequence> seqs_;

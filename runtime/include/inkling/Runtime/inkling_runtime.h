@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define INKLING_RUNTIME_API_VERSION 1
+#define INKLING_RUNTIME_API_VERSION 2
 
 typedef int32_t inkling_status_t;
 enum {
@@ -78,6 +78,10 @@ typedef struct {
   int64_t kernel;
   int64_t tp;
   const char *element_type; /* NULL means "bf16", the only supported type */
+  /* Block size N, tokens per cache block: the serving engine's choice,
+     independent of the kernel (the page unifier may scale it); 0 means the
+     kernel. Added in API version 2. */
+  int64_t block_size;
 } inkling_layout_config_t;
 
 /* Stream order: 0 k, 1 v, 2 attn, 3 mlp. */
