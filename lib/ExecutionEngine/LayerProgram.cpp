@@ -21,6 +21,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -682,9 +683,28 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
 }
 
 // The threaded nests call libomp's __kmpc_* entry points, which the JIT
-// resolves in this process: this library links libomp (and this call keeps
-// the link).
+// resolves among the process's global symbols: this library links libomp
+// (and this call keeps the link); `makeOpenMPVisible` covers a process that
+// loaded this library with local symbols.
 int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
+namespace {
+/// Makes libomp's symbols global in the process (LLVM loads it
+/// RTLD_GLOBAL), once.
+bool makeOpenMPVisible(std::string &error) {
+  static std::string loadError = [] {
+    std::string message;
+    if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(
+            INKLING_OPENMP_LIBRARY, &message))
+      return "cannot load LLVM's OpenMP runtime " +
+             std::string(INKLING_OPENMP_LIBRARY) + " (" + message +
+             "): compile with threads = 1, or install libomp-22-dev";
+    return std::string();
+  }();
+  error = loadError;
+  return loadError.empty();
+}
+} // namespace
 
 bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
                                     std::string &error) {
@@ -789,6 +809,8 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
     return false;
   std::optional<sconv::FusionStrategy> strategy;
   if (!parseFusion(options.fusion, strategy, error))
+    return false;
+  if (options.threads != 1 && !makeOpenMPVisible(error))
     return false;
   mlir::PassManager pm(&ctx);
   LowerToCPUOptions lower;
