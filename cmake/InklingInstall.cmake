@@ -35,6 +35,7 @@ target_link_libraries(InklingSConv INTERFACE
   InklingSConvToLoops
   InklingPipelines
   InklingNVVMPipeline
+  InklingTargetCPU
   InklingTargetGPU
   InklingEmbed
 )
@@ -47,6 +48,7 @@ set(INKLING_EXPORTED_LIBRARIES
   InklingSConvToLoops:SConvToLoops
   InklingPipelines:Pipelines
   InklingNVVMPipeline:NVVMPipeline
+  InklingTargetCPU:TargetCPU
   InklingTargetGPU:TargetGPU
   InklingEmbed:Embed
   InklingCAPI:CAPI

@@ -53,6 +53,10 @@ typedef struct {
   inkling_cuda_t *cuda;
   /* GPU chip, e.g. "sm_90"; NULL or "": the device's. */
   const char *chip;
+  /* CPU threads of the layer's loop nests (OpenMP): 0, every core
+   * (OMP_NUM_THREADS if set); 1, the calling thread alone. Steps of fewer
+   * than 64 (token, head) pairs run on the calling thread either way. */
+  int32_t threads;
 } inkling_layer_options_t;
 
 /* One argument of the layer's function. Strings and arrays live as long as

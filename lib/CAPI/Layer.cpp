@@ -96,6 +96,12 @@ inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
   exec::CompileOptions compile;
   compile.checked = options.checked != 0;
   compile.fusion = options.fusion ? options.fusion : "";
+  if (options.threads < 0) {
+    error = "threads (" + std::to_string(options.threads) +
+            "): expected 0 (every core) or a positive count";
+    return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
+  }
+  compile.threads = options.threads;
   if (!options.cuda) {
     if (!program->compile(compile, error))
       return static_cast<inkling_status_t>(StatusCode::InvalidArgument);

@@ -21,12 +21,14 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
+#include <omp.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -680,6 +682,30 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   return true;
 }
 
+// The threaded nests call libomp's __kmpc_* entry points, which the JIT
+// resolves among the process's global symbols: this library links libomp
+// (and this call keeps the link); `makeOpenMPVisible` covers a process that
+// loaded this library with local symbols.
+int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
+namespace {
+/// Makes libomp's symbols global in the process (LLVM loads it
+/// RTLD_GLOBAL), once.
+bool makeOpenMPVisible(std::string &error) {
+  static std::string loadError = [] {
+    std::string message;
+    if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(
+            INKLING_OPENMP_LIBRARY, &message))
+      return "cannot load LLVM's OpenMP runtime " +
+             std::string(INKLING_OPENMP_LIBRARY) + " (" + message +
+             "): compile with threads = 1, or install libomp-22-dev";
+    return std::string();
+  }();
+  error = loadError;
+  return loadError.empty();
+}
+} // namespace
+
 bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
                                     std::string &error) {
   Impl &impl = *impl_;
@@ -784,10 +810,14 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   std::optional<sconv::FusionStrategy> strategy;
   if (!parseFusion(options.fusion, strategy, error))
     return false;
+  if (options.threads != 1 && !makeOpenMPVisible(error))
+    return false;
   mlir::PassManager pm(&ctx);
   LowerToCPUOptions lower;
   lower.checked = options.checked;
   lower.emitCInterface = true;
+  lower.threads = options.threads;
+  lower.minParallelIterations = options.minParallelIterations;
   if (strategy)
     lower.fusion = *strategy;
   buildLowerToCPUPipeline(pm, lower);

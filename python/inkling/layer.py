@@ -51,7 +51,7 @@ _TYPESTRS = {"bf16": ("<u2", "<V2"), "i8": ("|i1", "<i1"),
 class _Options(ctypes.Structure):
     _fields_ = [("entry", ctypes.c_char_p), ("fusion", ctypes.c_char_p),
                 ("checked", _I32), ("cuda", ctypes.c_void_p),
-                ("chip", ctypes.c_char_p)]
+                ("chip", ctypes.c_char_p), ("threads", _I32)]
 
 
 class _ArgInfo(ctypes.Structure):
@@ -257,11 +257,13 @@ class Layer:
         call (on the CPU the metadata is always checked on the host first).
     device: "cpu" (the JIT) or "cuda" (the kernel bundle on `cuda`, a Cuda;
         default: libcuda.so.1); chip: e.g. "sm_90" (default: the device's).
+    threads: CPU threads of the loop nests (0, default: every core; 1: the
+        calling thread); results are the same bits for every count.
     """
 
     def __init__(self, ir=None, *, entry=None, fusion=None, checked=False,
-                 device="cpu", cuda=None, chip=None, name="<layer>",
-                 path=None, lib=None):
+                 device="cpu", cuda=None, chip=None, threads=0,
+                 name="<layer>", path=None, lib=None):
         self._lock = threading.RLock()
         self._handle = None
         if device not in ("cpu", "cuda"):
@@ -277,7 +279,7 @@ class Layer:
                            fusion.encode() if fusion else None,
                            1 if checked else 0,
                            self._cuda._handle if self._cuda else None,
-                           chip.encode() if chip else None)
+                           chip.encode() if chip else None, int(threads))
         handle = ctypes.c_void_p()
         if path is not None:
             _call(self._lib.inklingLayerCreateFromFile, str(path).encode(),

@@ -215,6 +215,19 @@ class LayerCpuTest(unittest.TestCase):
                 f.check(self, layer)
                 f.close()
 
+    def test_thread_counts_give_the_same_bits(self):
+        # The layer's own fixture is small; a 2-thread layer forks only from
+        # 64 (token, head) pairs, so compare on the same data anyway: the
+        # results must be the reference's whatever the count.
+        for threads in (1, 2):
+            with inkling.Layer.from_file(SMALL_LAYER,
+                                         threads=threads) as layer:
+                f = Fixture(layer, np.random.default_rng(11))
+                f.snapshot()
+                layer(**f.args)
+                f.check(self, layer)
+                f.close()
+
     def test_other_layout_and_padded_page_from_text(self):
         # kernel 3 (N = 3), H = 4, D = 64; pages padded from 1536 to 2048
         # bytes (a unified page): every access goes through the stride.
@@ -373,6 +386,9 @@ class LayerCpuTest(unittest.TestCase):
         with self.assertRaises(inkling.InklingError) as caught:
             inkling.Layer(read(SMALL_LAYER), fusion="bogus")
         self.assertIn("--fusion=bogus", str(caught.exception))
+        with self.assertRaises(inkling.InklingError) as caught:
+            inkling.Layer(read(SMALL_LAYER), threads=-2)
+        self.assertIn("threads (-2)", str(caught.exception))
         with self.assertRaises(inkling.InklingError) as caught:
             inkling.Layer(read(SMALL_LAYER), device="tpu")
         self.assertIn("device: 'tpu'", str(caught.exception))

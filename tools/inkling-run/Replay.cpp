@@ -204,6 +204,7 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   compile.checked = true;
   compile.addStatus = true;
   compile.fusion = options.fusion.empty() ? "none" : options.fusion;
+  compile.threads = options.threads;
   if (!program.compile(compile, error))
     return fail(error);
 

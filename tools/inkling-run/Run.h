@@ -18,6 +18,9 @@ struct ServeOptions {
   double budgetMB = 64;
   exec::CompileOptions compile;
   double compileSeconds = 0; ///< Filled by the caller.
+  /// Threads the CPU kernels run on (compile.threads resolved; 0 on the
+  /// GPU, where it does not apply). For the report.
+  int cpuThreads = 0;
   uint64_t seed = 1;
   int64_t steps = 400;
   int64_t maxBatch = 16;
@@ -55,6 +58,7 @@ struct ReplayOptions {
   std::vector<std::string> inputs; ///< name=file.npy
   std::string outputDir;
   std::string fusion;
+  int threads = 0; ///< CompileOptions::threads
 };
 
 /// Runs one sconv op on .npy tensors and writes its outputs as .npy.

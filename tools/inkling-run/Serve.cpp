@@ -1241,6 +1241,7 @@ int Server::report(int exitCode) {
         {"launches", exec_.launches()},
         {"layers", opt_.layers},
         {"fusion", fusion},
+        {"threads", opt_.cpuThreads},
         {"checked", opt_.compile.checked},
         {"check", opt_.check},
         {"seed", static_cast<int64_t>(opt_.seed)},
@@ -1283,10 +1284,14 @@ int Server::report(int exitCode) {
     return exitCode;
   }
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
-  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s, %s\n",
+  std::string threads =
+      opt_.cpuThreads > 0 ? ", " + std::to_string(opt_.cpuThreads) +
+                                (opt_.cpuThreads == 1 ? " thread" : " threads")
+                          : "";
+  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s, %s%s\n",
               opt_.modelPath.c_str(), sig_.function.c_str(), ll(opt_.layers),
               fusion, opt_.compile.checked ? ", checked" : "",
-              exec_.description().c_str());
+              exec_.description().c_str(), threads.c_str());
   std::printf("  layout         kv_heads %lld, head_dim %lld, hidden %lld, "
               "kernel %lld, tp %lld: H %lld, N %lld, D %lld, page %lld bytes\n",
               ll(layout.config.kvHeads), ll(layout.config.headDim),

@@ -72,6 +72,11 @@ cl::opt<std::string>
            cl::desc("conv-insert, packed-inserts or none (default: the "
                     "inkling-lower-to-cpu pipeline's default)"),
            cl::cat(model));
+cl::opt<int64_t> minParallelIterations(
+    "min-parallel-iterations",
+    cl::desc("With threads: a loop nest forks only for steps of at least "
+             "this many (token, head) pairs (default 64)"),
+    cl::init(64), cl::cat(model));
 cl::opt<bool> checked("checked",
                       cl::desc("Compile in checked mode: bad slot or block ids "
                                "are reported through a status buffer"),
@@ -195,6 +200,18 @@ int listModel(const LayerSignature &sig) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // libLLVM registers an internal `-threads` option of its own, so this
+  // tool's `--threads` is registered once that one is out of the way (a
+  // global cl::opt of the same name would abort at load time).
+  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
+    llvmThreads->removeArgument();
+  cl::opt<int> threads(
+      "threads",
+      cl::desc("CPU threads for the layer's loop nests (OpenMP): 0 (default), "
+               "every core (OMP_NUM_THREADS if set); 1, the calling thread "
+               "alone. Steps of fewer than --min-parallel-iterations "
+               "(token, head) pairs run on one thread either way"),
+      cl::init(0), cl::cat(model));
   cl::HideUnrelatedOptions({&model, &workload, &replayCat});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -206,6 +223,13 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "gpu")
     return run::fail("--device=" + device + ": expected cpu or gpu");
+  if (threads < 0 || threads > 4096)
+    return run::fail("--threads=" + std::to_string(threads) +
+                     ": expected 0 (every core) to 4096");
+  if (minParallelIterations < 0)
+    return run::fail("--min-parallel-iterations=" +
+                     std::to_string(minParallelIterations) +
+                     ": expected >= 0");
   bool gpu = device == "gpu";
 
   std::string error;
@@ -236,6 +260,7 @@ int main(int argc, char **argv) {
     options.inputs.assign(inputs.begin(), inputs.end());
     options.outputDir = outputs;
     options.fusion = fusion;
+    options.threads = threads;
     return run::replay(*program, options);
   }
   if (!inputs.empty() || !outputs.empty())
@@ -283,6 +308,8 @@ int main(int argc, char **argv) {
   options.budgetMB = budgetMB;
   options.compile.checked = checked;
   options.compile.fusion = fusion;
+  options.compile.threads = threads;
+  options.compile.minParallelIterations = minParallelIterations;
   options.seed = seed;
   options.steps = steps;
   options.maxBatch = maxBatch;
@@ -320,6 +347,8 @@ int main(int argc, char **argv) {
     executor = run::createGpuExecutor(*program, gpuOptions, error);
   } else if (program->compile(options.compile, error)) {
     executor = run::createCpuExecutor(*program);
+    options.cpuThreads = threads > 0 ? int(threads)
+                                     : LayerProgram::defaultThreadCount();
   }
   if (!executor)
     return run::fail(error);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <omp.h>
 #include <sstream>
 
 using namespace inkling;
@@ -200,6 +201,10 @@ harness::compile(const std::string &source,
   options.checked = compileOptions.checked;
   options.fusion = compileOptions.fusion;
   options.splitStreams = compileOptions.splitStreams;
+  options.threads = compileOptions.threads;
+  options.minParallelIterations = compileOptions.minParallelIterations;
+  options.streamingStoresMinIterations =
+      compileOptions.streamingStoresMinIterations;
   options.emitCInterface = true;
   buildLowerToCPUPipeline(pm, options);
   if (mlir::failed(pm.run(*module))) {
@@ -226,6 +231,8 @@ harness::compile(const std::string &source,
   }
   return std::move(*engine);
 }
+
+int harness::defaultThreadCount() { return omp_get_max_threads(); }
 
 void *harness::lookupFunction(mlir::ExecutionEngine &engine,
                               const std::string &name) {

@@ -142,6 +142,12 @@ struct CompileOptions {
   std::string fusion;
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
+  /// Threads of the CPU nests (the pipeline's `threads`): 0, the OpenMP
+  /// runtime's default (OMP_NUM_THREADS, else every core); 1, no OpenMP.
+  int threads = 0;
+  /// Steps of fewer (token, head) pairs than this run on the calling thread
+  /// (the pipeline's `min-parallel-iterations`).
+  int64_t minParallelIterations = 64;
 };
 
 /// The GPU target of `compileKernels` (the `inkling-lower-to-nvvm` options).
@@ -182,6 +188,10 @@ public:
                                                   std::string &error);
 
   const LayerSignature &signature() const;
+
+  /// The threads `CompileOptions::threads = 0` gives: the OpenMP runtime's
+  /// default team size.
+  static int defaultThreadCount();
 
   /// Removes every sconv op of the function but `ops[index]` (before
   /// compile). The signature keeps every argument; the others are unused.
