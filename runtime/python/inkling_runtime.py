@@ -630,3 +630,232 @@ def check_rank_tiling(layout_config, ranks, lib=None):
     array = (_RankLayout * max(1, len(ranks)))(*ranks)
     _call(lib, lib.inkling_check_rank_tiling, ctypes.byref(layout_config),
           array, len(ranks))
+
+
+# ---- Cache plan (CachePlan.h): a model's layers by name, blocks from a byte
+# budget, per-layer views of one allocation per plan tensor. Self-contained
+# (its own signatures, bound on first use) so that it can move as a unit.
+
+__all__ += ["CacheRegistry", "CachePlan", "LayerView"]
+
+CACHE_LAYER_KINDS = ("sconv", "attention")
+CACHE_LAYOUTS = ("per-layer", "cross-layer")
+
+
+class _AttentionLayer(ctypes.Structure):
+    _fields_ = [("block_size", _I64), ("num_kv_heads", _I64),
+                ("head_size", _I64), ("dtype_bytes", _I64),
+                ("reads_through_block_stride", _I32),
+                ("tensors_per_page", _I64)]
+
+
+class _CachePlanInfo(ctypes.Structure):
+    _fields_ = [("layout", _I32), ("budget_bytes", _I64),
+                ("page_bytes", _I64), ("bytes_per_block", _I64),
+                ("num_blocks", _I64), ("num_tensors", _I64),
+                ("num_layers", _I64)]
+
+
+class _LayerView(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("kind", _I32), ("tensor", _I64),
+                ("byte_offset", _I64), ("element_bytes", _I64),
+                ("block_size", _I64), ("page_bytes", _I64),
+                ("block_stride_bytes", _I64), ("adjustment", _I32),
+                ("scale", _I64), ("rank", _I32), ("shape", _I64 * 5),
+                ("strides", _I64 * 5)]
+
+
+_VOID = ctypes.c_void_p
+_CACHE_PLAN_SIGNATURES = {
+    "inkling_cache_registry_create": (_STATUS, (_P(_VOID),)),
+    "inkling_cache_registry_destroy": (None, (_VOID,)),
+    "inkling_cache_registry_last_error": (ctypes.c_char_p, (_VOID,)),
+    "inkling_cache_registry_add_sconv": (
+        _STATUS, (_VOID, ctypes.c_char_p, _P(LayoutConfig), _I64)),
+    "inkling_cache_registry_add_attention": (
+        _STATUS, (_VOID, ctypes.c_char_p, _P(_AttentionLayer))),
+    "inkling_cache_registry_plan": (_STATUS, (_VOID, _I64, _I32, _P(_VOID))),
+    "inkling_cache_plan_destroy": (None, (_VOID,)),
+    "inkling_cache_plan_info": (_STATUS, (_VOID, _P(_CachePlanInfo))),
+    "inkling_cache_plan_tensor_bytes": (_STATUS, (_VOID, _I64, _P(_I64))),
+    "inkling_cache_plan_layer": (_STATUS, (_VOID, _I64, _P(_LayerView))),
+}
+
+
+def _bind_cache_plan(lib):
+    if not getattr(lib, "_inkling_cache_plan_bound", False):
+        for name, (restype, argtypes) in _CACHE_PLAN_SIGNATURES.items():
+            function = getattr(lib, name)
+            function.restype = restype
+            function.argtypes = list(argtypes)
+        lib._inkling_cache_plan_bound = True
+    return lib
+
+
+LayerView = namedtuple(
+    "LayerView", "name kind tensor byte_offset element_bytes block_size "
+    "page_bytes block_stride_bytes adjustment scale shape strides")
+LayerView.__doc__ = """One layer's view of its plan tensor: shape and strides
+in elements (strides[0] the block stride), byte_offset of its block 0."""
+
+# Raw element storage by size (bf16 is uint16 bits, as in the .npy files).
+_STORAGE_DTYPES = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+class CachePlan:
+    """A planned cache (plain data): page_bytes (unified), num_blocks (block
+    0 the null block), tensor_bytes and shared_by per tensor, and `layers`
+    (LayerView, in registration order)."""
+
+    def __init__(self, info, tensor_bytes, layers):
+        self.layout = CACHE_LAYOUTS[info.layout]
+        self.budget_bytes = info.budget_bytes
+        self.page_bytes = info.page_bytes
+        self.bytes_per_block = info.bytes_per_block
+        self.num_blocks = info.num_blocks
+        self.tensor_bytes = list(tensor_bytes)
+        self.layers = list(layers)
+        self.shared_by = [[v.name for v in self.layers if v.tensor == t]
+                          for t in range(len(self.tensor_bytes))]
+
+    def layer(self, name):
+        for view in self.layers:
+            if view.name == name:
+                return view
+        raise KeyError(name)
+
+    def allocate_numpy(self):
+        """One zeroed uint8 numpy array per plan tensor."""
+        import numpy as np
+        return [np.zeros(n, dtype=np.uint8) for n in self.tensor_bytes]
+
+    def numpy_views(self, buffers=None):
+        """{layer name: numpy view} into `buffers` (one uint8 array per plan
+        tensor, allocate_numpy() when None): zero-copy, raw element storage
+        (uint16 for bf16). Checks every view lies inside its buffer."""
+        import numpy as np
+        from numpy.lib.stride_tricks import as_strided
+        buffers = self.allocate_numpy() if buffers is None else buffers
+        if len(buffers) != len(self.tensor_bytes):
+            raise ValueError("the plan has %d tensors, got %d buffers"
+                             % (len(self.tensor_bytes), len(buffers)))
+        for t, (buffer, size) in enumerate(zip(buffers, self.tensor_bytes)):
+            if buffer.dtype != np.uint8 or buffer.ndim != 1 or \
+                    buffer.nbytes < size:
+                raise ValueError("buffer %d: expected a 1-D uint8 array of "
+                                 ">= %d bytes" % (t, size))
+        views = {}
+        for v in self.layers:
+            dtype = np.dtype(_STORAGE_DTYPES[v.element_bytes])
+            end = v.byte_offset + v.element_bytes * (
+                1 + sum((d - 1) * s for d, s in zip(v.shape, v.strides)))
+            if end > self.tensor_bytes[v.tensor]:
+                raise ValueError("layer '%s' ends at byte %d, beyond its "
+                                 "tensor of %d" % (v.name, end,
+                                                   self.tensor_bytes[v.tensor]))
+            base = buffers[v.tensor][v.byte_offset:end].view(dtype)
+            views[v.name] = as_strided(
+                base, shape=v.shape,
+                strides=[s * dtype.itemsize for s in v.strides])
+        return views
+
+    def torch_views(self, tensors):
+        """{layer name: torch view} into `tensors` (one 1-D torch.uint8 tensor
+        per plan tensor, on any device). Needs torch."""
+        import torch
+        dtypes = {1: torch.uint8, 2: torch.int16, 4: torch.int32,
+                  8: torch.int64}
+        views = {}
+        for v in self.layers:
+            size = self.tensor_bytes[v.tensor]
+            if tensors[v.tensor].numel() < size:
+                raise ValueError("tensor %d: expected >= %d bytes"
+                                 % (v.tensor, size))
+            base = tensors[v.tensor][v.byte_offset:size].view(
+                dtypes[v.element_bytes])
+            views[v.name] = torch.as_strided(base, v.shape, v.strides)
+        return views
+
+
+class CacheRegistry:
+    """A model's cache layers by unique name, then its plan. A successful
+    plan freezes it; failed calls raise InklingError and change nothing."""
+
+    def __init__(self, lib=None):
+        self._lib = _bind_cache_plan(lib or load())
+        self._handle = _VOID()
+        status = self._lib.inkling_cache_registry_create(
+            ctypes.byref(self._handle))
+        _raise_if_failed(self._lib, status, "cannot create a cache registry")
+
+    def close(self):
+        if self._handle:
+            self._lib.inkling_cache_registry_destroy(self._handle)
+            self._handle = _VOID()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _check(self, status):
+        if status != OK:
+            message = self._lib.inkling_cache_registry_last_error(
+                self._handle)
+            _raise_if_failed(self._lib, status,
+                             message.decode(errors="replace"))
+
+    def add_sconv(self, name, layout_config, page_bytes=0):
+        """An sconv layer of `layout_config`; page_bytes: its bind's padded
+        page, if the IR was compiled for one (0: the layout's page)."""
+        self._check(self._lib.inkling_cache_registry_add_sconv(
+            self._handle, name.encode(), ctypes.byref(layout_config),
+            page_bytes))
+
+    def add_attention(self, name, block_size, num_kv_heads, head_size,
+                      dtype_bytes=2, reads_through_block_stride=False,
+                      tensors_per_page=2):
+        spec = _AttentionLayer(block_size, num_kv_heads, head_size,
+                               dtype_bytes, int(reads_through_block_stride),
+                               tensors_per_page)
+        self._check(self._lib.inkling_cache_registry_add_attention(
+            self._handle, name.encode(), ctypes.byref(spec)))
+
+    def plan(self, budget_bytes, cross_layer=False):
+        """The CachePlan of `budget_bytes` bytes."""
+        lib = self._lib
+        handle = _VOID()
+        self._check(lib.inkling_cache_registry_plan(
+            self._handle, budget_bytes, int(bool(cross_layer)),
+            ctypes.byref(handle)))
+        try:
+            info = _CachePlanInfo()
+            _raise_if_failed(lib, lib.inkling_cache_plan_info(
+                handle, ctypes.byref(info)), "plan info")
+            sizes = []
+            for t in range(info.num_tensors):
+                size = _I64()
+                _raise_if_failed(lib, lib.inkling_cache_plan_tensor_bytes(
+                    handle, t, ctypes.byref(size)), "plan tensor %d" % t)
+                sizes.append(size.value)
+            layers = []
+            for i in range(info.num_layers):
+                v = _LayerView()
+                _raise_if_failed(lib, lib.inkling_cache_plan_layer(
+                    handle, i, ctypes.byref(v)), "plan layer %d" % i)
+                layers.append(LayerView(
+                    v.name.decode(), CACHE_LAYER_KINDS[v.kind], v.tensor,
+                    v.byte_offset, v.element_bytes, v.block_size,
+                    v.page_bytes, v.block_stride_bytes,
+                    PAGE_ADJUSTMENTS[v.adjustment], v.scale,
+                    tuple(v.shape[:v.rank]), tuple(v.strides[:v.rank])))
+            return CachePlan(info, sizes, layers)
+        finally:
+            lib.inkling_cache_plan_destroy(handle)

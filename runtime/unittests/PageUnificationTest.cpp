@@ -190,4 +190,20 @@ TEST(PageUnificationTest, RejectsBadSpecs) {
             StatusCode::InvalidArgument);
 }
 
+TEST(PageUnificationTest, RefusesDuplicateAndEmptyNames) {
+  CacheSpec sconv = CacheSpec::sconv("layers.0.sconv", inklingLayout());
+  StatusOr<UnifiedPages> twice = unifyPageSizes({sconv, sconv});
+  ASSERT_FALSE(twice.isOk());
+  EXPECT_NE(twice.status().message().find(
+                "duplicate cache spec name 'layers.0.sconv'"),
+            std::string::npos)
+      << twice.status().message();
+  CacheSpec unnamed = *CacheSpec::attention("", 16, 8, 128, 2);
+  StatusOr<UnifiedPages> empty = unifyPageSizes({sconv, unnamed});
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_NE(empty.status().message().find("cache spec 1 needs a name"),
+            std::string::npos)
+      << empty.status().message();
+}
+
 } // namespace

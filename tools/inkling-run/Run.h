@@ -4,6 +4,7 @@
 #define INKLING_TOOLS_INKLING_RUN_RUN_H
 
 #include "inkling/ExecutionEngine/LayerProgram.h"
+#include "inkling/Runtime/CachePlan.h"
 
 #include <cstdint>
 #include <string>
@@ -46,6 +47,15 @@ struct ServeOptions {
 };
 
 class Executor;
+
+/// The runtime's cache plan that inkling-run serves through: `layers` sconv
+/// layers "layers.<l>.sconv" with the bind's layout and page (the
+/// cross-layer layout when the bind holds several layers' pages) for
+/// `budgetMB`, plus (--print-plan) attention layers "layers.<i>.attn" at
+/// `attentionBlockSizes` with the layout's KV heads and head_dim.
+StatusOr<CachePlan>
+planCache(const exec::LayerSignature &sig, int64_t layers, double budgetMB,
+          const std::vector<int64_t> &attentionBlockSizes = {});
 
 /// Serves the workload through the runtime and the layer's kernels, which
 /// `executor` runs; prints the report. Returns the process exit code.

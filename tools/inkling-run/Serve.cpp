@@ -21,6 +21,7 @@
 #include "Executor.h"
 #include "Run.h"
 
+#include "inkling/Runtime/CachePlan.h"
 #include "inkling/Runtime/SequenceManager.h"
 
 #include "llvm/Support/JSON.h"
@@ -312,19 +313,24 @@ private:
   std::vector<int32_t> qsl_, nc_, bt_, copies_;
   std::vector<int64_t> slots_;
   std::vector<int64_t> status_;
-  /// One allocation per layer, or with cross-layer pages one for all:
-  /// block b of layer l at byte b * pageBytes + l * layerPage_.
+  /// The runtime's cache plan: one allocation per plan tensor (per layer,
+  /// or with cross-layer pages one for all), layer l's view at its byte
+  /// offset with the plan's block stride.
+  CachePlan plan_;
   std::vector<std::unique_ptr<Aligned>> caches_;
   int64_t layerPage_ = 0; ///< Bytes of a layer's page inside a block.
-  bool crossLayer() const { return sig_.crossLayers > 1; }
-  uint8_t *layerBase(int64_t layer) const {
-    return crossLayer() ? caches_[0]->data + layer * layerPage_
-                        : caches_[layer]->data;
+  int64_t blockStrideBytes_ = 0;
+  bool crossLayer() const {
+    return plan_.layoutKind == CacheLayoutKind::CrossLayer;
   }
-  /// Layer l's buffer runs to the end of its allocation.
+  uint8_t *layerBase(int64_t layer) const {
+    const LayerView &view = plan_.layers[layer];
+    return caches_[view.tensor]->data + view.byteOffset;
+  }
+  /// Layer l's buffer runs to the end of its tensor.
   int64_t layerBytes(int64_t layer) const {
-    return numBlocks_ * sig_.pageBytes -
-           (crossLayer() ? layer * layerPage_ : 0);
+    const LayerView &view = plan_.layers[layer];
+    return plan_.tensors[view.tensor].bytes - view.byteOffset;
   }
   /// Per block: the step after which its pages were last brought to the
   /// host for the checker.
@@ -385,13 +391,28 @@ int Server::setUp() {
                 " holds the pages of " + std::to_string(sig_.crossLayers) +
                 " layers in a block, but " + std::to_string(opt_.layers) +
                 " layers are served");
-  layerPage_ =
-      crossLayer() ? sig_.pageBytes / sig_.crossLayers : sig_.pageBytes;
-  int64_t allocations = crossLayer() ? 1 : opt_.layers;
-
-  // The memory budget: cache bytes across layers.
-  int64_t budgetBytes = static_cast<int64_t>(opt_.budgetMB * 1024 * 1024);
-  numBlocks_ = budgetBytes / (allocations * sig_.pageBytes);
+  // The memory budget: the runtime's cache plan of the layers.
+  StatusOr<CachePlan> plan = planCache(sig_, opt_.layers, opt_.budgetMB);
+  if (!plan) {
+    char budget[64];
+    std::snprintf(budget, sizeof(budget), "--budget-mb=%g: ", opt_.budgetMB);
+    return fail(budget + plan.status().message());
+  }
+  plan_ = std::move(*plan);
+  numBlocks_ = plan_.numBlocks;
+  layerPage_ = plan_.pageBytes;
+  blockStrideBytes_ = plan_.layers[0].blockStrideBytes;
+  // The plan binds the IR: its views must be the bind's memref.
+  for (const LayerView &view : plan_.layers)
+    if (view.blockStrideBytes != sig_.pageBytes ||
+        view.strides[0] != sig_.blockStride ||
+        view.shape[2] != layout.blockSize)
+      return fail(opt_.modelPath + ": the cache plan's view of " + view.name +
+                  " (block stride " + std::to_string(view.blockStrideBytes) +
+                  " bytes, block size " + std::to_string(view.shape[2]) +
+                  ") is not the sconv.bind of @" + sig_.function +
+                  " (page_bytes " + std::to_string(sig_.pageBytes) +
+                  ", block size " + std::to_string(layout.blockSize) + ")");
   // A sequence holds at most span(W-1) + span(W-1+L) blocks during a step
   // (SequenceManager.h), span(m) = ceil((m-1)/N) + 1.
   int64_t perSequence =
@@ -401,16 +422,16 @@ int Server::setUp() {
     std::snprintf(
         text, sizeof(text),
         "--budget-mb=%g: too small for one sequence: %lld blocks of %lld bytes "
-        "x %lld %s fit, a sequence needs %lld (the blocks of W-1 = %lld and "
+        "x %lld layers fit, a sequence needs %lld (the blocks of W-1 = %lld "
+        "and "
         "W-1 + lookahead %lld positions at block size %lld) plus the null "
         "block, at least %.3g MiB",
         opt_.budgetMB, static_cast<long long>(numBlocks_),
-        static_cast<long long>(sig_.pageBytes),
-        static_cast<long long>(allocations),
-        crossLayer() ? "cross-layer allocation" : "layers",
+        static_cast<long long>(plan_.pageBytes),
+        static_cast<long long>(plan_.layers.size()),
         static_cast<long long>(perSequence), static_cast<long long>(W_ - 1),
         static_cast<long long>(opt_.lookahead), static_cast<long long>(N_),
-        double((perSequence + 1) * allocations * sig_.pageBytes) / (1 << 20));
+        double((perSequence + 1) * plan_.bytesPerBlock) / (1 << 20));
     return fail(text);
   }
   SequenceManagerConfig config;
@@ -450,12 +471,12 @@ int Server::setUp() {
                 buffers.status().toString());
   stepBuffers_ = std::make_unique<StepBuffers>(std::move(*buffers));
 
-  // One cache per layer, poisoned (bf16 NaN) so that a read of a row that
-  // was never written shows.
+  // One allocation per plan tensor, poisoned (bf16 NaN) so that a read of
+  // a row that was never written shows.
   hostPageStep_.assign(numBlocks_, -1);
-  for (int64_t l = 0; l < allocations; ++l) {
-    caches_.push_back(std::make_unique<Aligned>(numBlocks_ * sig_.pageBytes));
-    std::memset(caches_.back()->data, 0xff, numBlocks_ * sig_.pageBytes);
+  for (const PlanTensor &tensor : plan_.tensors) {
+    caches_.push_back(std::make_unique<Aligned>(tensor.bytes));
+    std::memset(caches_.back()->data, 0xff, tensor.bytes);
   }
 
   // Stream inputs and outputs (shared by the layers), weights and biases
@@ -526,7 +547,7 @@ int Server::addBuffers() {
             add(slots_.data(), slots_.size() * sizeof(int64_t)) &&
             add(status_.data(), status_.size() * sizeof(int64_t));
   for (size_t l = 0; ok && l < caches_.size(); ++l)
-    ok = add(caches_[l]->data, numBlocks_ * sig_.pageBytes);
+    ok = add(caches_[l]->data, plan_.tensors[l].bytes);
   for (size_t i = 0; ok && i < argData_.size(); ++i)
     if (argData_[i])
       ok = add(argData_[i]->data, argData_[i]->size);
@@ -979,8 +1000,8 @@ bool Server::checkCache() {
         for (auto &cache : caches_)
           if (!executorOk(
                   "reading the cache back",
-                  exec_.download(cache->data + physical * sig_.pageBytes,
-                                 sig_.pageBytes)))
+                  exec_.download(cache->data + physical * blockStrideBytes_,
+                                 blockStrideBytes_)))
             return false; // mismatch_ stays empty: not a mismatch
         hostPageStep_[physical] = step_;
       }
@@ -993,7 +1014,8 @@ bool Server::checkCache() {
           gen_.row(r->chain[q], l, stream, scratch_.data(),
                    rowElements(stream));
           for (int64_t h = 0; h < H; ++h) {
-            const uint16_t *rowPtr = cache + physical * sig_.blockStride +
+            const uint16_t *rowPtr = cache +
+                                     physical * plan_.layers[l].strides[0] +
                                      (h * N_ + q % N_) * D + range.offset;
             const uint16_t *expected = scratch_.data() + h * range.width;
             if (std::memcmp(rowPtr, expected, range.width * 2) == 0)
@@ -1053,7 +1075,7 @@ bool Server::injectFault(Fault fault) {
             break;
           }
         auto *cacheData = reinterpret_cast<uint16_t *>(layerBase(0));
-        uint16_t &value = cacheData[m.physical * sig_.blockStride +
+        uint16_t &value = cacheData[m.physical * plan_.layers[0].strides[0] +
                                     (q % N_) * sig_.layout.headSize +
                                     sig_.layout.range(stream).offset + 2];
         if (!executorOk("injecting the fault", exec_.download(&value, 2)))
@@ -1124,10 +1146,11 @@ int Server::run() {
     for (int64_t i = 0; i < info_.numCopies; ++i) {
       int32_t src = copies_[2 * i], dst = copies_[2 * i + 1];
       for (auto &cache : caches_)
-        if (!executorOk("copy-on-write",
-                        exec_.copyCacheBytes(cache->data + dst * sig_.pageBytes,
-                                             cache->data + src * sig_.pageBytes,
-                                             sig_.pageBytes)))
+        if (!executorOk(
+                "copy-on-write",
+                exec_.copyCacheBytes(cache->data + dst * blockStrideBytes_,
+                                     cache->data + src * blockStrideBytes_,
+                                     blockStrideBytes_)))
           return report(1);
     }
     stats_.blockCopies += info_.numCopies;
@@ -1246,7 +1269,7 @@ int Server::report(int exitCode) {
         {"check", opt_.check},
         {"seed", static_cast<int64_t>(opt_.seed)},
         {"num_blocks", numBlocks_},
-        {"page_bytes", sig_.pageBytes},
+        {"page_bytes", blockStrideBytes_},
         {"kernel", W_},
         {"block_size", N_},
         {"cross_layer", crossLayer()},
@@ -1301,8 +1324,8 @@ int Server::report(int exitCode) {
   if (crossLayer())
     std::printf("  cache          %g MiB: %lld blocks of %lld layers' pages "
                 "side by side (block stride %lld bytes; block 0 null)\n",
-                opt_.budgetMB, ll(numBlocks_), ll(sig_.crossLayers),
-                ll(sig_.pageBytes));
+                opt_.budgetMB, ll(numBlocks_), ll(plan_.layers.size()),
+                ll(blockStrideBytes_));
   else
     std::printf("  cache          %g MiB: %lld blocks per layer (block 0 "
                 "null)\n",
@@ -1365,4 +1388,35 @@ int run::serve(const LayerSignature &signature, Executor &executor,
                const ServeOptions &options) {
   Server server(signature, executor, options);
   return server.run();
+}
+
+StatusOr<CachePlan>
+inkling::run::planCache(const LayerSignature &sig, int64_t layers,
+                        double budgetMB,
+                        const std::vector<int64_t> &attentionBlockSizes) {
+  // The bind's block stride holds `crossLayers` pages: a layer's page is
+  // its share (the layout's page, or a padded one the IR was compiled for).
+  bool cross = sig.crossLayers > 1;
+  int64_t layerPage = cross ? sig.pageBytes / sig.crossLayers : sig.pageBytes;
+  CacheRegistry registry;
+  for (int64_t l = 0; l < layers; ++l)
+    if (Status status = registry.addSconvLayer(
+            "layers." + std::to_string(l) + ".sconv", sig.layout, layerPage);
+        !status)
+      return status;
+  // Attention beside them (--print-plan): the layer's KV heads and head_dim.
+  for (size_t i = 0; i < attentionBlockSizes.size(); ++i) {
+    AttentionLayerSpec attention;
+    attention.blockSize = attentionBlockSizes[i];
+    attention.numKvHeads = sig.layout.headsPerRank;
+    attention.headSize = sig.layout.config.headDim;
+    attention.dtypeBytes = sig.layout.elementBytes;
+    if (Status status = registry.addAttentionLayer(
+            "layers." + std::to_string(i) + ".attn", attention);
+        !status)
+      return status;
+  }
+  return registry.plan(static_cast<int64_t>(budgetMB * 1024 * 1024),
+                       cross ? CacheLayoutKind::CrossLayer
+                             : CacheLayoutKind::PerLayer);
 }

@@ -82,8 +82,8 @@ cl::opt<bool> checked("checked",
                                "are reported through a status buffer"),
                       cl::cat(model));
 cl::opt<double> budgetMB("budget-mb",
-                         cl::desc("Cache memory across layers in MiB; "
-                                  "blocks = budget / (layers * page bytes)"),
+                         cl::desc("Cache memory across layers in MiB; the "
+                                  "runtime's cache plan makes it blocks"),
                          cl::init(64), cl::cat(model));
 cl::opt<int64_t>
     blockSize("block-size",
@@ -97,6 +97,15 @@ cl::opt<bool>
                         "every layer's page side by side (block stride = "
                         "layers x page, layer l at byte l x page)"),
                cl::cat(model));
+cl::opt<bool> printPlan("print-plan",
+                        cl::desc("Print the runtime's cache plan for the "
+                                 "layers and --budget-mb, and exit"),
+                        cl::cat(model));
+cl::list<int64_t> planAttention(
+    "plan-attention", cl::CommaSeparated, cl::cat(model),
+    cl::desc("With --print-plan: attention layers beside the sconv layers at "
+             "these block sizes (the layout's KV heads and head_dim, bf16)"),
+    cl::value_desc("N,..."));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("Print the function's argument roles and sconv "
                                "ops (the --replay indices) and exit"),
@@ -284,6 +293,19 @@ int main(int argc, char **argv) {
       run::fail(what);
     return ok;
   };
+  if (!planAttention.empty() && !printPlan)
+    return run::fail("--plan-attention goes with --print-plan");
+  if (printPlan) {
+    if (!need(budgetMB > 0, "--budget-mb must be positive"))
+      return 1;
+    std::vector<int64_t> attention(planAttention.begin(), planAttention.end());
+    StatusOr<CachePlan> plan =
+        run::planCache(sig, options.layers, budgetMB, attention);
+    if (!plan)
+      return run::fail("--print-plan: " + plan.status().message());
+    std::fputs(plan->describe().c_str(), stdout);
+    return 0;
+  }
   if (!need(budgetMB > 0, "--budget-mb must be positive") ||
       !need(steps >= 0, "--steps must be >= 0") ||
       !need(maxBatch >= 1, "--max-batch must be >= 1") ||
