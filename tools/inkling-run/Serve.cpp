@@ -767,8 +767,9 @@ bool Server::invokeLayer(int64_t layer) {
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
     static const char *kinds[] = {"?", "slot", "block id",
-                                  "logical block beyond the block table"};
-    int64_t kind = status_[1] >= 0 && status_[1] <= 3 ? status_[1] : 0;
+                                  "logical block beyond the block table",
+                                  "slot that is not the token's own"};
+    int64_t kind = status_[1] >= 0 && status_[1] <= 4 ? status_[1] : 0;
     failure_ = "step " + std::to_string(step_) + ", layer " +
                std::to_string(layer) + ": the checked kernel rejected " +
                std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +
