@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -265,6 +266,17 @@ int main(int argc, char **argv) {
       !realIn("fork-rate", forkRate, 0, 1) ||
       !realIn("shared-prefix-rate", sharedPrefixRate, 0, 1))
     return 1;
+  // The caches live in host memory (also with --device=gpu: the checker's
+  // copies): a budget beyond it would only thrash or fail later.
+  double physicalMB = double(sysconf(_SC_PHYS_PAGES)) *
+                      double(sysconf(_SC_PAGE_SIZE)) / (1 << 20);
+  if (physicalMB > 0 && budgetMB > physicalMB) {
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "--budget-mb=%g: more than this machine's memory (%.0f MiB)",
+                  double(budgetMB), physicalMB);
+    return run::fail(text);
+  }
   run::ServeOptions options;
   options.modelPath = modelPath;
   options.layers =

@@ -150,12 +150,13 @@ inline int64_t offsetMultiple(MemRefType type,
 
 /// The alignment a vector access to `type` at such indices may claim, under
 /// the contract that the base (aligned pointer) of every memref operand is
-/// 16-byte aligned (checked where buffers enter: inkling-run's replay and
-/// serve allocate 64-byte aligned buffers, the JIT harness too, and the
-/// C API's and launcher's callers are told so in docs/bad-inputs.md).
-/// kAlignBytes only for offsets that are multiples of 8 elements; else the
-/// proven power of two (4 or 8 bytes); none when only the element's own
-/// alignment is known (the lowering's default: an unaligned vector).
+/// 16-byte aligned (stated in the pass description; checked where buffers
+/// enter a JIT-ed layer by LayerProgram::checkArguments, which inkling-run's
+/// replay and CPU serving call; cuMemAlloc gives 256-byte aligned device
+/// buffers). kAlignBytes only for offsets that are multiples of 8 elements;
+/// else the proven power of two (4 or 8 bytes); none when only the
+/// element's own alignment is known (the lowering's default: an unaligned
+/// vector).
 inline llvm::MaybeAlign accessAlign(MemRefType type,
                                     ArrayRef<int64_t> indexMultiples) {
   int64_t elementBytes = type.getElementTypeBitWidth() / 8;

@@ -63,6 +63,9 @@
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --budget-mb=inf 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BUDGETINF
 // BUDGETINF: inkling-run: --budget-mb=inf: expected a number in (0, 1048576]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --budget-mb=1048576 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BUDGETRAM
+// BUDGETRAM: inkling-run: --budget-mb=1.04858e+06: more than this machine's memory ({{[0-9]+}} MiB)
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --max-batch=1000000000000 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BATCH
 // BATCH: inkling-run: --max-batch=1000000000000: expected an integer in [1, 4096]
