@@ -325,8 +325,12 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                     ", " + std::to_string(H) + ", " + std::to_string(w) +
                     ") or (" + std::to_string(T) + ", " + std::to_string(row) +
                     ")");
-      size_t bytes =
-          stride < row || offset < 0 ? 0 : checkedBytes(offset + T * stride, 2);
+      int64_t elements = 0;
+      size_t bytes = stride < row || offset < 0 ||
+                             __builtin_mul_overflow(T, stride, &elements) ||
+                             __builtin_add_overflow(elements, offset, &elements)
+                         ? 0
+                         : checkedBytes(elements, 2);
       if (bytes == 0 && T > 0)
         return fail(operandName(arg, suffix) + ": " + arg.type +
                     " with offset " + std::to_string(offset) +

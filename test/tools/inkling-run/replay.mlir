@@ -108,4 +108,17 @@
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=BT2
 // BT2: inkling-run: argument 3 of @small_layer (block_table, memref<?x2xi32>): size 1 is 3, the type says 2
+// A static token stride that no buffer can have (T * stride would overflow
+// int64 in serving).
+// RUN: sed 's/memref<?x2x8xbf16>/memref<?x2x8xbf16, strided<[100000000000000000, 8, 1]>>/g' %inkling_src/examples/small_layer.mlir > %t/huge.mlir
+// RUN: not inkling-run %t/huge.mlir --replay=0 \
+// RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
+// RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
+// RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: inkling-run: x: memref<?x2x8xbf16, strided<[100000000000000000, 8, 1]>> with offset 0 and token stride 100000000000000000 for 5 tokens of 16 elements: not a buffer a replay can allocate
+// RUN: not inkling-run %t/huge.mlir --steps=1 2>&1 | FileCheck %s --check-prefix=HUGESERVE
+// HUGESERVE: inkling-run: {{.*}}huge.mlir: argument 5 (memref<?x2x8xbf16, strided<[100000000000000000, 8, 1]>>): token stride 100000000000000000 and offset 0 for 256 tokens (--token-budget): not a buffer inkling-run can allocate
+// RUN: sed 's/inkling.num_layers = 3/inkling.num_layers = 100000/' %inkling_src/examples/small_layer.mlir > %t/layers.mlir
+// RUN: not inkling-run %t/layers.mlir --steps=1 2>&1 | FileCheck %s --check-prefix=NUMLAYERS
+// NUMLAYERS: inkling-run: {{.*}}layers.mlir: inkling.num_layers = 100000: expected an integer in [1, 1024] (or pass --layers)
 // RUN: not ls %t/bad
