@@ -27,6 +27,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -264,6 +265,9 @@ TEST(LayoutPropertyTest, RandomLayoutsMatchReference) {
       int kind = std::uniform_int_distribution<int>(0, 2)(rng);
       v = {kind != 0, kind == 2, kind != 2};
     }
+    // The drawn layouts, for the log (a failure names its layout anyway).
+    std::printf("layout %lld: %s\n", static_cast<long long>(n),
+                c.describe().c_str());
     std::string source = buildLayer(c, *layout, convs);
     for (const Form &form : kForms) {
       std::string what = "layout " + std::to_string(n) + " (" + c.describe() +
