@@ -403,8 +403,10 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   for (int64_t j = 0; j < step.meta.blockTableWidth; ++j)
     step.meta.blockTable[j] = 99;
   // Token 0: slot beyond the cache; token 1: -1 (fine); token 2: -7 (bad);
-  // token 3: a valid slot in block 2.
-  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, 2 * n + 1};
+  // token 3 (sequence 1, position 2): its own slot, in block
+  // block_table[1][2 / N] = 1.
+  int64_t own = 1 * n + 2 % n;
+  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
   AlignedBuffer<uint16_t> cache(step.numBlocks * blockStride, kPoison);
   std::vector<uint16_t> before(cache.data, cache.data + cache.size);
   StreamData x(4, tokenStride(layout, s));
@@ -425,11 +427,28 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   EXPECT_EQ(status[4], step.numBlocks * n);
   // Only token 3's row was written.
   StepMetadata valid = step.meta;
-  valid.slotMapping = {-1, -1, -1, 2 * n + 1};
+  valid.slotMapping = {-1, -1, -1, own};
   referenceInsert(layout, s, x.view(), valid,
                   {before.data(), blockStride, step.numBlocks});
   EXPECT_TRUE(
       sameBits(before.data(), cache.data, cache.size, 0, "checked insert"));
+
+  // A slot in range that is not the token's own (here a row of block 2,
+  // which the step does not own) is skipped and reported as kind 4, with
+  // the expected slot as the limit.
+  std::vector<uint16_t> afterFirst(cache.data, cache.data + cache.size);
+  step.meta.slotMapping = {-1, -1, -1, 2 * n + 1};
+  std::fill(status.begin(), status.end(), 0);
+  Call wrong = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+  insert(&wrong.cache, &wrong.qsl, &wrong.nc, &wrong.bt, &wrong.slots, &sd, xd);
+  EXPECT_EQ(status[0], 1);
+  EXPECT_EQ(status[1], 4);
+  EXPECT_EQ(status[2], 3);
+  EXPECT_EQ(status[3], 2 * n + 1);
+  EXPECT_EQ(status[4], own);
+  EXPECT_TRUE(sameBits(afterFirst.data(), cache.data, cache.size, 0,
+                       "checked insert of a slot that is not the token's"));
+  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
 
   if (kernel == 1)
     return; // no history taps, no block ids to check

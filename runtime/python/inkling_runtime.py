@@ -243,7 +243,13 @@ def _call(lib, function, *args):
 
 
 def _int32_array(values):
+    # ctypes wraps an out-of-range int silently (2**31 becomes -2**31):
+    # token ids are int32 in the C API, so say so instead.
     values = list(values)
+    for value in values:
+        if not -2**31 <= value < 2**31:
+            raise ValueError("token id %d does not fit int32 (the C API's "
+                             "token ids are in [-2^31, 2^31 - 1])" % value)
     return (_I32 * max(1, len(values)))(*values), len(values)
 
 

@@ -265,6 +265,13 @@ class ServingEngineStepTest(unittest.TestCase):
         with self.assertRaises(rt.InklingError) as caught:
             rt.Manager(layout_config(), num_blocks=1)
         self.assertIn("num_blocks (1)", caught.exception.message)
+        # Token ids are int32: 2^31 is refused, not wrapped to -2^31.
+        with self.assertRaises(ValueError) as caught:
+            self.manager.add_sequence([1, 2**31])
+        self.assertIn("token id 2147483648 does not fit int32",
+                      str(caught.exception))
+        with self.assertRaises(ValueError):
+            self.manager.commit(seq, 3, [-2**31 - 1])
 
 
 class LayoutPagesAndRanksTest(unittest.TestCase):

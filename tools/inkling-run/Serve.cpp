@@ -495,8 +495,21 @@ int Server::setUp() {
     if (arg.role == ArgRole::Input || arg.role == ArgRole::Output) {
       int64_t row = rowElements(*arg.stream);
       geometry_[i] = streamGeometry(arg, row);
-      size_t elements =
-          geometry_[i].offset + maxTokens * geometry_[i].tokenStride;
+      // A static token stride or offset of the IR sizes the buffer: check
+      // the product before it overflows (1 TiB at most).
+      int64_t elements = 0;
+      if (geometry_[i].offset < 0 || geometry_[i].tokenStride < row ||
+          __builtin_mul_overflow(maxTokens, geometry_[i].tokenStride,
+                                 &elements) ||
+          __builtin_add_overflow(elements, geometry_[i].offset, &elements) ||
+          elements > (int64_t(1) << 39))
+        return fail(opt_.modelPath + ": argument " + std::to_string(i) + " (" +
+                    arg.type + "): token stride " +
+                    std::to_string(geometry_[i].tokenStride) + " and offset " +
+                    std::to_string(geometry_[i].offset) + " for " +
+                    std::to_string(maxTokens) +
+                    " tokens (--token-budget): not a buffer inkling-run can "
+                    "allocate");
       argData_[i] = std::make_unique<Aligned>(elements * 2);
       std::memset(argData_[i]->data, 0, elements * 2);
     } else if (arg.role == ArgRole::Weights || arg.role == ArgRole::Bias) {
@@ -819,8 +832,9 @@ bool Server::invokeLayer(int64_t layer) {
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
     static const char *kinds[] = {"?", "slot", "block id",
-                                  "logical block beyond the block table"};
-    int64_t kind = status_[1] >= 0 && status_[1] <= 3 ? status_[1] : 0;
+                                  "logical block beyond the block table",
+                                  "slot that is not the token's own"};
+    int64_t kind = status_[1] >= 0 && status_[1] <= 4 ? status_[1] : 0;
     failure_ = "step " + std::to_string(step_) + ", layer " +
                std::to_string(layer) + ": the checked kernel rejected " +
                std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +

@@ -21,7 +21,9 @@
 #include "llvm/Support/InitLLVM.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <unistd.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -275,6 +277,62 @@ int main(int argc, char **argv) {
   if (!inputs.empty() || !outputs.empty())
     return run::fail("--inputs and --outputs go with --replay=OP");
 
+  // Every option is range-checked before any arithmetic on it (products
+  // of these bounds fit int64 and the allocations they size); the error
+  // names the option and the value as given.
+  auto intIn = [](const char *name, int64_t value, int64_t lo, int64_t hi,
+                  const char *note = "") {
+    if (value >= lo && value <= hi)
+      return true;
+    run::fail(std::string("--") + name + "=" + std::to_string(value) +
+              ": expected an integer in [" + std::to_string(lo) + ", " +
+              std::to_string(hi) + "]" + note);
+    return false;
+  };
+  auto realIn = [](const char *name, double value, double lo, double hi,
+                   bool openLo = false) {
+    if (std::isfinite(value) && (openLo ? value > lo : value >= lo) &&
+        value <= hi)
+      return true;
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "--%s=%g: expected a number in %c%.17g, %.17g]", name, value,
+                  openLo ? '(' : '[', lo, hi);
+    run::fail(text);
+    return false;
+  };
+  constexpr int64_t kMaxTokens = int64_t(1) << 20;
+  if (!intIn("layers", layers, 0, 1024,
+             " (0: the module's inkling.num_layers, else 2)") ||
+      !realIn("budget-mb", budgetMB, 0, 1 << 20, /*openLo=*/true) ||
+      !intIn("steps", steps, 0, int64_t(1) << 30) ||
+      !intIn("max-batch", maxBatch, 1, 4096) ||
+      !intIn("token-budget", tokenBudget, 1, kMaxTokens) ||
+      !intIn("max-chunk", maxChunk, 1, kMaxTokens) ||
+      !intIn("min-prompt", minPrompt, 1, kMaxTokens) ||
+      !intIn("max-prompt", maxPrompt, minPrompt, kMaxTokens) ||
+      !intIn("min-output", minOutput, 1, kMaxTokens) ||
+      !intIn("max-output", maxOutput, minOutput, kMaxTokens) ||
+      !intIn("vocab", vocab, 1, int64_t(1) << 30) ||
+      !intIn("lookahead", lookahead, 0, 16) ||
+      !realIn("arrival-rate", arrivalRate, 0, 1024) ||
+      !intIn("shared-prefixes", sharedPrefixes, 0, 4096) ||
+      !realIn("spec-rate", specRate, 0, 1) ||
+      !realIn("preempt-rate", preemptRate, 0, 1) ||
+      !realIn("fork-rate", forkRate, 0, 1) ||
+      !realIn("shared-prefix-rate", sharedPrefixRate, 0, 1))
+    return 1;
+  // The caches live in host memory (also with --device=gpu: the checker's
+  // copies): a budget beyond it would only thrash or fail later.
+  double physicalMB = double(sysconf(_SC_PHYS_PAGES)) *
+                      double(sysconf(_SC_PAGE_SIZE)) / (1 << 20);
+  if (physicalMB > 0 && budgetMB > physicalMB) {
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "--budget-mb=%g: more than this machine's memory (%.0f MiB)",
+                  double(budgetMB), physicalMB);
+    return run::fail(text);
+  }
   run::ServeOptions options;
   options.modelPath = modelPath;
   // Without --layers: the module's count, else the bind's cross-layer
@@ -283,21 +341,15 @@ int main(int argc, char **argv) {
       layers > 0 ? int64_t(layers)
                  : sig.numLayers.value_or(sig.crossLayers > 1 ? sig.crossLayers
                                                               : int64_t(2));
-  if (layers < 0 || options.layers < 1)
-    return run::fail("--layers=" + std::to_string(options.layers) +
-                     ": expected at least 1");
+  if (options.layers < 1 || options.layers > 1024)
+    return run::fail(
+        modelPath + ": inkling.num_layers = " + std::to_string(options.layers) +
+        ": expected an integer in [1, 1024] (or pass --layers)");
   if (crossLayer && !program->setCacheGeometry(0, options.layers, error))
     return run::fail("--cross-layer: " + error);
-  auto need = [](bool ok, const std::string &what) {
-    if (!ok)
-      run::fail(what);
-    return ok;
-  };
   if (!planAttention.empty() && !printPlan)
     return run::fail("--plan-attention goes with --print-plan");
   if (printPlan) {
-    if (!need(budgetMB > 0, "--budget-mb must be positive"))
-      return 1;
     std::vector<int64_t> attention(planAttention.begin(), planAttention.end());
     StatusOr<CachePlan> plan =
         run::planCache(sig, options.layers, budgetMB, attention);
@@ -306,27 +358,6 @@ int main(int argc, char **argv) {
     std::fputs(plan->describe().c_str(), stdout);
     return 0;
   }
-  if (!need(budgetMB > 0, "--budget-mb must be positive") ||
-      !need(steps >= 0, "--steps must be >= 0") ||
-      !need(maxBatch >= 1, "--max-batch must be >= 1") ||
-      !need(tokenBudget >= 1, "--token-budget must be >= 1") ||
-      !need(maxChunk >= 1, "--max-chunk must be >= 1") ||
-      !need(minPrompt >= 1 && minPrompt <= maxPrompt,
-            "--min-prompt and --max-prompt: need 1 <= min <= max") ||
-      !need(minOutput >= 1 && minOutput <= maxOutput,
-            "--min-output and --max-output: need 1 <= min <= max") ||
-      !need(vocab >= 1 && vocab <= (int64_t(1) << 30),
-            "--vocab must be in [1, 2^30]") ||
-      !need(lookahead >= 0 && lookahead <= 16,
-            "--lookahead must be in [0, 16]") ||
-      !need(arrivalRate >= 0, "--arrival-rate must be >= 0") ||
-      !need(sharedPrefixes >= 0, "--shared-prefixes must be >= 0") ||
-      !need(specRate >= 0 && specRate <= 1 && preemptRate >= 0 &&
-                preemptRate <= 1 && forkRate >= 0 && forkRate <= 1 &&
-                sharedPrefixRate >= 0 && sharedPrefixRate <= 1,
-            "--spec-rate, --preempt-rate, --fork-rate and "
-            "--shared-prefix-rate are probabilities in [0, 1]"))
-    return 1;
   options.budgetMB = budgetMB;
   options.compile.checked = checked;
   options.compile.fusion = fusion;

@@ -218,8 +218,19 @@ public:
   bool compileKernels(const CompileOptions &options, const KernelTarget &target,
                       KernelFiles &bundle, std::string &error);
 
+  /// Checks `args` against the signature, as every caller of invoke()
+  /// should first: one entry per argument, of its rank, sizes >= 0 and
+  /// equal to the type's static sizes, strides and offset equal to its
+  /// static ones, and a data pointer 16-byte aligned for the cache and the
+  /// bf16 tensors (the kernels' alignment contract: their 16-byte vector
+  /// accesses assume it), element-aligned for the metadata. The error names
+  /// the argument, its type and the value.
+  bool checkArguments(const std::vector<MemRefArg> &args,
+                      std::string &error) const;
+
   /// Calls the compiled function; `args` has one entry per argument of the
-  /// signature, with as many sizes and strides as the argument's rank.
+  /// signature, with as many sizes and strides as the argument's rank (see
+  /// checkArguments).
   void invoke(const std::vector<MemRefArg> &args);
 
 private:

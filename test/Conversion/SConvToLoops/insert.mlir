@@ -102,7 +102,8 @@ func.func @insert_scalar_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 
 // Width 10 at offset 26 (head_dim 8, hidden 20, kv_heads 2: mlp): one vector
 // chunk and a 2-channel scalar tail. Neither the input rows (10 wide) nor
-// the cache column 26 are multiples of 8: no alignment is claimed.
+// the cache column 26 are multiples of 8, only of 2: 4 bytes are claimed,
+// never 16.
 // CHECK-LABEL: func @insert_vector_and_tail
 // CHECK-DAG:     %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.+]] = arith.constant 2 : index
@@ -114,8 +115,8 @@ func.func @insert_scalar_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECK:                 memref.load
 // CHECK:                 memref.store
 // CHECK:             } else {
-// CHECK:               vector.load %{{.*}}] : memref<?x2x10xbf16>, vector<8xbf16>
-// CHECK:               vector.store %{{.*}}] : memref<?x2x2x64xbf16, strided<[256, 128, 64, 1]>>, vector<8xbf16>
+// CHECK:               vector.load %{{.*}}] {alignment = 4 : i64} : memref<?x2x10xbf16>, vector<8xbf16>
+// CHECK:               vector.store %{{.*}}] {alignment = 4 : i64} : memref<?x2x2x64xbf16, strided<[256, 128, 64, 1]>>, vector<8xbf16>
 func.func @insert_vector_and_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
                                   %nc: memref<?xi32>, %bt: memref<?x?xi32>,
                                   %slots: memref<?xi64>, %mlp: memref<?x2x10xbf16>) {

@@ -457,6 +457,39 @@ func.func @conv_in_place(%k: memref<?x8x128xbf16>, %w: memref<1024x4xbf16>,
 
 // -----
 
+// The same buffer through memref.cast is still x.
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @conv_in_place_through_cast(%k: memref<?x8x128xbf16>, %w: memref<1024x4xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  %static = memref.cast %k : memref<?x8x128xbf16> to memref<4x8x128xbf16>
+  %y = memref.cast %static : memref<4x8x128xbf16> to memref<?x8x128xbf16>
+  // expected-error @+1 {{'sconv.conv' op operand 'out' must not be operand 'x'}}
+  sconv.conv %k, %w history %cache[k] layout #l step %step into %y
+      : memref<?x8x128xbf16>, memref<1024x4xbf16>,
+        memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_out_is_input_through_cast(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  %yv = memref.cast %k : memref<?x8x128xbf16> to memref<?x8x128xbf16, strided<[1024, 128, 1]>>
+  %y = memref.cast %yv : memref<?x8x128xbf16, strided<[1024, 128, 1]>> to memref<?x8x128xbf16>
+  // expected-error @+1 {{'sconv.fused_conv' op operand 'outs[1]' must not be an input}}
+  sconv.fused_conv %k, %v weights %wk, %wk history %cache[k, v] layout #l step %step
+      into %yk, %y
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
+  return
+}
+
+// -----
+
 #l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 func.func @conv_cache_layout_mismatch(%k: memref<?x4x128xbf16>, %w: memref<512x4xbf16>,
     %y: memref<?x4x128xbf16>, %step: !sconv.step,

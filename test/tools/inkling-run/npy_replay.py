@@ -22,7 +22,7 @@ def bf16(value):
 
 
 def write(path, descr, shape, values):
-    fmt = {"<u2": "H", "<i4": "i", "<i8": "q"}[descr]
+    fmt = {"<u2": "H", "<i4": "i", "<i8": "q", "<u4": "I", "<u8": "Q"}[descr]
     header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
         descr, ", ".join("%d" % s for s in shape) if len(shape) != 1
         else "%d," % shape[0])
@@ -110,6 +110,29 @@ def gen(out, n=4):
     # Bad inputs.
     write(os.path.join(out, "bad_slots.npy"), "<i8", [5],
           [-1, 99 * N, 5 * N + 3, 6 * N, 6 * N + 1])
+    # x transposed: the element count of (5, 2, 8), the shape (5, 8, 2).
+    write(os.path.join(out, "x_transposed.npy"), "<u2", [T, HD, H],
+          [bf16(v) for v in flat(x)])
+    # Token 2 stores into slot 22, token 1's slot: a race on a GPU.
+    write(os.path.join(out, "slots_repeated.npy"), "<i8", [5],
+          [-1, 5 * N + 2, 5 * N + 2, 6 * N, 6 * N + 1])
+    # Token 1 (position 6) stores into block 3 row 2, a history row the
+    # convs read, not its own slot 5 * N + 2.
+    write(os.path.join(out, "slots_not_own.npy"), "<i8", [5],
+          [-1, 3 * N + 2, 5 * N + 3, 6 * N, 6 * N + 1])
+    # Unsigned metadata: 0xFFFFFFFF is 4294967295, not -1.
+    write(os.path.join(out, "bt_u4.npy"), "<u4", [2, 3],
+          [3, 5, 0xFFFFFFFF, 6, 0, 0])
+    write(os.path.join(out, "slots_u8.npy"), "<u8", [5],
+          [2 ** 64 - 1, 5 * N + 2, 5 * N + 3, 6 * N, 6 * N + 1])
+    # A header that names 'descr' twice.
+    header = ("{'descr': '<i4', 'descr': '<i8', 'fortran_order': False, "
+              "'shape': (3,), }")
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(os.path.join(out, "dup_key.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
+        f.write(header.encode("latin1") + struct.pack("<3i", 0, 3, 5))
+    os.makedirs(os.path.join(out, "a_directory.npy"), exist_ok=True)
     with open(os.path.join(out, "not_npy.npy"), "wb") as f:
         f.write(b"PK\x03\x04 this is a zip file")
     with open(os.path.join(out, "x.npy"), "rb") as f:

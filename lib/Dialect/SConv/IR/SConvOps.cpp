@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/CastInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace inkling::sconv;
@@ -241,6 +243,18 @@ bool ConvOp::readsOnlyHistory() { return true; }
 
 SmallVector<Stream> ConvOp::getStepWrittenStreams() { return {}; }
 
+/// `v` without the casts that only retype the same memory (memref.cast,
+/// memref.memory_space_cast): an output cast from x is x.
+static Value castRoot(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(op);
+    if (!view || !isa<CastOpInterface>(op))
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
 LogicalResult ConvOp::verify() {
   LayoutAttr layout = getLayout();
   Stream stream = getStream();
@@ -261,7 +275,7 @@ LogicalResult ConvOp::verify() {
     return emitOpError() << "operand 'out': expected the shape of 'x' ("
                          << xType << "), found " << outType;
   // Taps read other tokens' inputs: an in-place conv would read outputs.
-  if (getOut() == getX())
+  if (castRoot(getOut()) == castRoot(getX()))
     return emitOpError() << "operand 'out' must not be operand 'x': the conv "
                             "reads x of earlier tokens after writing out";
   return success();
@@ -380,7 +394,9 @@ LogicalResult FusedConvOp::verify() {
                            << "': expected the shape of '"
                            << indexedName("inputs", i) << "' ("
                            << input.getType() << "), found " << out.getType();
-    if (llvm::is_contained(getInputs(), out))
+    if (llvm::any_of(getInputs(), [&](Value input) {
+          return castRoot(input) == castRoot(out);
+        }))
       return emitOpError() << "operand '" << indexedName("outs", i)
                            << "' must not be an input: the conv reads x of "
                               "earlier tokens after writing out";

@@ -94,8 +94,10 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
       run-time checks (`sconv-lower-to-loops{checked=true}`) reports an
       out-of-range slot or block id instead of accessing memory out of
       bounds: `[0]` counts rejected accesses, `[1..4]` describe the first
-      one (kind: 1 slot, 2 block id, 3 logical block beyond the block table;
-      token; offending value; limit). The host zeroes it before the step.
+      one (kind: 1 slot, 2 block id, 3 logical block beyond the block table,
+      4 a slot that is not the token's own `block_table[b][p / N] * N +
+      p % N` (limit: that slot); token; offending value; limit). The host
+      zeroes it before the step.
 
     The op reads nothing itself; the ops that take the step read the buffers
     (they declare the read on the step operand). Sharing one step value is
