@@ -2,7 +2,8 @@
 //
 // A property test of the loop lowering: random layouts that the dialect
 // accepts (kernel 1..8, widths that are mostly not multiples of 8, tp up to
-// kv_heads, exact, padded and cross-layer block strides, dense or strided
+// kv_heads, block size N drawn independently of W, exact, padded and
+// cross-layer block strides, dense or strided
 // stream rows), each lowered with `inkling-lower-to-cpu` in the unfused
 // form and in both loop forms of the fused ops (the CPU's per-stream inner
 // loops and the GPU's loop over the concatenated chunks, run here on the
@@ -44,9 +45,8 @@ namespace {
 constexpr uint16_t kPoison = 0xFFFF;
 
 /// One generated case. `blockSize` is the block size N the case is drawn
-/// for; the layout attribute does not carry it yet (N = kernel), and the
-/// test asserts that the derived layout agrees: once the attribute takes an
-/// N, draw it here and pass it on.
+/// for (the layout attribute's `block_size`); the test asserts that the
+/// derived layout agrees.
 struct PropertyCase {
   LayoutConfig config;
   int64_t blockSize = 0;
@@ -92,7 +92,13 @@ PropertyCase drawCase(std::mt19937_64 &rng) {
       divisors.push_back(d);
   c.config.tp = divisors[std::uniform_int_distribution<size_t>(
       0, divisors.size() - 1)(rng)];
-  c.blockSize = c.config.kernel; // N = W until the layout takes an N.
+  // N: the kernel's default half the time, else any of 1..2W+1 (N < W-1,
+  // where a history spans several blocks, included).
+  c.blockSize = std::bernoulli_distribution(0.5)(rng)
+                    ? c.config.kernel
+                    : std::uniform_int_distribution<int64_t>(
+                          1, 2 * c.config.kernel + 1)(rng);
+  c.config.blockSize = c.blockSize;
   auto layout = Layout::derive(c.config);
   if (!layout.isOk())
     return c; // reported by the caller

@@ -109,22 +109,22 @@ def gen(out, n=4):
           [bf16(v) for v in new_cache])
     # Bad inputs.
     write(os.path.join(out, "bad_slots.npy"), "<i8", [5],
-          [-1, 99 * N, 5 * N + 3, 6 * N, 6 * N + 1])
+          [-1, 99 * N, slot(0, 7), slot(1, 0), slot(1, 1)])
     # x transposed: the element count of (5, 2, 8), the shape (5, 8, 2).
     write(os.path.join(out, "x_transposed.npy"), "<u2", [T, HD, H],
           [bf16(v) for v in flat(x)])
-    # Token 2 stores into slot 22, token 1's slot: a race on a GPU.
+    # Token 2 stores into token 1's slot: a race on a GPU.
     write(os.path.join(out, "slots_repeated.npy"), "<i8", [5],
-          [-1, 5 * N + 2, 5 * N + 2, 6 * N, 6 * N + 1])
-    # Token 1 (position 6) stores into block 3 row 2, a history row the
-    # convs read, not its own slot 5 * N + 2.
+          [-1, slot(0, 6), slot(0, 6), slot(1, 0), slot(1, 1)])
+    # Token 1 (position 6) stores into the row of position 4, a history row
+    # the convs read, not its own slot.
     write(os.path.join(out, "slots_not_own.npy"), "<i8", [5],
-          [-1, 3 * N + 2, 5 * N + 3, 6 * N, 6 * N + 1])
+          [-1, slot(0, 4), slot(0, 7), slot(1, 0), slot(1, 1)])
     # Unsigned metadata: 0xFFFFFFFF is 4294967295, not -1.
-    write(os.path.join(out, "bt_u4.npy"), "<u4", [2, 3],
-          [3, 5, 0xFFFFFFFF, 6, 0, 0])
+    write(os.path.join(out, "bt_u4.npy"), "<u4", [2, cols],
+          [0xFFFFFFFF] + bt[1:])
     write(os.path.join(out, "slots_u8.npy"), "<u8", [5],
-          [2 ** 64 - 1, 5 * N + 2, 5 * N + 3, 6 * N, 6 * N + 1])
+          [2 ** 64 - 1, slot(0, 6), slot(0, 7), slot(1, 0), slot(1, 1)])
     # A header that names 'descr' twice.
     header = ("{'descr': '<i4', 'descr': '<i8', 'fortran_order': False, "
               "'shape': (3,), }")

@@ -114,18 +114,18 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_repeated.npy,x=%t/x.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=REPEATED
-// REPEATED: inkling-run: slot_mapping: slot 22 appears for tokens 1 and 2 (each token stores its own row)
+// REPEATED: inkling-run: slot_mapping: slot 14 appears for tokens 1 and 2 (each token stores its own row)
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=1 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_not_own.npy,x=%t/x.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=NOTOWN
-// NOTOWN: inkling-run: sconv.insert (op 1): the checked kernel rejected 1 accesses (first: slot 14 of token 1, not its own slot block_table[b][p / N] * N + p % N = 22); no output written
+// NOTOWN: inkling-run: sconv.insert (op 1): the checked kernel rejected 1 accesses (first: slot 12 of token 1, not its own slot block_table[b][p / N] * N + p % N = 14); no output written
 //
 // Static sizes in the IR are checked against the tensors (they were
 // ignored: a buffer overrun, or rows left uncomputed with exit 0).
 // RUN: sed 's/memref<?x2x8xbf16>/memref<40x2x8xbf16>/g' %inkling_src/examples/small_layer.mlir > %t/static40.mlir
 // RUN: sed 's/memref<?x2x8xbf16>/memref<3x2x8xbf16>/g' %inkling_src/examples/small_layer.mlir > %t/static3.mlir
-// RUN: sed 's/memref<?x?xi32>/memref<?x2xi32>/g' %inkling_src/examples/small_layer.mlir > %t/bt2.mlir
+// RUN: sed 's/memref<?x?xi32>/memref<?x3xi32>/g' %inkling_src/examples/small_layer.mlir > %t/bt2.mlir
 // RUN: not inkling-run %t/static40.mlir --replay=0 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
@@ -140,7 +140,7 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=BT2
-// BT2: inkling-run: argument 3 of @small_layer (block_table, memref<?x2xi32>): size 1 is 3, the type says 2
+// BT2: inkling-run: argument 3 of @small_layer (block_table, memref<?x3xi32>): size 1 is 2, the type says 3
 // A static token stride that no buffer can have (T * stride would overflow
 // int64 in serving).
 // RUN: sed 's/memref<?x2x8xbf16>/memref<?x2x8xbf16, strided<[100000000000000000, 8, 1]>>/g' %inkling_src/examples/small_layer.mlir > %t/huge.mlir
