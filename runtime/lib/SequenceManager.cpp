@@ -165,6 +165,17 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
   pool_.setEvictionListener(&cache_);
 }
 
+int64_t SequenceManager::maxSnapshotBlocks() const {
+  if (config_.prefixPolicy == PrefixPolicy::Window)
+    return 0;
+  if (config_.prefixPolicy == PrefixPolicy::EveryBlock)
+    return std::numeric_limits<int64_t>::max();
+  // The window's bound plus a hit frontier of S boundaries of
+  // ceil((W-1)/N) blocks each.
+  return maxHeld_ +
+         config_.snapshotEvery * ((history_ + blockSize_ - 1) / blockSize_);
+}
+
 int64_t SequenceManager::maxBlocksBetweenSteps() const {
   // The blocks W-1 consecutive positions can touch: ceil((W-2)/N) + 1.
   return spanBlocks(history_, blockSize_);
@@ -210,6 +221,7 @@ int32_t SequenceManager::newSlot() {
     held_.resize(seqs_.size() * maxHeld_);
     tails_.resize(seqs_.size() * blockSize_);
     seeds_.resize(seqs_.size());
+    hitFrom_.resize(seqs_.size());
     cachePoints_.emplace_back();
     snapRanges_.emplace_back();
     snapBlocks_.emplace_back();
@@ -223,6 +235,7 @@ int32_t SequenceManager::newSlot() {
   seq.lastHash = config_.prefixSeed;
   seeds_[slot] = config_.prefixSeed;
   cachePoints_[slot].clear();
+  hitFrom_[slot] = 0;
   chains_[slot].base = 0;
   chains_[slot].hashes.clear(); // keeps its capacity: sequences come and go
   ++numLive_;
@@ -327,6 +340,7 @@ Status SequenceManager::checkStartPosition(const HashChain &chain,
 
 void SequenceManager::startAt(Sequence &seq, int64_t startPosition,
                               const ResumeBlocks &blocks) {
+  hitFrom_[seq.slot] = static_cast<int32_t>(startPosition);
   seq.state = SequenceState::Idle;
   seq.numComputed = startPosition;
   seq.numScheduled = 0;
@@ -552,6 +566,24 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
     int64_t every = config_.snapshotEvery * blockSize_;
     for (int64_t b = top - top % every; b > c; b -= every)
       bounds.push_back(b);
+    // Below S*N, boundaries at N * 2^k: a shared prompt shorter than S
+    // blocks still gets a first hit (whose frontier then finds its end).
+    for (int64_t b = blockSize_; b < every && b <= top; b *= 2)
+      if (b > c)
+        bounds.push_back(b);
+    // The hit frontier: a sequence that started at a hit h shares its
+    // prompt beyond h with an earlier one, up to a point no one knows: it
+    // snapshots every boundary in (h, h + S*N], so the next sharer resumes
+    // where the shared part ends (boundaries already cached are skipped).
+    // Only a hit at a grid point (below) starts a frontier: a hit
+    // elsewhere came from a frontier or a cache point, at the shared end.
+    int64_t hit = hitFrom_[seq.slot];
+    int64_t hitBlocks = hit / blockSize_;
+    bool onGrid = hit % every == 0 || (hitBlocks & (hitBlocks - 1)) == 0;
+    if (hit > 0 && onGrid)
+      for (int64_t b = std::min(top, hit + every); b > std::max(c, hit);
+           b -= blockSize_)
+        bounds.push_back(b);
     for (int32_t point : cachePoints_[seq.slot]) {
       int64_t b = point - point % blockSize_;
       if (b > c && b <= top)
@@ -605,7 +637,7 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
   // policy also keeps a step's snapshot blocks within maxBlocksPerSequence()
   // (every-block stores what it must, like vLLM).
   int64_t cap = config_.prefixPolicy == PrefixPolicy::Snapshots
-                    ? maxHeld_
+                    ? maxSnapshotBlocks()
                     : std::numeric_limits<int64_t>::max();
   size_t drop = 0;
   while (drop < snap.ranges.size() &&
@@ -1157,6 +1189,7 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
   chainOf(child) = chainOf(parent);
   seeds_[slot] = seeds_[parentSlot];
   cachePoints_[slot] = cachePoints_[parentSlot];
+  hitFrom_[slot] = hitFrom_[parentSlot];
   child.lastHash = parent.lastHash;
   child.tailCount = parent.tailCount;
   std::copy_n(tailTokens(parent), parent.tailCount, tailTokens(child));

@@ -788,10 +788,13 @@ private:
       if (!info.snapshotBlocks.empty()) {
         if (seq.state != State::Scheduled)
           return name + " holds snapshot blocks outside a step";
+        // maxSnapshotBlocks(): the window's bound plus a hit frontier.
+        int64_t snapBound =
+            stepBound + config_.snapshotEvery * (span(history() + 1) - 1);
         if (config_.policy == PrefixPolicy::Snapshots &&
-            static_cast<int64_t>(info.snapshotBlocks.size()) > stepBound)
+            static_cast<int64_t>(info.snapshotBlocks.size()) > snapBound)
           return name + " holds " + std::to_string(info.snapshotBlocks.size()) +
-                 " snapshot blocks, bound " + std::to_string(stepBound);
+                 " snapshot blocks, bound " + std::to_string(snapBound);
         ++snapshotChecks_;
         for (const MappedBlock &snap : info.snapshotBlocks) {
           if (snap.logical < c / n_ || snap.logical >= info.storeFrom / n_)

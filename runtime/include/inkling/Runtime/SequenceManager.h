@@ -280,6 +280,12 @@ public:
   int64_t lookahead() const { return lookahead_; }
   /// Blocks a sequence can hold during a step: span(W-1) + span(W-1+L).
   int64_t maxBlocksPerSequence() const { return maxHeld_; }
+  /// Snapshot blocks a sequence can hold during a step, on top of
+  /// maxBlocksPerSequence(): 0 (window); maxBlocksPerSequence() + S *
+  /// ceil((W-1)/N) (snapshots: beyond it the lowest are dropped); unbounded
+  /// (every-block: the chunk's blocks, like vLLM). Snapshot blocks only take
+  /// free blocks and are cached, not held, once the step commits.
+  int64_t maxSnapshotBlocks() const;
   /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
   int64_t maxBlocksBetweenSteps() const;
   /// The during-a-step bound for a layout and lookahead, before a manager
@@ -464,6 +470,7 @@ private:
   // Per slot: chain root (prefix seed and extra keys), cache points, and
   // the snapshot ranges and blocks of a pending step.
   std::vector<uint64_t> seeds_;
+  std::vector<int32_t> hitFrom_; // the prefix hit a sequence started at
   std::vector<std::vector<int32_t>> cachePoints_;
   std::vector<std::vector<SnapshotRange>> snapRanges_;
   std::vector<std::vector<MappedBlock>> snapBlocks_;
