@@ -625,7 +625,8 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
     SchedulePlan extended = planSchedule(seq, numTokens, storeFrom);
     // The window never outgrows the per-sequence bound (nor the free
     // blocks): else the snapshot is dropped.
-    if (seq.numHeld + extended.newEntries <= maxHeld_ &&
+    if (seq.numHeld + extended.newEntries + (extended.copyOnWrite ? 1 : 0) <=
+            maxHeld_ &&
         extended.needed <= budget)
       plan = extended;
   }
