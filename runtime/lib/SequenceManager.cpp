@@ -1020,8 +1020,13 @@ void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
           (j + 1) * blockSize_ > seq.numComputed || j < chain.base ||
           j >= chain.end())
         continue;
-      if (cache_.insert(chain.at(j), blocks[i].physical))
-        pool_.setCacheTagUnchecked(blocks[i].physical, chain.at(j));
+      // Mutant: register the block under the next block's prefix.
+      uint64_t hash =
+          INKLING_MUTANT("snapshot-next-hash") && j + 1 < chain.end()
+              ? chain.at(j + 1)
+              : chain.at(j);
+      if (cache_.insert(hash, blocks[i].physical))
+        pool_.setCacheTagUnchecked(blocks[i].physical, hash);
     }
   }
 }

@@ -1029,7 +1029,8 @@ TEST_P(ModelCheckMutantTest, TheModelCheckCatchesTheBug) {
 
 INSTANTIATE_TEST_SUITE_P(Mutants, ModelCheckMutantTest,
                          ::testing::Values("no-copy-on-write", "no-lookahead",
-                                           "leak-copy-source"),
+                                           "leak-copy-source",
+                                           "snapshot-next-hash"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                            std::string name = i.param;
                            std::replace(name.begin(), name.end(), '-', '_');
