@@ -195,11 +195,35 @@ private:
 
   // --- Operations ----------------------------------------------------------
 
+  std::string switchPolicy() {
+    PrefixPolicy policies[] = {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                               PrefixPolicy::EveryBlock};
+    PrefixPolicy policy = policies[uniform(0, 2)];
+    int64_t every = uniform(1, 4);
+    lastOp_ = std::string("set policy ") + prefixPolicyName(policy);
+    if (chance(0.2)) // a bad interval: named, nothing changes
+      return expect(StatusCode::InvalidArgument, [&] {
+        return manager_->setPrefixPolicy(policy, chance(0.5) ? 0 : -every);
+      });
+    if (std::string err =
+            expect(StatusCode::Ok,
+                   [&] { return manager_->setPrefixPolicy(policy, every); });
+        !err.empty())
+      return err;
+    maxEvery_ = std::max(maxEvery_, every);
+    everyBlockSeen_ |= policy == PrefixPolicy::EveryBlock;
+    return "";
+  }
+
   std::string randomOperation() {
     // Long sequences finish, to keep positions within the buffers.
     for (size_t i = 0; i < seqs_.size(); ++i)
       if (static_cast<int64_t>(seqs_[i].tokens.size()) >= kMaxLength - 10)
         return finish(i);
+    // Snapshot configurations switch policies now and then (the window
+    // configurations draw exactly as before).
+    if (config_.policy != PrefixPolicy::Window && chance(0.01))
+      return switchPolicy();
     int64_t pick = uniform(0, 99);
     if (pick < 10)
       return add();
@@ -789,9 +813,8 @@ private:
         if (seq.state != State::Scheduled)
           return name + " holds snapshot blocks outside a step";
         // maxSnapshotBlocks(): the window's bound plus a hit frontier.
-        int64_t snapBound =
-            stepBound + config_.snapshotEvery * (span(history() + 1) - 1);
-        if (config_.policy == PrefixPolicy::Snapshots &&
+        int64_t snapBound = stepBound + maxEvery_ * (span(history() + 1) - 1);
+        if (config_.policy == PrefixPolicy::Snapshots && !everyBlockSeen_ &&
             static_cast<int64_t>(info.snapshotBlocks.size()) > snapBound)
           return name + " holds " + std::to_string(info.snapshotBlocks.size()) +
                  " snapshot blocks, bound " + std::to_string(snapBound);
@@ -925,6 +948,8 @@ private:
   std::string lastOp_;
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
   int64_t snapshotChecks_ = 0;
+  int64_t maxEvery_ = config_.snapshotEvery;
+  bool everyBlockSeen_ = false;
 
 public:
   /// Checks that saw a sequence holding snapshot blocks.
