@@ -103,6 +103,8 @@ inline StatusOr<TraceResult> runWindowTrace(const TraceConfig &config) {
   SequenceManagerConfig managerConfig;
   managerConfig.layout = layout;
   managerConfig.lookahead = config.lookahead;
+  // The trace measures the window (snapshots take free blocks on top).
+  managerConfig.prefixPolicy = PrefixPolicy::Window;
   managerConfig.numBlocks =
       config.numSequences *
           (span(kernel - 1, n) + span(kernel - 1 + config.lookahead, n)) +

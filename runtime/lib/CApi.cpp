@@ -361,6 +361,53 @@ inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
   });
 }
 
+inkling_status_t inkling_manager_set_prefix_policy(inkling_manager_t *manager,
+                                                   const char *policy,
+                                                   int64_t snapshot_every) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!policy)
+      return nullArgument("prefix policy name");
+    StatusOr<PrefixPolicy> parsed = parsePrefixPolicy(policy);
+    if (!parsed)
+      return parsed.status();
+    return m.setPrefixPolicy(*parsed, snapshot_every);
+  });
+}
+
+inkling_status_t inkling_add_sequence_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t start_position, const int64_t *cache_points,
+    int64_t num_cache_points, const uint8_t *extra_keys,
+    int64_t num_extra_key_bytes, int64_t *out_sequence) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_sequence)
+      return nullArgument("output sequence id");
+    StatusOr<SequenceId> id =
+        m.addSequence(tokens, num_tokens, start_position, cache_points,
+                      num_cache_points, extra_keys, num_extra_key_bytes);
+    if (!id)
+      return id.status();
+    *out_sequence = *id;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_longest_cached_prefix_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
+    int64_t *out_length) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_length)
+      return nullArgument("output length");
+    StatusOr<int64_t> hit = m.longestCachedPrefix(
+        tokens, num_tokens, max_length, extra_keys, num_extra_key_bytes);
+    if (!hit)
+      return hit.status();
+    *out_length = *hit;
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
                                                const int32_t *tokens,
                                                int64_t num_tokens,

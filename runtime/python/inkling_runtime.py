@@ -182,6 +182,14 @@ _SIGNATURES = {
     "inkling_fork": (_STATUS, (ctypes.c_void_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix": (
         _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64))),
+    "inkling_manager_set_prefix_policy": (
+        _STATUS, (ctypes.c_void_p, ctypes.c_char_p, _I64)),
+    "inkling_add_sequence_with_keys": (
+        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64), _I64,
+                  ctypes.c_char_p, _I64, _P(_I64))),
+    "inkling_longest_cached_prefix_with_keys": (
+        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, ctypes.c_char_p,
+                  _I64, _P(_I64))),
     "inkling_sequence_info": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_SequenceInfo))),
     "inkling_step_buffers_create": (
@@ -340,13 +348,30 @@ class Manager:
 
     # Sequences --------------------------------------------------------------
 
-    def add_sequence(self, tokens, start=0):
-        """Adds a prompt; `start` is 0 or a prefix hit. Returns its id."""
+    def add_sequence(self, tokens, start=0, cache_points=None,
+                     extra_keys=None):
+        """Adds a prompt; `start` is 0 or a prefix hit. `cache_points`:
+        sorted positions in [1, len(tokens)] whose block boundary prefill
+        snapshots (e.g. the end of the system prompt); `extra_keys` (bytes,
+        at most 4096: cache salt, adapter id) seed the hash chain. Returns
+        its id."""
         array, count = _int32_array(tokens)
         out = _I64()
-        self._invoke(self._lib.inkling_add_sequence, array, count, start,
-                     ctypes.byref(out))
+        if cache_points is None and extra_keys is None:
+            self._invoke(self._lib.inkling_add_sequence, array, count, start,
+                         ctypes.byref(out))
+            return out.value
+        points = [int(p) for p in (cache_points or ())]
+        keys = bytes(extra_keys or b"")
+        self._invoke(self._lib.inkling_add_sequence_with_keys, array, count,
+                     start, (_I64 * max(1, len(points)))(*points), len(points),
+                     keys, len(keys), ctypes.byref(out))
         return out.value
+
+    def set_prefix_policy(self, policy, snapshot_every=8):
+        """"window", "snapshots" or "every-block" (steps from now on)."""
+        self._invoke(self._lib.inkling_manager_set_prefix_policy,
+                     policy.encode(), snapshot_every)
 
     def append_tokens(self, seq, tokens):
         array, count = _int32_array(tokens)
@@ -405,11 +430,17 @@ class Manager:
         self._invoke(self._lib.inkling_fork, parent, ctypes.byref(out))
         return out.value
 
-    def longest_cached_prefix(self, tokens, max_length):
+    def longest_cached_prefix(self, tokens, max_length, extra_keys=None):
         array, count = _int32_array(tokens)
         out = _I64()
-        self._invoke(self._lib.inkling_longest_cached_prefix, array, count,
-                     max_length, ctypes.byref(out))
+        if extra_keys is None:
+            self._invoke(self._lib.inkling_longest_cached_prefix, array,
+                         count, max_length, ctypes.byref(out))
+        else:
+            keys = bytes(extra_keys)
+            self._invoke(self._lib.inkling_longest_cached_prefix_with_keys,
+                         array, count, max_length, keys, len(keys),
+                         ctypes.byref(out))
         return out.value
 
     def sequence_longest_cached_prefix(self, seq, max_length):

@@ -95,6 +95,8 @@ class ServingEngineStepTest(unittest.TestCase):
 
     def setUp(self):
         self.manager = rt.Manager(layout_config(), num_blocks=64, lookahead=2)
+        # The model predicts the window policy's slots (no snapshots).
+        self.manager.set_prefix_policy("window")
         # Fixed shapes, allocated once (CUDA graph capture wants them).
         self.buffers = self.manager.step_buffers(
             max_rows=8, num_cols=32, max_tokens=64, max_copies=8)
@@ -222,6 +224,50 @@ class ServingEngineStepTest(unittest.TestCase):
             self.assertNotEqual(src, dst)
         self.commit(second, 1, [61])
         self.commit(child, 1, [62])
+
+    def test_cache_points_snapshots_and_extra_keys(self):
+        # One 30-token chunk: its final window holds no block boundary's
+        # history, but the cache point (13) makes prefill snapshot 12.
+        self.manager.set_prefix_policy("snapshots", 8)
+        prompt = list(range(100, 130))
+        seq = self.manager.add_sequence(prompt, cache_points=[13],
+                                        extra_keys=b"salt")
+        self.manager.schedule(seq, 30)
+        slots = self.buffers.build([seq]).slot_mapping[:30]
+        # The history of 12 ([9, 12)) is stored, in one block, besides the
+        # window [27, 30).
+        self.assertTrue(all(s >= 0 for s in slots[9:12] + slots[27:30]))
+        self.assertEqual(len({s // W for s in slots[9:12]}), 1)
+        self.manager.commit(seq, 30, [7])
+        other = prompt[:13] + [1, 2, 3, 4]
+        lcp = self.manager.longest_cached_prefix
+        self.assertEqual(lcp(other, 16, extra_keys=b"salt"), 12)
+        # Other keys (or none) start another chain: no shared block.
+        self.assertEqual(lcp(other, 16), 0)
+        self.assertEqual(lcp(other, 16, extra_keys=b"pepper"), 0)
+        # The window policy stores no snapshot.
+        self.manager.set_prefix_policy("window")
+        plain = self.add(list(range(200, 230)))
+        self.run_step([(plain, 30)])
+        self.commit(plain, 30, [7])
+        self.assertEqual(lcp(list(range(200, 213)), 13), 0)
+        # Bad input names the value and changes nothing.
+        stats = self.manager.stats()
+        for bad in ([14, 13], [5, 5], [0], [31]):
+            with self.assertRaises(rt.InklingError) as caught:
+                self.manager.add_sequence(prompt, cache_points=bad)
+            self.assertIn("(%d)" % bad[-1], caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.add_sequence(prompt, extra_keys=bytes(4097))
+        self.assertIn("4097", caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.set_prefix_policy("lru")
+        self.assertEqual(caught.exception.code, rt.INVALID_ARGUMENT)
+        self.assertIn("lru", caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.set_prefix_policy("snapshots", 0)
+        self.assertIn("(0 blocks)", caught.exception.message)
+        self.assertEqual(self.manager.stats(), stats)
 
     def test_preempt_and_resume_at_own_prefix(self):
         seq = self.add(list(range(13)))

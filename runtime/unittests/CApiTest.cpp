@@ -51,6 +51,9 @@ protected:
     ASSERT_EQ(inkling_manager_create(&config, &manager, error, sizeof error),
               INKLING_OK)
         << error;
+    // The tests check the window's slot mapping (no snapshots).
+    ASSERT_EQ(inkling_manager_set_prefix_policy(manager, "window", 8),
+              INKLING_OK);
     ASSERT_EQ(inkling_step_buffers_create(manager, &buffers.spec, &step),
               INKLING_OK)
         << inkling_manager_last_error(manager);

@@ -777,3 +777,147 @@ TEST(SequenceManagerBatchTest, BatchesApplyEverythingOrNothing) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Prefix policies (snapshots), cache points, extra keys
+//===----------------------------------------------------------------------===//
+
+namespace {
+EngineOptions policyOptions(PrefixPolicy policy) {
+  EngineOptions options;
+  options.prefixPolicy = policy;
+  return options;
+}
+} // namespace
+
+TEST(SequenceManagerTest, SnapshotsMakeTheChunkEndResumable) {
+  // One 30-token chunk, W = N = 4: the window stores [27, 30), which holds
+  // no block boundary's history; the snapshots policy also stores [25, 28)
+  // (the chunk end's boundary 28) and the boundaries N * 2^k (4, 8, 16).
+  std::vector<int32_t> prompt = iota(30);
+  for (PrefixPolicy policy : {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                              PrefixPolicy::EveryBlock}) {
+    TestEngine engine(policyOptions(policy));
+    SequenceId id = *engine.add(prompt);
+    ASSERT_EQ(engine.step({{id, 30}}), "") << prefixPolicyName(policy);
+    // Snapshot blocks are cached, not held: under every policy the
+    // sequence holds its history [27, 30), blocks 6 and 7.
+    EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 2);
+    EXPECT_EQ(engine.manager().numSnapshotBlocks(), 0);
+    int64_t hit = *engine.manager().longestCachedPrefix(prompt.data(), 30, 30);
+    int64_t atTen =
+        *engine.manager().longestCachedPrefix(prompt.data(), 30, 10);
+    if (policy == PrefixPolicy::Window) {
+      EXPECT_EQ(hit, 0);
+      continue;
+    }
+    EXPECT_EQ(hit, 28) << prefixPolicyName(policy);
+    EXPECT_EQ(atTen, 8) << prefixPolicyName(policy);
+    // A second request resumes there; the simulated kernels check that the
+    // history it reads is its own prefix's.
+    std::vector<int32_t> other = prompt;
+    other.push_back(77);
+    SequenceId second = *engine.add(other, hit);
+    ASSERT_EQ(engine.step({{second, 3}}), "");
+    ASSERT_EQ(engine.decode(second, 5), "");
+  }
+}
+
+TEST(SequenceManagerTest, SnapshotBlocksDuringAStep) {
+  // Every-block on a 64-token chunk: the blocks before each boundary's
+  // history are snapshot blocks while the step runs, released at commit.
+  TestEngine engine(policyOptions(PrefixPolicy::EveryBlock));
+  SequenceId id = *engine.add(iota(64));
+  ASSERT_TRUE(engine.manager().schedule(id, 64).isOk());
+  SequenceInfo info = *engine.manager().sequenceInfo(id);
+  // Boundaries 4..60 need blocks 0..14; 64's history is the window's.
+  EXPECT_EQ(info.snapshotBlocks.size(), 15u);
+  EXPECT_EQ(engine.manager().numSnapshotBlocks(), 15);
+  ASSERT_TRUE(engine.manager().checkInvariants().isOk());
+  int32_t sampled = 5;
+  ASSERT_TRUE(engine.manager().commit(id, 64, &sampled, 1).isOk());
+  EXPECT_EQ(engine.manager().numSnapshotBlocks(), 0);
+  EXPECT_EQ(engine.manager().prefixCache().size(), 16);
+  ASSERT_TRUE(engine.manager().checkInvariants().isOk());
+}
+
+TEST(SequenceManagerTest, CachePointsAndExtraKeys) {
+  TestEngine engine(policyOptions(PrefixPolicy::Snapshots));
+  SequenceManager &m = engine.manager();
+  std::vector<int32_t> prompt = iota(60);
+  const uint8_t salt[] = {1, 2, 3};
+  const uint8_t pepper[] = {1, 2, 4};
+  int64_t points[] = {41};
+  StatusOr<SequenceId> id =
+      m.addSequence(prompt.data(), 60, 0, points, 1, salt, sizeof salt);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  ASSERT_TRUE(m.schedule(*id, 60).isOk());
+  int32_t sampled = 9;
+  ASSERT_TRUE(m.commit(*id, 60, &sampled, 1).isOk());
+  ASSERT_TRUE(m.checkInvariants().isOk());
+  // The cache point 41 snapshots boundary 40; only under the same keys.
+  EXPECT_EQ(*m.longestCachedPrefix(prompt.data(), 60, 44, salt, sizeof salt),
+            40);
+  EXPECT_EQ(
+      *m.longestCachedPrefix(prompt.data(), 60, 44, pepper, sizeof pepper), 0);
+  EXPECT_EQ(*m.longestCachedPrefix(prompt.data(), 60, 44), 0);
+  // A start under other keys is not a hit.
+  EXPECT_EQ(
+      m.addSequence(prompt.data(), 60, 40, nullptr, 0, pepper, sizeof pepper)
+          .status()
+          .code(),
+      StatusCode::NotFound);
+  StatusOr<SequenceId> again =
+      m.addSequence(prompt.data(), 60, 40, nullptr, 0, salt, sizeof salt);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  ASSERT_TRUE(m.checkInvariants().isOk());
+}
+
+TEST(SequenceManagerTest, BadPrefixInputsAreNamedAndChangeNothing) {
+  TestEngine engine(policyOptions(PrefixPolicy::Snapshots));
+  SequenceManager &m = engine.manager();
+  std::vector<int32_t> prompt = iota(20);
+  ASSERT_TRUE(engine.add(prompt).isOk());
+  std::string before = m.debugString();
+  auto expectError = [&](const Status &status, StatusCode code,
+                         const std::string &text) {
+    EXPECT_EQ(status.code(), code) << status.toString();
+    EXPECT_NE(status.message().find(text), std::string::npos)
+        << status.toString();
+    EXPECT_EQ(m.debugString(), before);
+  };
+  auto add = [&](std::vector<int64_t> points) {
+    return m.addSequence(prompt.data(), 20, 0, points.data(), points.size())
+        .status();
+  };
+  expectError(add({5, 3}), StatusCode::InvalidArgument, "cache point 1 (3)");
+  expectError(add({5, 5}), StatusCode::InvalidArgument, "cache point 1 (5)");
+  expectError(add({0}), StatusCode::OutOfRange, "cache point 0 (0)");
+  expectError(add({21}), StatusCode::OutOfRange, "cache point 0 (21)");
+  expectError(m.addSequence(prompt.data(), 20, 0, nullptr, 2).status(),
+              StatusCode::InvalidArgument, "cache point count (2)");
+  std::vector<uint8_t> keys(kMaxExtraKeyBytes + 1);
+  expectError(
+      m.addSequence(prompt.data(), 20, 0, nullptr, 0, keys.data(), keys.size())
+          .status(),
+      StatusCode::InvalidArgument, "extra keys of 4097 bytes");
+  expectError(
+      m.longestCachedPrefix(prompt.data(), 20, 20, keys.data(), keys.size())
+          .status(),
+      StatusCode::InvalidArgument, "extra keys of 4097 bytes");
+  expectError(m.setPrefixPolicy(PrefixPolicy::Snapshots, 0),
+              StatusCode::InvalidArgument, "snapshot interval S (0 blocks)");
+  expectError(m.setPrefixPolicy(PrefixPolicy::Snapshots, kMaxSnapshotEvery + 1),
+              StatusCode::InvalidArgument, "(1048577 blocks)");
+  expectError(m.setPrefixPolicy(static_cast<PrefixPolicy>(7), 8),
+              StatusCode::InvalidArgument, "prefix policy (7)");
+  EXPECT_EQ(parsePrefixPolicy("lru").status().code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(*parsePrefixPolicy("every-block"), PrefixPolicy::EveryBlock);
+  SequenceManagerConfig config;
+  config.layout = testLayout(4);
+  config.numBlocks = 8;
+  config.snapshotEvery = -3;
+  EXPECT_NE(SequenceManager::create(config).status().message().find("(-3"),
+            std::string::npos);
+}

@@ -34,6 +34,9 @@ struct EngineOptions {
   int64_t numBlocks = 64;
   int64_t lookahead = 0;
   bool prefixCaching = true;
+  /// The window policy by default: most tests check the window's mechanics.
+  PrefixPolicy prefixPolicy = PrefixPolicy::Window;
+  int64_t snapshotEvery = 8;
   int64_t maxRows = 8;
   int64_t numCols = 64;
   int64_t maxTokens = 256;
@@ -62,6 +65,8 @@ public:
     config.numBlocks = options.numBlocks;
     config.lookahead = options.lookahead;
     config.enablePrefixCaching = options.prefixCaching;
+    config.prefixPolicy = options.prefixPolicy;
+    config.snapshotEvery = options.snapshotEvery;
     manager_ = std::move(*SequenceManager::create(config));
     step_ = std::make_unique<StepBuffers>(
         std::move(*manager_->bindStepBuffers(buffers_.spec)));

@@ -38,6 +38,13 @@ struct ServeOptions {
   double preemptRate = 0.01;
   double forkRate = 0.01;
   bool prefixCaching = true;
+  /// The runtime's prefix policy (window, snapshots, every-block) and its
+  /// snapshot interval S in blocks.
+  std::string prefixPolicy = "snapshots";
+  int64_t snapshotEvery = 8;
+  /// Probability that a request with a shared prompt names its end as a
+  /// cache point.
+  double cachePointRate = 0;
   bool check = true;
   bool json = false;
   bool progress = true;

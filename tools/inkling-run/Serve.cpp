@@ -38,6 +38,7 @@
 #include <memory>
 #include <random>
 #include <unistd.h>
+#include <unordered_set>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -205,6 +206,7 @@ struct Request {
   int64_t target = 0;
   int64_t computed = 0;
   int64_t admitOrder = 0;
+  int64_t cachePoint = 0; ///< The shared prompt's end, if named; else 0.
   bool preempted = false;
   // The pending step.
   bool scheduled = false;
@@ -225,7 +227,13 @@ struct Stats {
   int64_t arrivals = 0, finished = 0, preemptions = 0, oobPreemptions = 0,
           resumes = 0, prefixHits = 0, prefixHitTokens = 0, forks = 0,
           blockCopies = 0;
+  /// What an unbounded every-block cache would hit on the same admissions,
+  /// from the requests' token chains alone (not the runtime).
+  int64_t prefixHitTokensIdeal = 0;
   int64_t peakBlocks = 0, baselinePeakBlocks = 0;
+  /// Blocks held between steps (after commit; cached blocks not counted)
+  /// and snapshot blocks during a step.
+  int64_t peakIdleBlocks = 0, peakSnapshotBlocks = 0;
   /// The most blocks one sequence held between steps (checked runs).
   int64_t peakIdleSequenceBlocks = 0;
   int64_t outputsChecked = 0, cacheValuesChecked = 0;
@@ -350,6 +358,15 @@ private:
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<Request *> batch_;
   std::vector<std::vector<int32_t>> sharedPrefixes_;
+  /// The ideal cache: the chain hash of every whole block any request has
+  /// computed (chain[(j+1)N - 1] for block j).
+  std::unordered_set<uint64_t> idealBlocks_;
+  int64_t idealHit(const Request &r) const {
+    for (int64_t p = (int64_t(r.tokens.size()) - 1) / N_ * N_; p > 0; p -= N_)
+      if (idealBlocks_.count(r.chain[p - 1]))
+        return p;
+    return 0;
+  }
   int64_t nextNumber_ = 0, nextAdmit_ = 0;
   std::vector<uint16_t> scratch_, zeros_, expected_;
   std::vector<float> acc_;
@@ -439,6 +456,8 @@ int Server::setUp() {
   config.numBlocks = numBlocks_;
   config.lookahead = opt_.lookahead;
   config.enablePrefixCaching = opt_.prefixCaching;
+  config.prefixPolicy = *parsePrefixPolicy(opt_.prefixPolicy);
+  config.snapshotEvery = opt_.snapshotEvery;
   auto manager = SequenceManager::create(config);
   if (!manager)
     return fail(opt_.modelPath + ": the runtime rejects the layout of @" +
@@ -580,6 +599,8 @@ std::unique_ptr<Request> Server::newRequest() {
         sharedPrefixes_[uniform(0, sharedPrefixes_.size() - 1)];
     r->tokens = prefix;
     length = std::max<int64_t>(length, prefix.size() + 1);
+    if (chance(opt_.cachePointRate))
+      r->cachePoint = prefix.size();
   }
   while (static_cast<int64_t>(r->tokens.size()) < length)
     r->tokens.push_back(randomToken());
@@ -640,6 +661,7 @@ void Server::admit() {
         internalError("longestCachedPrefix", hit.status());
         std::exit(1);
       }
+      stats_.prefixHitTokensIdeal += idealHit(*r);
       if (Status s = manager_->resume(r->id, *hit); !s) {
         internalError("resume", s);
         std::exit(1);
@@ -665,7 +687,9 @@ void Server::admit() {
       internalError("longestCachedPrefix", hit.status());
       std::exit(1);
     }
-    auto id = manager_->addSequence(r->tokens, *hit);
+    stats_.prefixHitTokensIdeal += idealHit(*r);
+    auto id = manager_->addSequence(r->tokens.data(), r->tokens.size(), *hit,
+                                    &r->cachePoint, r->cachePoint > 0 ? 1 : 0);
     if (!id) {
       internalError("addSequence", id.status());
       std::exit(1);
@@ -935,6 +959,8 @@ bool Server::commitBatch() {
       r->chain.push_back(extendChain(r->chain, r->tokens.size(), token));
       r->tokens.push_back(token);
     }
+    for (int64_t j = c / N_; j < next / N_; ++j)
+      idealBlocks_.insert(r->chain[(j + 1) * N_ - 1]);
     r->computed = next;
     r->scheduled = false;
     stats_.tokens += n;
@@ -1173,6 +1199,8 @@ int Server::run() {
     // sequence, what the others hold).
     stats_.peakBlocks =
         std::max<int64_t>(stats_.peakBlocks, manager_->pool().numHeldBlocks());
+    stats_.peakSnapshotBlocks =
+        std::max(stats_.peakSnapshotBlocks, manager_->numSnapshotBlocks());
     int64_t baseline = 0;
     for (Request *r : running_) {
       if (r->scheduled) {
@@ -1216,6 +1244,8 @@ int Server::run() {
     auto t2 = Clock::now();
     if (!commitBatch())
       return 1;
+    stats_.peakIdleBlocks = std::max<int64_t>(stats_.peakIdleBlocks,
+                                              manager_->pool().numHeldBlocks());
     ++stats_.steps;
     auto t3 = Clock::now();
     stats_.schedule += seconds(t2, t3);
@@ -1301,6 +1331,10 @@ int Server::report(int exitCode) {
         {"resumes", stats_.resumes},
         {"prefix_hits", stats_.prefixHits},
         {"prefix_hit_tokens", stats_.prefixHitTokens},
+        {"prefix_hit_tokens_ideal", stats_.prefixHitTokensIdeal},
+        {"prefix_policy", opt_.prefixPolicy},
+        {"snapshot_every", opt_.snapshotEvery},
+        {"cache_point_rate", opt_.cachePointRate},
         {"forks", stats_.forks},
         {"block_copies", stats_.blockCopies},
         {"mismatches", stats_.mismatches},
@@ -1308,6 +1342,8 @@ int Server::report(int exitCode) {
         {"cache_values_checked", stats_.cacheValuesChecked},
         {"peak_blocks", stats_.peakBlocks},
         {"baseline_peak_blocks", stats_.baselinePeakBlocks},
+        {"peak_idle_blocks", stats_.peakIdleBlocks},
+        {"peak_snapshot_blocks", stats_.peakSnapshotBlocks},
         {"peak_idle_sequence_blocks", stats_.peakIdleSequenceBlocks},
         {"max_blocks_between_steps", manager_->maxBlocksBetweenSteps()},
         {"max_blocks_per_sequence", manager_->maxBlocksPerSequence()},
@@ -1355,9 +1391,11 @@ int Server::report(int exitCode) {
               ll(stats_.arrivals), ll(stats_.finished), ll(stats_.forks),
               ll(stats_.preemptions), ll(stats_.oobPreemptions),
               ll(stats_.resumes));
-  std::printf("  prefix cache   %lld hits, %lld tokens not recomputed; %lld "
+  std::printf("  prefix cache   %s policy: %lld hits, %lld tokens not "
+              "recomputed (an unbounded every-block cache: %lld); %lld "
               "copy-on-write pages\n",
-              ll(stats_.prefixHits), ll(stats_.prefixHitTokens),
+              opt_.prefixPolicy.c_str(), ll(stats_.prefixHits),
+              ll(stats_.prefixHitTokens), ll(stats_.prefixHitTokensIdeal),
               ll(stats_.blockCopies));
   bool silu = std::any_of(sig_.convs.begin(), sig_.convs.end(),
                           [](const ConvInfo &conv) { return conv.silu; });
@@ -1370,8 +1408,10 @@ int Server::report(int exitCode) {
   else
     std::printf("  mismatches     not checked (--no-check)\n");
   std::printf("  peak blocks    %lld (window-only) vs %lld "
-              "(allocate-the-whole-chunk)\n",
-              ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks));
+              "(allocate-the-whole-chunk); %lld held between steps, %lld "
+              "snapshot blocks in a step\n",
+              ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks),
+              ll(stats_.peakIdleBlocks), ll(stats_.peakSnapshotBlocks));
   if (opt_.check)
     std::printf("  per sequence   %lld blocks at most between steps (bound "
                 "%lld = ceil((W-2)/N) + 1); bound during a step %lld\n",

@@ -16,6 +16,7 @@
 
 #include "Executor.h"
 #include "Run.h"
+#include "inkling/Runtime/SequenceManager.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -159,6 +160,19 @@ cl::opt<double> forkRate("fork-rate", cl::init(0.01), cl::cat(workload),
                                   "sequence (parallel sampling)"));
 cl::opt<bool> noPrefixCaching("no-prefix-caching", cl::cat(workload),
                               cl::desc("Disable the runtime's prefix cache"));
+cl::opt<std::string> prefixPolicy(
+    "prefix-policy", cl::init("snapshots"), cl::cat(workload),
+    cl::desc("What prefill stores for prefix hits: window (its final window "
+             "only), snapshots (also the block before each chunk end, every "
+             "S-th block boundary and cache points) or every-block"));
+cl::opt<int64_t> snapshotEvery(
+    "snapshot-every", cl::init(8), cl::cat(workload),
+    cl::desc("S: the snapshots policy also snapshots every S-th block "
+             "boundary (S in [1, 2^20])"));
+cl::opt<double> cachePointRate(
+    "cache-point-rate", cl::init(0), cl::cat(workload),
+    cl::desc("Probability that a request with a shared prompt names its end "
+             "as a cache point"));
 cl::opt<bool> noCheck("no-check", cl::cat(workload),
                       cl::desc("Skip the reference checks (timing)"));
 cl::opt<bool> json("json", cl::cat(workload),
@@ -358,6 +372,19 @@ int main(int argc, char **argv) {
     std::fputs(plan->describe().c_str(), stdout);
     return 0;
   }
+  if (!std::isfinite(cachePointRate) || cachePointRate < 0 ||
+      cachePointRate > 1)
+    return run::fail("--cache-point-rate=" + std::to_string(cachePointRate) +
+                     " is a probability in [0, 1]");
+  if (snapshotEvery < 1 || snapshotEvery > kMaxSnapshotEvery)
+    return run::fail("--snapshot-every=" + std::to_string(snapshotEvery) +
+                     " must be in [1, 2^20] blocks");
+  if (StatusOr<PrefixPolicy> policy = parsePrefixPolicy(prefixPolicy);
+      !policy) {
+    llvm::errs() << "inkling-run: --prefix-policy: "
+                 << policy.status().message() << "\n";
+    return 1;
+  }
   options.budgetMB = budgetMB;
   options.compile.checked = checked;
   options.compile.fusion = fusion;
@@ -381,6 +408,9 @@ int main(int argc, char **argv) {
   options.preemptRate = preemptRate;
   options.forkRate = forkRate;
   options.prefixCaching = !noPrefixCaching;
+  options.prefixPolicy = prefixPolicy;
+  options.snapshotEvery = snapshotEvery;
+  options.cachePointRate = cachePointRate;
   options.check = !noCheck;
   options.json = json;
   options.progress = !noProgress;

@@ -204,6 +204,25 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
+/* Prefix policy (steps scheduled from now on): "window", "snapshots" (the
+   default) or "every-block"; snapshot_every (S) in [1, 2^20] blocks. */
+INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
+    inkling_manager_t *manager, const char *policy, int64_t snapshot_every);
+/* inkling_add_sequence with the request's prefix-caching inputs: cache
+   points (strictly increasing positions in [1, num_tokens]; prefill
+   snapshots the block boundary at or before each) and extra keys (at most
+   4096 bytes: cache salt, adapter id, multimodal hashes; they seed the hash
+   chain, so requests with other keys never share a block). */
+INKLING_API inkling_status_t inkling_add_sequence_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t start_position, const int64_t *cache_points,
+    int64_t num_cache_points, const uint8_t *extra_keys,
+    int64_t num_extra_key_bytes, int64_t *out_sequence);
+/* inkling_longest_cached_prefix under a request's extra keys. */
+INKLING_API inkling_status_t inkling_longest_cached_prefix_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
+    int64_t *out_length);
 /* The largest resume point among the block hashes a sequence still keeps
    (its recent window); inkling_longest_cached_prefix with its token ids
    searches the whole prefix. */
