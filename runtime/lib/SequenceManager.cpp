@@ -1293,6 +1293,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
     queryStartLoc[b] = static_cast<int32_t>(token);
     numComputed[b] = static_cast<int32_t>(c);
     buffers.writeRow(b, held, seq.numHeld);
+    // Snapshot blocks (below the window) in the row too: every stored slot
+    // is then block_table[b][p / N] * N + p % N, which checked kernels
+    // require; the convs never read them (they lie at or above c).
+    const std::vector<MappedBlock> &snapshots = snapBlocks_[seq.slot];
+    buffers.writeExtras(b, held, seq.numHeld, snapshots.data(),
+                        snapshots.size());
 
     int64_t *slots = spec.slotMapping + token;
     if (seq.numScheduled == 1) { // decode: position c, in the last block
