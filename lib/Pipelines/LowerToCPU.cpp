@@ -65,14 +65,18 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
     pm.addPass(inkling::cpu::createStreamingStoresPass(streaming));
   }
 
-  // 4b. Threads (threads != 1). After it: the chunk loops inside a nest are
-  //    scf.for; each nest's outer (token, head) loop is an omp.parallel +
-  //    omp.wsloop (static schedule, `threads` threads or the OpenMP
-  //    default) that forks only when the step has at least
-  //    `min-parallel-iterations` (token, head) pairs. Each pair is computed
-  //    by one thread exactly as in the sequential nest: the results are the
-  //    same bits whatever the thread count.
+  // 4b. Threads (threads != 1). After it: each nest is an scf.if on the
+  //     step's size: small steps run the nest as scf.for loops on the
+  //     calling thread (no OpenMP call); larger ones (at least
+  //     `min-parallel-iterations` (token, head) pairs) run it as an
+  //     omp.parallel + omp.wsloop over (token, head) (static schedule,
+  //     `threads` threads or the OpenMP default) whose chunk loops are
+  //     scf.for. Each pair is computed by one thread exactly as in the
+  //     sequential nest: the same bits whatever the thread count.
   if (options.threads != 1) {
+    inkling::cpu::ParallelDispatchPassOptions dispatch;
+    dispatch.minIterations = options.minParallelIterations;
+    pm.addPass(inkling::cpu::createParallelDispatchPass(dispatch));
     pm.addPass(inkling::cpu::createSerializeInnerLoopsPass());
     ConvertSCFToOpenMPPassOptions openmp;
     openmp.numThreads = options.threads;
@@ -81,9 +85,6 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
     // loop body in (the bodies allocate nothing); scf -> cf below would
     // otherwise give it several blocks, which it may not have.
     pm.addPass(createCanonicalizerPass());
-    inkling::cpu::OpenMPMinIterationsPassOptions minIterations;
-    minIterations.minIterations = options.minParallelIterations;
-    pm.addPass(inkling::cpu::createOpenMPMinIterationsPass(minIterations));
   }
 
   // 5. Loops -> control flow. After it: scf.for/if/while (and, with one

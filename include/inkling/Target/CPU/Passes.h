@@ -3,7 +3,7 @@
 // The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions
 // (declared in Passes.td, where each has its description):
 // inkling-emit-c-interface, inkling-cpu-serialize-inner-loops,
-// inkling-cpu-omp-min-iterations{min-iterations=...},
+// inkling-cpu-parallel-dispatch{min-iterations=...},
 // inkling-cpu-streaming-stores{min-iterations=...} and
 // inkling-bf16-memory-as-i16. Each has a `create<Name>()` (and
 // `create<Name>(<Name>Options)` where it takes options).
@@ -15,7 +15,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"

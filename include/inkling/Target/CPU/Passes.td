@@ -52,38 +52,43 @@ def SerializeInnerLoopsPass
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
-def OpenMPMinIterationsPass
-    : Pass<"inkling-cpu-omp-min-iterations", "mlir::ModuleOp"> {
-  let summary = "Run an omp.parallel on one thread when it has little work";
+def ParallelDispatchPass
+    : Pass<"inkling-cpu-parallel-dispatch", "mlir::ModuleOp"> {
+  let summary = "Run each loop nest sequentially or on threads, per call";
   let description = [{
-    Gives every `omp.parallel` whose only child is an `omp.wsloop` (what
-    `convert-scf-to-openmp` produces) an `if` clause: the region forks its
-    team only when the loop nest has at least `min-iterations` iterations
-    (the product of the trip counts, computed at run time from the loop
-    bounds, which dominate the region); otherwise the OpenMP runtime runs it
-    serialized on the calling thread. A decode step of a few tokens then
-    pays no fork and join (docs/fusion.md measures the threshold). Regions
-    whose bounds are defined inside them, or that already have an `if`
-    clause, are left alone.
+    Decides per call, from the step's size, whether a nest runs on threads:
+    every outermost `scf.parallel` (a nest of the loop lowering) becomes an
+    `scf.if` on `iterations >= min-iterations` (the product of its trip
+    counts, computed before it). The `then` branch keeps the `scf.parallel`
+    (which `convert-scf-to-openmp` turns into a team); the `else` branch is
+    the same nest as plain `scf.for` loops (upstream
+    `scf::parallelForToNestedFors`), which no later pass parallelizes: a
+    decode step of a few tokens runs exactly the single-thread code, with no
+    fork, no join and no OpenMP call at all (an `omp.parallel if(false)`
+    still costs the runtime's serialized-region calls and the outlined
+    body's call on every nest). The two branches compute the same bits.
 
     ```mlir
-    omp.parallel {
-      omp.wsloop { omp.loop_nest (%t, %h) : index = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... } }
-    }
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... }
     // becomes (min-iterations=64)
-    %n = arith.muli %T, %c8 : index    // trip counts of (t, h)
-    %fork = arith.cmpi uge, %n, %c64 : index
-    omp.parallel if(%fork) { ... }
+    %big = arith.cmpi sge, %iterations, %c64 : index
+    scf.if %big {
+      scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... }
+    } else {
+      scf.for %t = %c0 to %T step %c1 {
+        scf.for %h = %c0 to %c8 step %c1 { ... }
+      }
+    }
     ```
   }];
   let options = [
     Option<"minIterations", "min-iterations", "int64_t", /*default=*/"64",
-           "Fork a team only for loop nests of at least this many "
-           "iterations; 0 or 1: always fork">,
+           "Nests of fewer iterations run sequentially; 0 or 1: always the "
+           "parallel form">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
-    "::mlir::omp::OpenMPDialect",
+    "::mlir::scf::SCFDialect",
   ];
 }
 
