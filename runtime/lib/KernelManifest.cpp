@@ -1,6 +1,7 @@
 //===- KernelManifest.cpp - The GPU kernel bundle's manifest --------------===//
 
 #include "inkling/Runtime/KernelManifest.h"
+#include "inkling/Runtime/ManifestSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,8 @@
 #include <sstream>
 
 namespace inkling {
+
+namespace mk = manifest;
 
 //===----------------------------------------------------------------------===//
 // JSON
@@ -210,15 +213,15 @@ private:
   } while (false)
 
 Status parseArg(const Reader &r, KernelArgSpec &arg) {
-  INKLING_TRY(r.string("type", arg.type));
-  INKLING_TRY(r.string("element", arg.element));
-  INKLING_TRY(r.integer("element_bytes", arg.elementBytes));
-  INKLING_TRY(r.integer("rank", arg.rank));
-  INKLING_TRY(r.integers("shape", arg.shape));
-  INKLING_TRY(r.integers("strides", arg.strides));
-  INKLING_TRY(r.integer("offset", arg.offset));
-  INKLING_TRY(r.boolean("identity", arg.identity));
-  INKLING_TRY(r.integer("params", arg.params));
+  INKLING_TRY(r.string(mk::kType, arg.type));
+  INKLING_TRY(r.string(mk::kElement, arg.element));
+  INKLING_TRY(r.integer(mk::kElementBytes, arg.elementBytes));
+  INKLING_TRY(r.integer(mk::kRank, arg.rank));
+  INKLING_TRY(r.integers(mk::kShape, arg.shape));
+  INKLING_TRY(r.integers(mk::kStrides, arg.strides));
+  INKLING_TRY(r.integer(mk::kOffset, arg.offset));
+  INKLING_TRY(r.boolean(mk::kIdentity, arg.identity));
+  INKLING_TRY(r.integer(mk::kParams, arg.params));
   if (arg.rank < 0 || arg.rank > 16)
     return r.bad("rank " + std::to_string(arg.rank) + " is out of range");
   if (static_cast<int64_t>(arg.shape.size()) != arg.rank ||
@@ -234,8 +237,8 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
   // The base alignment the kernel's accesses assume (16 where it issues
   // 16-byte vector accesses); absent: the element size.
   arg.align = arg.elementBytes;
-  if (r.find("align")) {
-    INKLING_TRY(r.integer("align", arg.align));
+  if (r.find(mk::kAlign)) {
+    INKLING_TRY(r.integer(mk::kAlign, arg.align));
     if (arg.align < arg.elementBytes || arg.align > 4096 ||
         (arg.align & (arg.align - 1)) != 0)
       return r.bad("align " + std::to_string(arg.align) +
@@ -251,28 +254,28 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
 }
 
 Status parseKernel(const Reader &r, KernelSpec &k) {
-  INKLING_TRY(r.string("name", k.name));
-  INKLING_TRY(r.string("entry", k.entry));
-  INKLING_TRY(r.string("file", k.file));
-  INKLING_TRY(r.string("format", k.format));
-  INKLING_TRY(r.string("host", k.host));
-  INKLING_TRY(r.string("op", k.op));
-  INKLING_TRY(r.strings("streams", k.streams));
-  INKLING_TRY(r.string("layout", k.layout));
-  INKLING_TRY(r.string("attributes", k.attributes));
-  INKLING_TRY(r.string("key", k.key));
-  INKLING_TRY(r.strings("params", k.params));
+  INKLING_TRY(r.string(mk::kName, k.name));
+  INKLING_TRY(r.string(mk::kEntry, k.entry));
+  INKLING_TRY(r.string(mk::kFile, k.file));
+  INKLING_TRY(r.string(mk::kFormat, k.format));
+  INKLING_TRY(r.string(mk::kHost, k.host));
+  INKLING_TRY(r.string(mk::kOp, k.op));
+  INKLING_TRY(r.strings(mk::kStreams, k.streams));
+  INKLING_TRY(r.string(mk::kLayout, k.layout));
+  INKLING_TRY(r.string(mk::kAttributes, k.attributes));
+  INKLING_TRY(r.string(mk::kKey, k.key));
+  INKLING_TRY(r.strings(mk::kParams, k.params));
   if (k.name.empty() || k.entry.empty())
     return r.bad("empty kernel name or entry");
   if (k.file.empty() || k.file.find('/') != std::string::npos ||
       k.file.find('\\') != std::string::npos || k.file == "." || k.file == "..")
     return r.bad("file \"" + k.file +
                  "\" must be a plain file name inside the bundle");
-  if (k.format != "ptx" && k.format != "cubin" && k.format != "fatbin")
+  if (k.format != mk::kPtx && k.format != mk::kCubin && k.format != mk::kFatbin)
     return r.bad("format \"" + k.format + "\" is not ptx, cubin or fatbin");
 
   // Grid: integers or "T"; block: integers.
-  auto grid = r.field("grid", Json::value_t::array);
+  auto grid = r.field(mk::kGrid, Json::value_t::array);
   if (!grid)
     return grid.status();
   if ((*grid)->size() != 3)
@@ -281,7 +284,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   for (size_t i = 0; i < 3; ++i) {
     const Json &g = (**grid)[i];
     std::optional<int64_t> n = asInteger(g);
-    if (g.is_string() && g.get<std::string>() == "T") {
+    if (g.is_string() && g.get<std::string>() == mk::kTokensGrid) {
       k.grid[i].tokens = true;
       usesTokens = true;
     } else if (n && *n >= 1 && *n <= std::numeric_limits<int32_t>::max()) {
@@ -291,7 +294,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
     }
   }
   std::vector<int64_t> block;
-  INKLING_TRY(r.integers("block", block));
+  INKLING_TRY(r.integers(mk::kBlock, block));
   if (block.size() != 3)
     return r.bad("block must have 3 entries");
   int64_t threads = 1;
@@ -305,7 +308,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
     return r.bad("a block of " + std::to_string(threads) +
                  " threads exceeds 1024");
 
-  auto args = r.field("args", Json::value_t::array);
+  auto args = r.field(mk::kArgs, Json::value_t::array);
   if (!args)
     return args.status();
   int64_t expectedParams = 0;
@@ -325,15 +328,15 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   size_t p = 0;
   for (const KernelArgSpec &arg : k.args) {
     for (int64_t j = 0; j < arg.params; ++j, ++p) {
-      const std::string &want = j < 2 ? "ptr" : "i64";
+      const char *want = j < 2 ? mk::kPtrParam : mk::kI64Param;
       if (k.params[p] != want)
         return r.bad("parameter " + std::to_string(p) + " is \"" + k.params[p] +
-                     "\", the descriptor needs \"" + want + "\"");
+                     "\", the descriptor needs \"" + std::string(want) + "\"");
     }
   }
 
-  if (r.find("tokens_arg")) {
-    INKLING_TRY(r.integer("tokens_arg", k.tokensArg));
+  if (r.find(mk::kTokensArg)) {
+    INKLING_TRY(r.integer(mk::kTokensArg, k.tokensArg));
     if (k.tokensArg < 0 || k.tokensArg >= static_cast<int64_t>(k.args.size()) ||
         k.args[k.tokensArg].rank < 1)
       return r.bad("tokens_arg does not name an argument of rank >= 1");
@@ -373,19 +376,20 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
                   "kernel manifest: " + doc.status().message());
   KernelManifest m;
   Reader root(*doc, "manifest");
-  INKLING_TRY(root.integer("version", m.version));
-  if (m.version != 1)
+  INKLING_TRY(root.integer(mk::kVersion, m.version));
+  if (m.version != mk::kFormatVersion)
     return root.bad("version " + std::to_string(m.version) +
-                    " is not supported (this runtime reads version 1)");
-  auto target = root.field("target", Json::value_t::object);
+                    " is not supported (this runtime reads version " +
+                    std::to_string(mk::kFormatVersion) + ")");
+  auto target = root.field(mk::kTarget, Json::value_t::object);
   if (!target)
     return target.status();
   Reader t(**target, "manifest.target");
-  INKLING_TRY(t.string("chip", m.chip));
-  INKLING_TRY(t.string("features", m.features));
-  INKLING_TRY(t.string("format", m.format));
+  INKLING_TRY(t.string(mk::kChip, m.chip));
+  INKLING_TRY(t.string(mk::kFeatures, m.features));
+  INKLING_TRY(t.string(mk::kFormat, m.format));
 
-  auto kernels = root.field("kernels", Json::value_t::array);
+  auto kernels = root.field(mk::kKernels, Json::value_t::array);
   if (!kernels)
     return kernels.status();
   std::set<std::string> names;
@@ -398,22 +402,22 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
     m.kernels.push_back(std::move(k));
   }
 
-  auto hosts = root.field("hosts", Json::value_t::array);
+  auto hosts = root.field(mk::kHosts, Json::value_t::array);
   if (!hosts)
     return hosts.status();
   for (size_t i = 0; i < (*hosts)->size(); ++i) {
     Reader h((**hosts)[i], "hosts[" + std::to_string(i) + "]");
     HostSpec host;
-    INKLING_TRY(h.string("name", host.name));
-    auto launches = h.field("launches", Json::value_t::array);
+    INKLING_TRY(h.string(mk::kName, host.name));
+    auto launches = h.field(mk::kLaunches, Json::value_t::array);
     if (!launches)
       return launches.status();
     for (size_t j = 0; j < (*launches)->size(); ++j) {
       Reader l((**launches)[j],
                h.path() + ".launches[" + std::to_string(j) + "]");
       LaunchSpec launch;
-      INKLING_TRY(l.string("kernel", launch.kernel));
-      INKLING_TRY(l.integers("host_args", launch.hostArgs));
+      INKLING_TRY(l.string(mk::kKernel, launch.kernel));
+      INKLING_TRY(l.integers(mk::kHostArgs, launch.hostArgs));
       const KernelSpec *k = m.findKernel(launch.kernel);
       if (!k)
         return l.bad("names no kernel of the manifest: \"" + launch.kernel +

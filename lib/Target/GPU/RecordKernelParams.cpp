@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelInfo.h"
+#include "inkling/Runtime/ManifestSchema.h"
 #include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -16,6 +17,7 @@
 using namespace mlir;
 
 namespace inkling::gpu {
+namespace mk = inkling::manifest;
 #define GEN_PASS_DEF_RECORDKERNELPARAMSPASS
 #include "inkling/Target/GPU/Passes.h.inc"
 
@@ -37,7 +39,7 @@ struct RecordKernelParamsPass
     SmallVector<Attribute> updated;
     for (Attribute attr : kernels) {
       auto entry = cast<DictionaryAttr>(attr);
-      StringRef name = cast<StringAttr>(entry.get("name")).getValue();
+      StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
       auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);
       auto func =
           gpuModule ? gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name) : nullptr;
@@ -50,15 +52,16 @@ struct RecordKernelParamsPass
       SmallVector<Attribute> params;
       for (Type type : func.getFunctionType().getParams()) {
         if (isa<LLVM::LLVMPointerType>(type))
-          params.push_back(b.getStringAttr("ptr"));
+          params.push_back(b.getStringAttr(mk::kPtrParam));
         else
           params.push_back(b.getStringAttr(printed(type)));
       }
       // The descriptors must expand to exactly these parameters.
       int64_t expected = 0;
-      for (Attribute arg : cast<ArrayAttr>(entry.get("args")))
+      for (Attribute arg : cast<ArrayAttr>(entry.get(mk::kArgs)))
         expected +=
-            cast<IntegerAttr>(cast<DictionaryAttr>(arg).get("params")).getInt();
+            cast<IntegerAttr>(cast<DictionaryAttr>(arg).get(mk::kParams))
+                .getInt();
       if (expected != static_cast<int64_t>(params.size())) {
         func.emitError() << "has " << params.size()
                          << " parameters, but its memref arguments expand to "
@@ -73,16 +76,16 @@ struct RecordKernelParamsPass
       // only the PTX (the fake CUDA driver) can then bound the bytes each
       // descriptor reaches.
       unsigned param = 0;
-      for (Attribute arg : cast<ArrayAttr>(entry.get("args"))) {
+      for (Attribute arg : cast<ArrayAttr>(entry.get(mk::kArgs))) {
         auto d = cast<DictionaryAttr>(arg);
         func.setArgAttr(
             param, LLVM::LLVMDialect::getAlignAttrName(),
             b.getI64IntegerAttr(
-                cast<IntegerAttr>(d.get("element_bytes")).getInt()));
-        param += cast<IntegerAttr>(d.get("params")).getInt();
+                cast<IntegerAttr>(d.get(mk::kElementBytes)).getInt()));
+        param += cast<IntegerAttr>(d.get(mk::kParams)).getInt();
       }
       NamedAttrList list(entry);
-      list.set("params", b.getArrayAttr(params));
+      list.set(mk::kParams, b.getArrayAttr(params));
       updated.push_back(list.getDictionary(&getContext()));
     }
     module->setAttr(kKernelsAttrName, b.getArrayAttr(updated));

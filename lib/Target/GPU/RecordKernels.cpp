@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelInfo.h"
+#include "inkling/Runtime/ManifestSchema.h"
 #include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +26,7 @@
 using namespace mlir;
 
 namespace inkling::gpu {
+namespace mk = inkling::manifest;
 #define GEN_PASS_DEF_RECORDKERNELSPASS
 #include "inkling/Target/GPU/Passes.h.inc"
 
@@ -106,20 +108,21 @@ FailureOr<DictionaryAttr> describeArg(Builder &b, Type type,
     return out;
   };
   NamedAttribute entries[] = {
-      b.getNamedAttr("type", b.getStringAttr(printed(type))),
-      b.getNamedAttr("element",
+      b.getNamedAttr(mk::kType, b.getStringAttr(printed(type))),
+      b.getNamedAttr(mk::kElement,
                      b.getStringAttr(elementName(memref.getElementType()))),
-      b.getNamedAttr("element_bytes", b.getI64IntegerAttr(elementBytes(
-                                          memref.getElementType()))),
-      b.getNamedAttr("rank", b.getI64IntegerAttr(memref.getRank())),
-      b.getNamedAttr("shape", b.getI64ArrayAttr(dyn(memref.getShape()))),
-      b.getNamedAttr("strides", b.getI64ArrayAttr(dyn(strides))),
+      b.getNamedAttr(mk::kElementBytes, b.getI64IntegerAttr(elementBytes(
+                                            memref.getElementType()))),
+      b.getNamedAttr(mk::kRank, b.getI64IntegerAttr(memref.getRank())),
+      b.getNamedAttr(mk::kShape, b.getI64ArrayAttr(dyn(memref.getShape()))),
+      b.getNamedAttr(mk::kStrides, b.getI64ArrayAttr(dyn(strides))),
       b.getNamedAttr(
-          "offset",
+          mk::kOffset,
           b.getI64IntegerAttr(ShapedType::isDynamic(offset) ? -1 : offset)),
-      b.getNamedAttr("identity",
+      b.getNamedAttr(mk::kIdentity,
                      b.getBoolAttr(memref.getLayout().isIdentity())),
-      b.getNamedAttr("params", b.getI64IntegerAttr(3 + 2 * memref.getRank())),
+      b.getNamedAttr(mk::kParams,
+                     b.getI64IntegerAttr(3 + 2 * memref.getRank())),
   };
   return b.getDictionaryAttr(entries);
 }
@@ -205,9 +208,9 @@ struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
           // accesses), at least the element size; the launcher checks it.
           NamedAttrList described(*desc);
           int64_t align = std::max<int64_t>(
-              cast<IntegerAttr>(described.get("element_bytes")).getInt(),
+              cast<IntegerAttr>(described.get(mk::kElementBytes)).getInt(),
               claimedAlignment(kernel.getArgument(args.size())));
-          described.set("align", b.getI64IntegerAttr(align));
+          described.set(mk::kAlign, b.getI64IntegerAttr(align));
           args.push_back(described.getDictionary(b.getContext()));
           hostIndex.push_back(arg.getArgNumber());
         }
@@ -239,7 +242,7 @@ struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
           }
           tokens = std::make_pair(
               static_cast<int64_t>(it - kernelOperands.begin()), int64_t(0));
-          grid.push_back(b.getStringAttr("T"));
+          grid.push_back(b.getStringAttr(mk::kTokensGrid));
         }
         Value blockValues[] = {launch.getBlockSizeX(), launch.getBlockSizeY(),
                                launch.getBlockSizeZ()};
@@ -268,7 +271,7 @@ struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
         int64_t part = 0;
         for (Attribute e : entries) {
           auto d = cast<DictionaryAttr>(e);
-          if (cast<StringAttr>(d.get("host")).getValue() == host.getName() &&
+          if (cast<StringAttr>(d.get(mk::kHost)).getValue() == host.getName() &&
               cast<StringAttr>(d.get("op_key")).getValue() == key)
             ++part;
         }
@@ -277,24 +280,25 @@ struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
                               printed(b.getArrayAttr(block));
 
         SmallVector<NamedAttribute> entry = {
-            b.getNamedAttr("name", b.getStringAttr(name)),
-            b.getNamedAttr("host", b.getStringAttr(host.getName())),
+            b.getNamedAttr(mk::kName, b.getStringAttr(name)),
+            b.getNamedAttr(mk::kHost, b.getStringAttr(host.getName())),
             b.getNamedAttr("launch_index", b.getI64IntegerAttr(index)),
             b.getNamedAttr("op_key", b.getStringAttr(key)),
-            b.getNamedAttr("key", b.getStringAttr(fullKey)),
-            b.getNamedAttr("args", b.getArrayAttr(args)),
-            b.getNamedAttr("host_args", b.getI64ArrayAttr(hostIndex)),
-            b.getNamedAttr("grid", b.getArrayAttr(grid)),
-            b.getNamedAttr("block", b.getArrayAttr(block)),
+            b.getNamedAttr(mk::kKey, b.getStringAttr(fullKey)),
+            b.getNamedAttr(mk::kArgs, b.getArrayAttr(args)),
+            b.getNamedAttr(mk::kHostArgs, b.getI64ArrayAttr(hostIndex)),
+            b.getNamedAttr(mk::kGrid, b.getArrayAttr(grid)),
+            b.getNamedAttr(mk::kBlock, b.getArrayAttr(block)),
         };
         if (tokens)
-          entry.push_back(
-              b.getNamedAttr("tokens_arg", b.getI64IntegerAttr(tokens->first)));
+          entry.push_back(b.getNamedAttr(mk::kTokensArg,
+                                         b.getI64IntegerAttr(tokens->first)));
         if (info) {
-          entry.push_back(b.getNamedAttr("op", info.get(kOpInfoKey)));
-          entry.push_back(b.getNamedAttr("streams", info.get("streams")));
-          entry.push_back(b.getNamedAttr("layout", info.get("layout")));
-          entry.push_back(b.getNamedAttr("attributes", info.get("attributes")));
+          entry.push_back(b.getNamedAttr(mk::kOp, info.get(kOpInfoKey)));
+          entry.push_back(b.getNamedAttr(mk::kStreams, info.get("streams")));
+          entry.push_back(b.getNamedAttr(mk::kLayout, info.get("layout")));
+          entry.push_back(
+              b.getNamedAttr(mk::kAttributes, info.get("attributes")));
         }
         entries.push_back(b.getDictionaryAttr(entry));
         ++index;
