@@ -17,7 +17,6 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
@@ -44,37 +43,45 @@ int64_t countMatches(StringRef text, StringRef pattern) {
   return count;
 }
 
-/// `text` (llvm::json's indented form) with every array that holds no
-/// object or array on one line: `[16, 1, 1]` rather than five lines.
-std::string collapseScalarArrays(StringRef text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '[') {
-      out += text[i];
-      continue;
-    }
-    size_t end = text.find_first_of("[]{", i + 1);
-    if (end == StringRef::npos || text[end] != ']') {
-      out += text[i];
-      continue;
-    }
-    // Whitespace outside strings goes; a ',' gets one space after it.
-    std::string inner;
-    bool inString = false;
-    for (size_t j = i + 1; j < end; ++j) {
-      char c = text[j];
-      if (c == '"' && (j == 0 || text[j - 1] != '\\'))
-        inString = !inString;
-      if (!inString && (c == ' ' || c == '\n'))
-        continue;
-      inner += c;
-      if (!inString && c == ',')
-        inner += ' ';
-    }
-    out += "[" + inner + "]";
-    i = end;
+/// Writes `value` as llvm::json's indented form does (object keys sorted),
+/// except that an array holding no object or array goes on one line:
+/// `[16, 1, 1]` rather than five lines.
+void writeManifestValue(llvm::json::OStream &out,
+                        const llvm::json::Value &value) {
+  if (const llvm::json::Object *object = value.getAsObject()) {
+    SmallVector<StringRef> keys;
+    for (const auto &member : *object)
+      keys.push_back(member.first);
+    llvm::sort(keys);
+    out.object([&] {
+      for (StringRef key : keys) {
+        out.attributeBegin(key);
+        writeManifestValue(out, *object->get(key));
+        out.attributeEnd();
+      }
+    });
+    return;
   }
-  return out;
+  const llvm::json::Array *array = value.getAsArray();
+  if (!array) {
+    out.value(value);
+    return;
+  }
+  if (llvm::any_of(*array, [](const llvm::json::Value &e) {
+        return e.getAsObject() || e.getAsArray();
+      })) {
+    out.array([&] {
+      for (const llvm::json::Value &e : *array)
+        writeManifestValue(out, e);
+    });
+    return;
+  }
+  out.rawValue([&](raw_ostream &os) {
+    os << '[';
+    llvm::interleave(
+        *array, os, [&](const llvm::json::Value &e) { os << e; }, ", ");
+    os << ']';
+  });
 }
 
 llvm::json::Array toJson(ArrayAttr array) {
@@ -224,11 +231,11 @@ LogicalResult serializeKernelBundle(
       {mk::kTarget, std::move(target)},   {mk::kKernels, std::move(kernelList)},
       {mk::kHosts, std::move(hosts)},
   };
-  manifestText =
-      collapseScalarArrays(
-          llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
-              .str()) +
-      "\n";
+  manifestText.clear();
+  llvm::raw_string_ostream os(manifestText);
+  llvm::json::OStream out(os, /*IndentSize=*/2);
+  writeManifestValue(out, llvm::json::Value(std::move(manifest)));
+  os << '\n';
   return success();
 }
 
