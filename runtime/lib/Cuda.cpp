@@ -49,10 +49,6 @@ bool resolve(void *library, Fn &fn, std::initializer_list<const char *> names,
   return false;
 }
 
-Status unavailable(const std::string &message) {
-  return Status(StatusCode::Unavailable, message);
-}
-
 } // namespace
 
 Status Driver::check(CUresult result, const char *call) const {
@@ -328,8 +324,7 @@ KernelBundle::load(Driver &driver, const std::string &directory) {
         std::string path = directory + "/" + file;
         std::ifstream in(path, std::ios::binary);
         if (!in)
-          return Status(StatusCode::NotFound,
-                        "kernel bundle: cannot open " + path);
+          return notFound("kernel bundle: cannot open " + path);
         std::ostringstream bytes;
         bytes << in.rdbuf();
         return bytes.str();
@@ -348,8 +343,7 @@ KernelBundle::load(Driver &driver, std::string_view manifestJson,
       [&](const std::string &file) -> StatusOr<std::string> {
         auto it = objects.find(file);
         if (it == objects.end())
-          return Status(StatusCode::NotFound,
-                        "kernel bundle: no object " + file);
+          return notFound("kernel bundle: no object " + file);
         return it->second;
       },
       "");
@@ -388,7 +382,7 @@ Status KernelBundle::launch(const std::string &name,
                             const std::vector<MemRefArg> &args, Stream stream) {
   const KernelSpec *kernel = manifest_.findKernel(name);
   if (!kernel)
-    return Status(StatusCode::NotFound, "no kernel " + name + " in the bundle");
+    return notFound("no kernel " + name + " in the bundle");
   auto params = packKernelParams(*kernel, args);
   if (!params)
     return params.status();
@@ -414,8 +408,7 @@ Status KernelBundle::run(const std::string &host,
                          Stream stream) {
   const HostSpec *spec = manifest_.findHost(host);
   if (!spec)
-    return Status(StatusCode::NotFound,
-                  "no host function " + host + " in the bundle");
+    return notFound("no host function " + host + " in the bundle");
   for (const LaunchSpec &launchSpec : spec->launches) {
     std::vector<MemRefArg> args;
     for (int64_t index : launchSpec.hostArgs) {

@@ -440,7 +440,7 @@ StatusOr<KernelManifest> KernelManifest::load(const std::string &directory) {
   std::string path = directory + "/manifest.json";
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status(StatusCode::NotFound, "kernel manifest: cannot open " + path);
+    return notFound("kernel manifest: cannot open " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return parse(text.str());
