@@ -249,24 +249,26 @@ template <typename F> double medianUs(Driver &d, int warmup, int runs, F f) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  llvm::cl::OptionCategory category("inkling-gpu-bench options");
-  llvm::cl::list<std::string> bundles(
+/// The command line, through llvm::cl (static: the parser keeps pointers to
+/// the options).
+static Options parseOptions(int argc, char **argv) {
+  static llvm::cl::OptionCategory category("inkling-gpu-bench options");
+  static llvm::cl::list<std::string> bundles(
       "bundle", llvm::cl::cat(category),
       llvm::cl::desc("A kernel bundle: NAME=DIR (or DIR)"),
       llvm::cl::value_desc("NAME=DIR"));
-  llvm::cl::opt<int64_t> tokens("tokens", llvm::cl::cat(category),
-                                llvm::cl::desc("Tokens of the step"),
-                                llvm::cl::init(256));
-  llvm::cl::opt<int> runs("runs", llvm::cl::cat(category),
-                          llvm::cl::desc("Timed runs (the median)"),
-                          llvm::cl::init(200));
-  llvm::cl::opt<int> warmup("warmup", llvm::cl::cat(category),
-                            llvm::cl::desc("Untimed runs first"),
-                            llvm::cl::init(20));
-  llvm::cl::opt<uint64_t> seed("seed", llvm::cl::cat(category),
-                               llvm::cl::desc("Random data seed"),
-                               llvm::cl::init(1));
+  static llvm::cl::opt<int64_t> tokens("tokens", llvm::cl::cat(category),
+                                       llvm::cl::desc("Tokens of the step"),
+                                       llvm::cl::init(256));
+  static llvm::cl::opt<int> runs("runs", llvm::cl::cat(category),
+                                 llvm::cl::desc("Timed runs (the median)"),
+                                 llvm::cl::init(200));
+  static llvm::cl::opt<int> warmup("warmup", llvm::cl::cat(category),
+                                   llvm::cl::desc("Untimed runs first"),
+                                   llvm::cl::init(20));
+  static llvm::cl::opt<uint64_t> seed("seed", llvm::cl::cat(category),
+                                      llvm::cl::desc("Random data seed"),
+                                      llvm::cl::init(1));
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
@@ -284,6 +286,11 @@ int main(int argc, char **argv) {
   opt.runs = runs;
   opt.warmup = warmup;
   opt.seed = seed;
+  return opt;
+}
+
+int main(int argc, char **argv) {
+  Options opt = parseOptions(argc, argv);
   if (opt.bundles.empty() || opt.tokens < 1 || opt.runs < 1)
     fail("need at least one --bundle, --tokens >= 1, --runs >= 1");
 
