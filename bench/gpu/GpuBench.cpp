@@ -21,6 +21,8 @@
 #include "inkling/Runtime/KernelManifest.h"
 #include "inkling/Runtime/Layout.h"
 
+#include "llvm/Support/CommandLine.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -247,35 +249,48 @@ template <typename F> double medianUs(Driver &d, int warmup, int runs, F f) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+/// The command line, through llvm::cl (static: the parser keeps pointers to
+/// the options).
+static Options parseOptions(int argc, char **argv) {
+  static llvm::cl::OptionCategory category("inkling-gpu-bench options");
+  static llvm::cl::list<std::string> bundles(
+      "bundle", llvm::cl::cat(category),
+      llvm::cl::desc("A kernel bundle: NAME=DIR (or DIR)"),
+      llvm::cl::value_desc("NAME=DIR"));
+  static llvm::cl::opt<int64_t> tokens("tokens", llvm::cl::cat(category),
+                                       llvm::cl::desc("Tokens of the step"),
+                                       llvm::cl::init(256));
+  static llvm::cl::opt<int> runs("runs", llvm::cl::cat(category),
+                                 llvm::cl::desc("Timed runs (the median)"),
+                                 llvm::cl::init(200));
+  static llvm::cl::opt<int> warmup("warmup", llvm::cl::cat(category),
+                                   llvm::cl::desc("Untimed runs first"),
+                                   llvm::cl::init(20));
+  static llvm::cl::opt<uint64_t> seed("seed", llvm::cl::cat(category),
+                                      llvm::cl::desc("Random data seed"),
+                                      llvm::cl::init(1));
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "checks the kernel bundles against the CPU reference on a "
+      "GPU and times them\n");
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        fail("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--bundle") {
-      std::string v = value();
-      size_t eq = v.find('=');
-      if (eq == std::string::npos)
-        opt.bundles.push_back({v, v});
-      else
-        opt.bundles.push_back({v.substr(0, eq), v.substr(eq + 1)});
-    } else if (a == "--tokens") {
-      opt.tokens = std::atoll(value().c_str());
-    } else if (a == "--runs") {
-      opt.runs = std::atoi(value().c_str());
-    } else if (a == "--warmup") {
-      opt.warmup = std::atoi(value().c_str());
-    } else if (a == "--seed") {
-      opt.seed = std::strtoull(value().c_str(), nullptr, 10);
-    } else {
-      fail("usage: inkling-gpu-bench --bundle NAME=DIR... [--tokens T] "
-           "[--runs N] [--warmup W] [--seed S]");
-    }
+  for (const std::string &v : bundles) {
+    size_t eq = v.find('=');
+    if (eq == std::string::npos)
+      opt.bundles.push_back({v, v});
+    else
+      opt.bundles.push_back({v.substr(0, eq), v.substr(eq + 1)});
   }
+  opt.tokens = tokens;
+  opt.runs = runs;
+  opt.warmup = warmup;
+  opt.seed = seed;
+  return opt;
+}
+
+int main(int argc, char **argv) {
+  Options opt = parseOptions(argc, argv);
   if (opt.bundles.empty() || opt.tokens < 1 || opt.runs < 1)
     fail("need at least one --bundle, --tokens >= 1, --runs >= 1");
 

@@ -66,8 +66,10 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
 
   // 3. Mapping: outermost scf.parallel dims -> block x, y (token, head);
   //    the chunk scf.parallel inside -> thread x, so a warp's 32 threads
-  //    touch 32 consecutive 16-byte chunks of a row (coalesced).
-  pm.addPass(gpu::createMapSConvNestsPass());
+  //    touch 32 consecutive 16-byte chunks of a row (coalesced). Upstream's
+  //    gpu-map-parallel-loops (outermost-first) does exactly this for the
+  //    nests of step 2 (test/Target/GPU/map-nests.mlir).
+  pm.addNestedPass<func::FuncOp>(mlir::createGpuMapParallelLoopsPass());
 
   // 4. Nests -> gpu.launch (grid (T, H, 1), block (chunks, 1, 1)); the
   //    affine bounds this leaves are folded and lowered, so a grid size is

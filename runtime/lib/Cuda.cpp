@@ -1,13 +1,13 @@
 //===- Cuda.cpp - The CUDA driver API, loaded at run time -----------------===//
 //
-// No cuda.h: the few driver types are opaque handles and ints, declared here
-// with the driver's C ABI (CUresult is an int enum, CUdeviceptr a 64-bit
-// integer on 64-bit hosts). Versioned entry points are looked up by the
+// No cuda.h: the entry points, their signatures and the driver types are
+// listed once in CudaDriverApi.h. Versioned entry points are looked up by the
 // names cuda.h maps them to (cuMemAlloc -> cuMemAlloc_v2, ...).
 //
 //===----------------------------------------------------------------------===//
 
 #include "inkling/Runtime/Cuda.h"
+#include "CudaDriverApi.h"
 
 #include <dlfcn.h>
 
@@ -18,14 +18,7 @@
 namespace inkling::cuda {
 
 namespace {
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = void *;
-using CUmodule = void *;
-using CUfunction = void *;
-using CUstream = void *;
-using CUevent = void *;
-using CUdeviceptr = unsigned long long;
+using namespace driver;
 
 constexpr int kAttrComputeMajor =
     75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
@@ -34,35 +27,10 @@ constexpr int kAttrComputeMinor =
 } // namespace
 
 struct Driver::Api {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDriverGetVersion)(int *);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
-  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-  CUresult (*cuModuleUnload)(CUmodule);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, CUstream, void **,
-                             void **);
-  CUresult (*cuEventCreate)(CUevent *, unsigned);
-  CUresult (*cuEventDestroy)(CUevent);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-  CUresult (*cuGetErrorString)(CUresult, const char **);
-  CUresult (*cuGetErrorName)(CUresult, const char **);
+#define INKLING_CUDA_FIELD(name, symbol, fallback, params)                     \
+  CUresult(*name) params;
+  INKLING_CUDA_DRIVER_API(INKLING_CUDA_FIELD)
+#undef INKLING_CUDA_FIELD
 };
 
 namespace {
@@ -79,10 +47,6 @@ bool resolve(void *library, Fn &fn, std::initializer_list<const char *> names,
   }
   missing = *names.begin();
   return false;
-}
-
-Status unavailable(const std::string &message) {
-  return Status(StatusCode::Unavailable, message);
 }
 
 } // namespace
@@ -115,40 +79,11 @@ StatusOr<std::unique_ptr<Driver>> Driver::load(const std::string &library,
   driver->api_ = std::make_unique<Api>();
   Api &a = *driver->api_;
   std::string missing;
-  bool ok =
-      resolve(handle, a.cuInit, {"cuInit"}, missing) &&
-      resolve(handle, a.cuDriverGetVersion, {"cuDriverGetVersion"}, missing) &&
-      resolve(handle, a.cuDeviceGetCount, {"cuDeviceGetCount"}, missing) &&
-      resolve(handle, a.cuDeviceGet, {"cuDeviceGet"}, missing) &&
-      resolve(handle, a.cuDeviceGetName, {"cuDeviceGetName"}, missing) &&
-      resolve(handle, a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"},
-              missing) &&
-      resolve(handle, a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"},
-              missing) &&
-      resolve(handle, a.cuDevicePrimaryCtxRelease,
-              {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"},
-              missing) &&
-      resolve(handle, a.cuCtxSetCurrent, {"cuCtxSetCurrent"}, missing) &&
-      resolve(handle, a.cuCtxSynchronize, {"cuCtxSynchronize"}, missing) &&
-      resolve(handle, a.cuMemAlloc, {"cuMemAlloc_v2"}, missing) &&
-      resolve(handle, a.cuMemFree, {"cuMemFree_v2"}, missing) &&
-      resolve(handle, a.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}, missing) &&
-      resolve(handle, a.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}, missing) &&
-      resolve(handle, a.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, missing) &&
-      resolve(handle, a.cuMemsetD8, {"cuMemsetD8_v2"}, missing) &&
-      resolve(handle, a.cuModuleLoadData, {"cuModuleLoadData"}, missing) &&
-      resolve(handle, a.cuModuleUnload, {"cuModuleUnload"}, missing) &&
-      resolve(handle, a.cuModuleGetFunction, {"cuModuleGetFunction"},
-              missing) &&
-      resolve(handle, a.cuLaunchKernel, {"cuLaunchKernel"}, missing) &&
-      resolve(handle, a.cuEventCreate, {"cuEventCreate"}, missing) &&
-      resolve(handle, a.cuEventDestroy, {"cuEventDestroy_v2"}, missing) &&
-      resolve(handle, a.cuEventRecord, {"cuEventRecord"}, missing) &&
-      resolve(handle, a.cuEventSynchronize, {"cuEventSynchronize"}, missing) &&
-      resolve(handle, a.cuEventElapsedTime,
-              {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing) &&
-      resolve(handle, a.cuGetErrorString, {"cuGetErrorString"}, missing) &&
-      resolve(handle, a.cuGetErrorName, {"cuGetErrorName"}, missing);
+  bool ok = true;
+#define INKLING_CUDA_RESOLVE(name, symbol, fallback, params)                   \
+  ok = ok && resolve(handle, a.name, {#symbol, #fallback}, missing);
+  INKLING_CUDA_DRIVER_API(INKLING_CUDA_RESOLVE)
+#undef INKLING_CUDA_RESOLVE
   if (!ok)
     return unavailable("no CUDA driver: " + library + " lacks " + missing +
                        " (driver too old?)");
@@ -389,8 +324,7 @@ KernelBundle::load(Driver &driver, const std::string &directory) {
         std::string path = directory + "/" + file;
         std::ifstream in(path, std::ios::binary);
         if (!in)
-          return Status(StatusCode::NotFound,
-                        "kernel bundle: cannot open " + path);
+          return notFound("kernel bundle: cannot open " + path);
         std::ostringstream bytes;
         bytes << in.rdbuf();
         return bytes.str();
@@ -409,8 +343,7 @@ KernelBundle::load(Driver &driver, std::string_view manifestJson,
       [&](const std::string &file) -> StatusOr<std::string> {
         auto it = objects.find(file);
         if (it == objects.end())
-          return Status(StatusCode::NotFound,
-                        "kernel bundle: no object " + file);
+          return notFound("kernel bundle: no object " + file);
         return it->second;
       },
       "");
@@ -449,7 +382,7 @@ Status KernelBundle::launch(const std::string &name,
                             const std::vector<MemRefArg> &args, Stream stream) {
   const KernelSpec *kernel = manifest_.findKernel(name);
   if (!kernel)
-    return Status(StatusCode::NotFound, "no kernel " + name + " in the bundle");
+    return notFound("no kernel " + name + " in the bundle");
   auto params = packKernelParams(*kernel, args);
   if (!params)
     return params.status();
@@ -475,8 +408,7 @@ Status KernelBundle::run(const std::string &host,
                          Stream stream) {
   const HostSpec *spec = manifest_.findHost(host);
   if (!spec)
-    return Status(StatusCode::NotFound,
-                  "no host function " + host + " in the bundle");
+    return notFound("no host function " + host + " in the bundle");
   for (const LaunchSpec &launchSpec : spec->launches) {
     std::vector<MemRefArg> args;
     for (int64_t index : launchSpec.hostArgs) {

@@ -1,319 +1,111 @@
 //===- KernelManifest.cpp - The GPU kernel bundle's manifest --------------===//
 
 #include "inkling/Runtime/KernelManifest.h"
+#include "inkling/Runtime/ManifestSchema.h"
 
-#include <cerrno>
-#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 namespace inkling {
 
+namespace mk = manifest;
+
 //===----------------------------------------------------------------------===//
 // JSON
 //===----------------------------------------------------------------------===//
 
-const JsonValue *JsonValue::find(std::string_view key) const {
-  for (const auto &member : members_)
-    if (member.first == key)
-      return &member.second;
-  return nullptr;
-}
+namespace {
 
-class JsonParser {
-public:
-  explicit JsonParser(std::string_view text) : text_(text) {}
+using Json = nlohmann::json;
 
-  StatusOr<JsonValue> parseDocument() {
-    JsonValue value;
-    if (Status s = parseValue(value, 0); !s.isOk())
-      return s;
-    skipSpace();
-    if (pos_ != text_.size())
-      return error("unexpected data after the JSON value");
-    return value;
-  }
+/// Containers nested deeper than this are refused: a manifest is 4 levels
+/// deep, and the bound keeps hostile input cheap.
+constexpr int kMaxDepth = 64;
 
-private:
-  static constexpr int kMaxDepth = 64;
-
-  Status error(const std::string &what) const {
-    return invalidArgument("JSON: " + what + " at byte " +
-                           std::to_string(pos_));
-  }
-
-  void skipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
-      ++pos_;
-  }
-
-  bool consume(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word)
-      return false;
-    pos_ += word.size();
-    return true;
-  }
-
-  Status parseValue(JsonValue &out, int depth) {
-    if (depth > kMaxDepth)
-      return error("nesting deeper than 64 levels");
-    skipSpace();
-    if (pos_ >= text_.size())
-      return error("unexpected end of input");
-    char c = text_[pos_];
-    if (c == '{')
-      return parseObject(out, depth);
-    if (c == '[')
-      return parseArray(out, depth);
-    if (c == '"') {
-      out.kind_ = JsonValue::Kind::String;
-      return parseString(out.string_);
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return parseNumber(out);
-    if (consume("true")) {
-      out.kind_ = JsonValue::Kind::Bool;
-      out.bool_ = true;
-      return Status::ok();
-    }
-    if (consume("false")) {
-      out.kind_ = JsonValue::Kind::Bool;
-      out.bool_ = false;
-      return Status::ok();
-    }
-    if (consume("null")) {
-      out.kind_ = JsonValue::Kind::Null;
-      return Status::ok();
-    }
-    return error(std::string("unexpected character '") + c + "'");
-  }
-
-  Status parseObject(JsonValue &out, int depth) {
-    out.kind_ = JsonValue::Kind::Object;
-    ++pos_; // '{'
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == '}') {
-      ++pos_;
-      return Status::ok();
-    }
-    std::set<std::string> keys;
-    while (true) {
-      skipSpace();
-      if (pos_ >= text_.size() || text_[pos_] != '"')
-        return error("expected a string key");
-      std::string key;
-      if (Status s = parseString(key); !s.isOk())
-        return s;
-      if (!keys.insert(key).second)
-        return error("duplicate key \"" + key + "\"");
-      skipSpace();
-      if (pos_ >= text_.size() || text_[pos_] != ':')
-        return error("expected ':'");
-      ++pos_;
-      JsonValue value;
-      if (Status s = parseValue(value, depth + 1); !s.isOk())
-        return s;
-      out.members_.emplace_back(std::move(key), std::move(value));
-      skipSpace();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == '}') {
-        ++pos_;
-        return Status::ok();
-      }
-      return error("expected ',' or '}'");
-    }
-  }
-
-  Status parseArray(JsonValue &out, int depth) {
-    out.kind_ = JsonValue::Kind::Array;
-    ++pos_; // '['
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == ']') {
-      ++pos_;
-      return Status::ok();
-    }
-    while (true) {
-      JsonValue value;
-      if (Status s = parseValue(value, depth + 1); !s.isOk())
-        return s;
-      out.array_.push_back(std::move(value));
-      skipSpace();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == ']') {
-        ++pos_;
-        return Status::ok();
-      }
-      return error("expected ',' or ']'");
-    }
-  }
-
-  bool hex4(uint32_t &value) {
-    if (pos_ + 4 > text_.size())
-      return false;
-    value = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text_[pos_ + i];
-      value <<= 4;
-      if (c >= '0' && c <= '9')
-        value |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        value |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        value |= c - 'A' + 10;
-      else
-        return false;
-    }
-    pos_ += 4;
-    return true;
-  }
-
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  Status parseString(std::string &out) {
-    ++pos_; // '"'
-    while (true) {
-      if (pos_ >= text_.size())
-        return error("unterminated string");
-      unsigned char c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return Status::ok();
-      }
-      if (c < 0x20)
-        return error("control character in a string");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++pos_;
-        continue;
-      }
-      ++pos_;
-      if (pos_ >= text_.size())
-        return error("unterminated escape");
-      char e = text_[pos_++];
-      switch (e) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        uint32_t cp;
-        if (!hex4(cp))
-          return error("bad \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          uint32_t low;
-          if (!consume("\\u") || !hex4(low) || low < 0xDC00 || low > 0xDFFF)
-            return error("unpaired surrogate in \\u escape");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          return error("unpaired surrogate in \\u escape");
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        return error(std::string("bad escape '\\") + e + "'");
-      }
-    }
-  }
-
-  Status parseNumber(JsonValue &out) {
-    size_t start = pos_;
-    auto digits = [&]() {
-      size_t from = pos_;
-      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9')
-        ++pos_;
-      return pos_ - from;
-    };
-    bool integral = true;
-    if (text_[pos_] == '-')
-      ++pos_;
-    if (pos_ < text_.size() && text_[pos_] == '0') {
-      ++pos_;
-    } else if (digits() == 0) {
-      return error("bad number");
-    }
-    if (pos_ < text_.size() && text_[pos_] == '.') {
-      ++pos_;
-      integral = false;
-      if (digits() == 0)
-        return error("bad number: no digits after '.'");
-    }
-    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
-      ++pos_;
-      integral = false;
-      if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-'))
-        ++pos_;
-      if (digits() == 0)
-        return error("bad number: no exponent digits");
-    }
-    std::string literal(text_.substr(start, pos_ - start));
-    out.kind_ = JsonValue::Kind::Number;
-    out.number_ = std::strtod(literal.c_str(), nullptr);
-    if (integral) {
-      errno = 0;
-      long long v = std::strtoll(literal.c_str(), nullptr, 10);
-      if (errno == 0) {
-        out.isInteger_ = true;
-        out.integer_ = v;
-      }
-    }
-    return Status::ok();
-  }
-
-  std::string_view text_;
-  size_t pos_ = 0;
+/// Thrown by the parser callback to stop the parse with a message.
+struct JsonRefusal {
+  std::string message;
 };
 
-StatusOr<JsonValue> JsonValue::parse(std::string_view text) {
-  return JsonParser(text).parseDocument();
+/// Parses a whole document (RFC 8259, no comments). nlohmann::json keeps the
+/// last of duplicate keys; the callback refuses them instead, as it refuses
+/// nesting deeper than kMaxDepth.
+StatusOr<Json> parseJson(std::string_view text) {
+  std::vector<std::set<std::string>> keys; // One set per open object.
+  auto callback = [&](int depth, Json::parse_event_t event, Json &parsed) {
+    switch (event) {
+    case Json::parse_event_t::object_start:
+      keys.emplace_back();
+      [[fallthrough]];
+    case Json::parse_event_t::array_start:
+      if (depth > kMaxDepth)
+        throw JsonRefusal{"nesting deeper than " + std::to_string(kMaxDepth) +
+                          " levels"};
+      break;
+    case Json::parse_event_t::key:
+      if (!keys.back().insert(parsed.get<std::string>()).second)
+        throw JsonRefusal{"duplicate key \"" + parsed.get<std::string>() +
+                          "\""};
+      break;
+    case Json::parse_event_t::object_end:
+      keys.pop_back();
+      break;
+    default:
+      break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), callback);
+  } catch (const JsonRefusal &refusal) {
+    return invalidArgument("JSON: " + refusal.message);
+  } catch (const Json::exception &e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1,
+    // column 2: ..."; the bracketed id means nothing to a reader.
+    std::string what = e.what();
+    if (size_t close = what.find("] "); close != std::string::npos)
+      what.erase(0, close + 2);
+    return invalidArgument("JSON: " + what);
+  }
 }
+
+/// The value of an integer written as such that fits in int64_t (nlohmann
+/// stores non-negative integers unsigned and larger ones as floating point).
+std::optional<int64_t> asInteger(const Json &v) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer())
+    return v.get<int64_t>();
+  return std::nullopt;
+}
+
+/// The JSON type names of the field messages.
+const char *kindName(Json::value_t kind) {
+  switch (kind) {
+  case Json::value_t::string:
+    return "a string";
+  case Json::value_t::boolean:
+    return "a boolean";
+  case Json::value_t::array:
+    return "an array";
+  case Json::value_t::object:
+    return "an object";
+  default:
+    return "a number";
+  }
+}
+
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Manifest
@@ -324,82 +116,93 @@ namespace {
 /// Typed field access with messages that name the path of the field.
 class Reader {
 public:
-  Reader(const JsonValue &value, std::string path)
+  Reader(const Json &value, std::string path)
       : value_(value), path_(std::move(path)) {}
 
   Status bad(const std::string &what) const {
     return invalidArgument("kernel manifest: " + path_ + ": " + what);
   }
 
-  StatusOr<const JsonValue *> field(std::string_view key, JsonValue::Kind kind,
-                                    const char *kindName) const {
-    if (!value_.isObject())
+  /// The member `key` of the object, or null (also when not an object).
+  const Json *find(std::string_view key) const {
+    if (!value_.is_object())
+      return nullptr;
+    auto it = value_.find(key);
+    return it == value_.end() ? nullptr : &*it;
+  }
+
+  /// The member `key`, which must be of `kind` (number_integer: any number).
+  StatusOr<const Json *> field(std::string_view key, Json::value_t kind) const {
+    if (!value_.is_object())
       return bad("is not an object");
-    const JsonValue *v = value_.find(key);
+    const Json *v = find(key);
     if (!v)
       return bad("missing \"" + std::string(key) + "\"");
-    if (v->kind() != kind)
-      return bad("\"" + std::string(key) + "\" is not " + kindName);
+    bool ok = kind == Json::value_t::number_integer ? v->is_number()
+                                                    : v->type() == kind;
+    if (!ok)
+      return bad("\"" + std::string(key) + "\" is not " + kindName(kind));
     return v;
   }
 
   Status string(std::string_view key, std::string &out) const {
-    auto v = field(key, JsonValue::Kind::String, "a string");
+    auto v = field(key, Json::value_t::string);
     if (!v)
       return v.status();
-    out = (*v)->string();
+    out = (*v)->get<std::string>();
     return Status::ok();
   }
 
   Status integer(std::string_view key, int64_t &out) const {
-    auto v = field(key, JsonValue::Kind::Number, "a number");
+    auto v = field(key, Json::value_t::number_integer);
     if (!v)
       return v.status();
-    if (!(*v)->isInteger())
+    std::optional<int64_t> i = asInteger(**v);
+    if (!i)
       return bad("\"" + std::string(key) + "\" is not an integer");
-    out = (*v)->integer();
+    out = *i;
     return Status::ok();
   }
 
   Status boolean(std::string_view key, bool &out) const {
-    auto v = field(key, JsonValue::Kind::Bool, "a boolean");
+    auto v = field(key, Json::value_t::boolean);
     if (!v)
       return v.status();
-    out = (*v)->boolValue();
+    out = (*v)->get<bool>();
     return Status::ok();
   }
 
   Status integers(std::string_view key, std::vector<int64_t> &out) const {
-    auto v = field(key, JsonValue::Kind::Array, "an array");
+    auto v = field(key, Json::value_t::array);
     if (!v)
       return v.status();
     out.clear();
-    for (const JsonValue &e : (*v)->array()) {
-      if (!e.isInteger())
+    for (const Json &e : **v) {
+      std::optional<int64_t> i = asInteger(e);
+      if (!i)
         return bad("\"" + std::string(key) + "\" holds a non-integer");
-      out.push_back(e.integer());
+      out.push_back(*i);
     }
     return Status::ok();
   }
 
   Status strings(std::string_view key, std::vector<std::string> &out) const {
-    auto v = field(key, JsonValue::Kind::Array, "an array");
+    auto v = field(key, Json::value_t::array);
     if (!v)
       return v.status();
     out.clear();
-    for (const JsonValue &e : (*v)->array()) {
-      if (!e.isString())
+    for (const Json &e : **v) {
+      if (!e.is_string())
         return bad("\"" + std::string(key) + "\" holds a non-string");
-      out.push_back(e.string());
+      out.push_back(e.get<std::string>());
     }
     return Status::ok();
   }
 
-  const JsonValue &value() const { return value_; }
   const std::string &path() const { return path_; }
 
 private:
-  const JsonValue &value_;
+  const Json &value_;
   std::string path_;
 };
 
@@ -410,15 +213,15 @@ private:
   } while (false)
 
 Status parseArg(const Reader &r, KernelArgSpec &arg) {
-  INKLING_TRY(r.string("type", arg.type));
-  INKLING_TRY(r.string("element", arg.element));
-  INKLING_TRY(r.integer("element_bytes", arg.elementBytes));
-  INKLING_TRY(r.integer("rank", arg.rank));
-  INKLING_TRY(r.integers("shape", arg.shape));
-  INKLING_TRY(r.integers("strides", arg.strides));
-  INKLING_TRY(r.integer("offset", arg.offset));
-  INKLING_TRY(r.boolean("identity", arg.identity));
-  INKLING_TRY(r.integer("params", arg.params));
+  INKLING_TRY(r.string(mk::kType, arg.type));
+  INKLING_TRY(r.string(mk::kElement, arg.element));
+  INKLING_TRY(r.integer(mk::kElementBytes, arg.elementBytes));
+  INKLING_TRY(r.integer(mk::kRank, arg.rank));
+  INKLING_TRY(r.integers(mk::kShape, arg.shape));
+  INKLING_TRY(r.integers(mk::kStrides, arg.strides));
+  INKLING_TRY(r.integer(mk::kOffset, arg.offset));
+  INKLING_TRY(r.boolean(mk::kIdentity, arg.identity));
+  INKLING_TRY(r.integer(mk::kParams, arg.params));
   if (arg.rank < 0 || arg.rank > 16)
     return r.bad("rank " + std::to_string(arg.rank) + " is out of range");
   if (static_cast<int64_t>(arg.shape.size()) != arg.rank ||
@@ -434,8 +237,8 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
   // The base alignment the kernel's accesses assume (16 where it issues
   // 16-byte vector accesses); absent: the element size.
   arg.align = arg.elementBytes;
-  if (r.value().find("align")) {
-    INKLING_TRY(r.integer("align", arg.align));
+  if (r.find(mk::kAlign)) {
+    INKLING_TRY(r.integer(mk::kAlign, arg.align));
     if (arg.align < arg.elementBytes || arg.align > 4096 ||
         (arg.align & (arg.align - 1)) != 0)
       return r.bad("align " + std::to_string(arg.align) +
@@ -451,47 +254,47 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
 }
 
 Status parseKernel(const Reader &r, KernelSpec &k) {
-  INKLING_TRY(r.string("name", k.name));
-  INKLING_TRY(r.string("entry", k.entry));
-  INKLING_TRY(r.string("file", k.file));
-  INKLING_TRY(r.string("format", k.format));
-  INKLING_TRY(r.string("host", k.host));
-  INKLING_TRY(r.string("op", k.op));
-  INKLING_TRY(r.strings("streams", k.streams));
-  INKLING_TRY(r.string("layout", k.layout));
-  INKLING_TRY(r.string("attributes", k.attributes));
-  INKLING_TRY(r.string("key", k.key));
-  INKLING_TRY(r.strings("params", k.params));
+  INKLING_TRY(r.string(mk::kName, k.name));
+  INKLING_TRY(r.string(mk::kEntry, k.entry));
+  INKLING_TRY(r.string(mk::kFile, k.file));
+  INKLING_TRY(r.string(mk::kFormat, k.format));
+  INKLING_TRY(r.string(mk::kHost, k.host));
+  INKLING_TRY(r.string(mk::kOp, k.op));
+  INKLING_TRY(r.strings(mk::kStreams, k.streams));
+  INKLING_TRY(r.string(mk::kLayout, k.layout));
+  INKLING_TRY(r.string(mk::kAttributes, k.attributes));
+  INKLING_TRY(r.string(mk::kKey, k.key));
+  INKLING_TRY(r.strings(mk::kParams, k.params));
   if (k.name.empty() || k.entry.empty())
     return r.bad("empty kernel name or entry");
   if (k.file.empty() || k.file.find('/') != std::string::npos ||
       k.file.find('\\') != std::string::npos || k.file == "." || k.file == "..")
     return r.bad("file \"" + k.file +
                  "\" must be a plain file name inside the bundle");
-  if (k.format != "ptx" && k.format != "cubin" && k.format != "fatbin")
+  if (k.format != mk::kPtx && k.format != mk::kCubin && k.format != mk::kFatbin)
     return r.bad("format \"" + k.format + "\" is not ptx, cubin or fatbin");
 
   // Grid: integers or "T"; block: integers.
-  auto grid = r.field("grid", JsonValue::Kind::Array, "an array");
+  auto grid = r.field(mk::kGrid, Json::value_t::array);
   if (!grid)
     return grid.status();
-  if ((*grid)->array().size() != 3)
+  if ((*grid)->size() != 3)
     return r.bad("grid must have 3 entries");
   bool usesTokens = false;
   for (size_t i = 0; i < 3; ++i) {
-    const JsonValue &g = (*grid)->array()[i];
-    if (g.isString() && g.string() == "T") {
+    const Json &g = (**grid)[i];
+    std::optional<int64_t> n = asInteger(g);
+    if (g.is_string() && g.get<std::string>() == mk::kTokensGrid) {
       k.grid[i].tokens = true;
       usesTokens = true;
-    } else if (g.isInteger() && g.integer() >= 1 &&
-               g.integer() <= std::numeric_limits<int32_t>::max()) {
-      k.grid[i].value = g.integer();
+    } else if (n && *n >= 1 && *n <= std::numeric_limits<int32_t>::max()) {
+      k.grid[i].value = *n;
     } else {
       return r.bad("grid entries are positive integers or \"T\"");
     }
   }
   std::vector<int64_t> block;
-  INKLING_TRY(r.integers("block", block));
+  INKLING_TRY(r.integers(mk::kBlock, block));
   if (block.size() != 3)
     return r.bad("block must have 3 entries");
   int64_t threads = 1;
@@ -505,15 +308,15 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
     return r.bad("a block of " + std::to_string(threads) +
                  " threads exceeds 1024");
 
-  auto args = r.field("args", JsonValue::Kind::Array, "an array");
+  auto args = r.field(mk::kArgs, Json::value_t::array);
   if (!args)
     return args.status();
   int64_t expectedParams = 0;
-  for (size_t i = 0; i < (*args)->array().size(); ++i) {
+  for (size_t i = 0; i < (*args)->size(); ++i) {
     KernelArgSpec arg;
-    INKLING_TRY(parseArg(Reader((*args)->array()[i],
-                                r.path() + ".args[" + std::to_string(i) + "]"),
-                         arg));
+    INKLING_TRY(parseArg(
+        Reader((**args)[i], r.path() + ".args[" + std::to_string(i) + "]"),
+        arg));
     expectedParams += arg.params;
     k.args.push_back(std::move(arg));
   }
@@ -525,17 +328,15 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   size_t p = 0;
   for (const KernelArgSpec &arg : k.args) {
     for (int64_t j = 0; j < arg.params; ++j, ++p) {
-      const std::string &want = j < 2 ? "ptr" : "i64";
+      const char *want = j < 2 ? mk::kPtrParam : mk::kI64Param;
       if (k.params[p] != want)
         return r.bad("parameter " + std::to_string(p) + " is \"" + k.params[p] +
-                     "\", the descriptor needs \"" + want + "\"");
+                     "\", the descriptor needs \"" + std::string(want) + "\"");
     }
   }
 
-  if (const JsonValue *t = r.value().find("tokens_arg")) {
-    if (!t->isInteger())
-      return r.bad("\"tokens_arg\" is not an integer");
-    k.tokensArg = t->integer();
+  if (r.find(mk::kTokensArg)) {
+    INKLING_TRY(r.integer(mk::kTokensArg, k.tokensArg));
     if (k.tokensArg < 0 || k.tokensArg >= static_cast<int64_t>(k.args.size()) ||
         k.args[k.tokensArg].rank < 1)
       return r.bad("tokens_arg does not name an argument of rank >= 1");
@@ -569,54 +370,54 @@ const HostSpec *KernelManifest::findHost(std::string_view name) const {
 }
 
 StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
-  auto doc = JsonValue::parse(json);
+  auto doc = parseJson(json);
   if (!doc)
     return Status(doc.status().code(),
                   "kernel manifest: " + doc.status().message());
   KernelManifest m;
   Reader root(*doc, "manifest");
-  INKLING_TRY(root.integer("version", m.version));
-  if (m.version != 1)
+  INKLING_TRY(root.integer(mk::kVersion, m.version));
+  if (m.version != mk::kFormatVersion)
     return root.bad("version " + std::to_string(m.version) +
-                    " is not supported (this runtime reads version 1)");
-  auto target = root.field("target", JsonValue::Kind::Object, "an object");
+                    " is not supported (this runtime reads version " +
+                    std::to_string(mk::kFormatVersion) + ")");
+  auto target = root.field(mk::kTarget, Json::value_t::object);
   if (!target)
     return target.status();
   Reader t(**target, "manifest.target");
-  INKLING_TRY(t.string("chip", m.chip));
-  INKLING_TRY(t.string("features", m.features));
-  INKLING_TRY(t.string("format", m.format));
+  INKLING_TRY(t.string(mk::kChip, m.chip));
+  INKLING_TRY(t.string(mk::kFeatures, m.features));
+  INKLING_TRY(t.string(mk::kFormat, m.format));
 
-  auto kernels = root.field("kernels", JsonValue::Kind::Array, "an array");
+  auto kernels = root.field(mk::kKernels, Json::value_t::array);
   if (!kernels)
     return kernels.status();
   std::set<std::string> names;
-  for (size_t i = 0; i < (*kernels)->array().size(); ++i) {
+  for (size_t i = 0; i < (*kernels)->size(); ++i) {
     KernelSpec k;
     INKLING_TRY(parseKernel(
-        Reader((*kernels)->array()[i], "kernels[" + std::to_string(i) + "]"),
-        k));
+        Reader((**kernels)[i], "kernels[" + std::to_string(i) + "]"), k));
     if (!names.insert(k.name).second)
       return root.bad("duplicate kernel name \"" + k.name + "\"");
     m.kernels.push_back(std::move(k));
   }
 
-  auto hosts = root.field("hosts", JsonValue::Kind::Array, "an array");
+  auto hosts = root.field(mk::kHosts, Json::value_t::array);
   if (!hosts)
     return hosts.status();
-  for (size_t i = 0; i < (*hosts)->array().size(); ++i) {
-    Reader h((*hosts)->array()[i], "hosts[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < (*hosts)->size(); ++i) {
+    Reader h((**hosts)[i], "hosts[" + std::to_string(i) + "]");
     HostSpec host;
-    INKLING_TRY(h.string("name", host.name));
-    auto launches = h.field("launches", JsonValue::Kind::Array, "an array");
+    INKLING_TRY(h.string(mk::kName, host.name));
+    auto launches = h.field(mk::kLaunches, Json::value_t::array);
     if (!launches)
       return launches.status();
-    for (size_t j = 0; j < (*launches)->array().size(); ++j) {
-      Reader l((*launches)->array()[j],
+    for (size_t j = 0; j < (*launches)->size(); ++j) {
+      Reader l((**launches)[j],
                h.path() + ".launches[" + std::to_string(j) + "]");
       LaunchSpec launch;
-      INKLING_TRY(l.string("kernel", launch.kernel));
-      INKLING_TRY(l.integers("host_args", launch.hostArgs));
+      INKLING_TRY(l.string(mk::kKernel, launch.kernel));
+      INKLING_TRY(l.integers(mk::kHostArgs, launch.hostArgs));
       const KernelSpec *k = m.findKernel(launch.kernel);
       if (!k)
         return l.bad("names no kernel of the manifest: \"" + launch.kernel +
@@ -639,7 +440,7 @@ StatusOr<KernelManifest> KernelManifest::load(const std::string &directory) {
   std::string path = directory + "/manifest.json";
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status(StatusCode::NotFound, "kernel manifest: cannot open " + path);
+    return notFound("kernel manifest: cannot open " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return parse(text.str());

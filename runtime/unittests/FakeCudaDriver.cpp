@@ -39,6 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaDriverApi.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -56,7 +58,7 @@
 
 namespace {
 
-using CUresult = int;
+using namespace inkling::cuda::driver;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
                    kNoDevice = 100, kInvalidDevice = 101, kInvalidImage = 200,
                    kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500,
@@ -308,6 +310,13 @@ CUresult parsePtx(const std::string &ptx, Module &module) {
 } // namespace
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
+// Every entry point the loader resolves, with its signature: a definition
+// below that differs from it does not compile.
+#define FAKE_DECLARE(name, symbol, fallback, params)                           \
+  FAKE_API CUresult symbol params;                                             \
+  FAKE_API CUresult fallback params;
+INKLING_CUDA_DRIVER_API(FAKE_DECLARE)
+#undef FAKE_DECLARE
 #define FAIL_IF_INJECTED(call)                                                 \
   if (injected(#call))                                                         \
   return reject(kLaunchFailed, #call " failed (INKLING_FAKE_CUDA_FAIL)")
@@ -357,7 +366,7 @@ FAKE_API CUresult cuCtxSynchronize() {
   return kSuccess;
 }
 
-FAKE_API CUresult cuMemAlloc_v2(uint64_t *address, size_t bytes) {
+FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
   FAIL_IF_INJECTED(cuMemAlloc_v2);
   void *memory = std::malloc(bytes ? bytes : 1);
   if (!memory)
@@ -368,7 +377,7 @@ FAKE_API CUresult cuMemAlloc_v2(uint64_t *address, size_t bytes) {
   state().allocations[*address] = bytes;
   return kSuccess;
 }
-FAKE_API CUresult cuMemFree_v2(uint64_t address) {
+FAKE_API CUresult cuMemFree_v2(CUdeviceptr address) {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (!state().allocations.erase(address))
     return reject(kInvalidValue,
@@ -376,7 +385,8 @@ FAKE_API CUresult cuMemFree_v2(uint64_t address) {
   std::free(reinterpret_cast<void *>(address));
   return kSuccess;
 }
-FAKE_API CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t bytes) {
+FAKE_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
+                                  size_t bytes) {
   FAIL_IF_INJECTED(cuMemcpyHtoD_v2);
   std::lock_guard<std::mutex> lock(state().mutex);
   if (CUresult r = checkRange("cuMemcpyHtoD", dst, bytes))
@@ -384,7 +394,7 @@ FAKE_API CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t bytes) {
   std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
   return kSuccess;
 }
-FAKE_API CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes) {
+FAKE_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   FAIL_IF_INJECTED(cuMemcpyDtoH_v2);
   std::lock_guard<std::mutex> lock(state().mutex);
   if (CUresult r = checkRange("cuMemcpyDtoH", src, bytes))
@@ -392,8 +402,8 @@ FAKE_API CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes) {
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return kSuccess;
 }
-FAKE_API CUresult cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes,
-                                       void *) {
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                       size_t bytes, void *) {
   FAIL_IF_INJECTED(cuMemcpyDtoDAsync_v2);
   std::lock_guard<std::mutex> lock(state().mutex);
   if (CUresult r = checkRange("cuMemcpyDtoDAsync (destination)", dst, bytes))
@@ -404,7 +414,7 @@ FAKE_API CUresult cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes,
                reinterpret_cast<const void *>(src), bytes);
   return kSuccess;
 }
-FAKE_API CUresult cuMemsetD8_v2(uint64_t dst, unsigned char value,
+FAKE_API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value,
                                 size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (CUresult r = checkRange("cuMemsetD8", dst, bytes))

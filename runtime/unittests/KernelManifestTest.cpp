@@ -16,25 +16,20 @@ namespace {
 // JSON
 //===----------------------------------------------------------------------===//
 
-TEST(Json, ParsesScalarsArraysObjects) {
-  auto v = JsonValue::parse(
-      R"( {"a": [1, -2, 3.5, 1e3, true, false, null], "b": {"c": "x\"\\\/\n\u00e9\ud83d\ude00"}} )");
-  ASSERT_TRUE(v) << v.status().toString();
-  const JsonValue *a = v->find("a");
-  ASSERT_TRUE(a && a->isArray());
-  ASSERT_EQ(a->array().size(), 7u);
-  EXPECT_TRUE(a->array()[0].isInteger());
-  EXPECT_EQ(a->array()[0].integer(), 1);
-  EXPECT_EQ(a->array()[1].integer(), -2);
-  EXPECT_FALSE(a->array()[2].isInteger());
-  EXPECT_DOUBLE_EQ(a->array()[2].number(), 3.5);
-  EXPECT_FALSE(a->array()[3].isInteger());
-  EXPECT_DOUBLE_EQ(a->array()[3].number(), 1000);
-  EXPECT_TRUE(a->array()[4].boolValue());
-  EXPECT_FALSE(a->array()[5].boolValue());
-  EXPECT_TRUE(a->array()[6].isNull());
-  EXPECT_EQ(v->find("b")->find("c")->string(),
-            "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
+/// The fixture with `from` (once in it) replaced by `to`.
+std::string edited(const std::string &from, const std::string &to) {
+  std::string text = manifest();
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(Json, DecodesEscapes) {
+  auto m = KernelManifest::parse(
+      edited(R"("attributes": "{}")",
+             R"("attributes": "x\"\\\/\n\u00e9\ud83d\ude00")"));
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_EQ(m->kernels[0].attributes, "x\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
 }
 
 TEST(Json, RejectsMalformedDocuments) {
@@ -58,22 +53,65 @@ TEST(Json, RejectsMalformedDocuments) {
       "{1:2}",
       "\"\x01\"",
       "{\"a\":1,\"a\":2}",
+      "{\"b\": {\"a\":1,\"a\":2}}",
       "nan",
+      "{} // a comment",
   };
   for (const char *text : bad) {
-    auto v = JsonValue::parse(text);
-    EXPECT_FALSE(v) << "accepted: " << text;
-    if (!v)
-      EXPECT_EQ(v.status().code(), StatusCode::InvalidArgument);
+    auto m = KernelManifest::parse(text);
+    EXPECT_FALSE(m) << "accepted: " << text;
+    if (!m) {
+      EXPECT_EQ(m.status().code(), StatusCode::InvalidArgument);
+      EXPECT_EQ(m.status().message().rfind("kernel manifest: JSON: ", 0), 0u)
+          << m.status().message();
+    }
   }
+}
+
+TEST(Json, RefusesDuplicateKeysAtAnyDepth) {
+  auto m = KernelManifest::parse(
+      edited(R"("rank": 3,)", R"("rank": 3, "rank": 3,)"));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.status().message().find("duplicate key \"rank\""),
+            std::string::npos)
+      << m.status().message();
 }
 
 TEST(Json, LimitsNesting) {
   std::string deep(100, '[');
   deep += std::string(100, ']');
-  auto v = JsonValue::parse(deep);
-  ASSERT_FALSE(v);
-  EXPECT_NE(v.status().message().find("nesting"), std::string::npos);
+  auto m = KernelManifest::parse(deep);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.status().message().find("nesting"), std::string::npos);
+  // 64 levels are fine for the parser (the manifest check then refuses it).
+  std::string ok(64, '[');
+  ok += std::string(64, ']');
+  m = KernelManifest::parse(ok);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.status().message().find("is not an object"), std::string::npos)
+      << m.status().message();
+}
+
+TEST(Json, IntegersAreWrittenAsIntegersAndFitInt64) {
+  for (const char *rank :
+       {"3.0", "3e0", "9223372036854775808", "-9223372036854775809"}) {
+    auto m = KernelManifest::parse(
+        edited(R"("rank": 3,)", std::string("\"rank\": ") + rank + ","));
+    ASSERT_FALSE(m) << rank;
+    EXPECT_NE(m.status().message().find("\"rank\" is not an integer"),
+              std::string::npos)
+        << m.status().message();
+  }
+  auto m = KernelManifest::parse(edited(R"("rank": 3,)", R"("rank": "3",)"));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.status().message().find("\"rank\" is not a number"),
+            std::string::npos)
+      << m.status().message();
+  // A large exact integer reads back exactly.
+  m = KernelManifest::parse(
+      edited(R"("offset": 0,)", R"("offset": 9223372036854775807,)"));
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_EQ(m->kernels[0].args[0].offset, 9223372036854775807);
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   inkling::registerAllPasses();
   mlir::registerTransformsPasses();
   mlir::registerConvertParallelLoopToGpuPass();
+  mlir::registerGpuMapParallelLoopsPass();
   mlir::registerLowerAffinePass();
   mlir::registerGpuKernelOutliningPass();
   return mlir::asMainReturnCode(

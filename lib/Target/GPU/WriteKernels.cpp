@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "inkling/Runtime/ManifestSchema.h"
 #include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -16,7 +17,6 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
@@ -25,6 +25,7 @@
 using namespace mlir;
 
 namespace inkling::gpu {
+namespace mk = inkling::manifest;
 #define GEN_PASS_DEF_WRITEKERNELSPASS
 #include "inkling/Target/GPU/Passes.h.inc"
 
@@ -42,37 +43,45 @@ int64_t countMatches(StringRef text, StringRef pattern) {
   return count;
 }
 
-/// `text` (llvm::json's indented form) with every array that holds no
-/// object or array on one line: `[16, 1, 1]` rather than five lines.
-std::string collapseScalarArrays(StringRef text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '[') {
-      out += text[i];
-      continue;
-    }
-    size_t end = text.find_first_of("[]{", i + 1);
-    if (end == StringRef::npos || text[end] != ']') {
-      out += text[i];
-      continue;
-    }
-    // Whitespace outside strings goes; a ',' gets one space after it.
-    std::string inner;
-    bool inString = false;
-    for (size_t j = i + 1; j < end; ++j) {
-      char c = text[j];
-      if (c == '"' && (j == 0 || text[j - 1] != '\\'))
-        inString = !inString;
-      if (!inString && (c == ' ' || c == '\n'))
-        continue;
-      inner += c;
-      if (!inString && c == ',')
-        inner += ' ';
-    }
-    out += "[" + inner + "]";
-    i = end;
+/// Writes `value` as llvm::json's indented form does (object keys sorted),
+/// except that an array holding no object or array goes on one line:
+/// `[16, 1, 1]` rather than five lines.
+void writeManifestValue(llvm::json::OStream &out,
+                        const llvm::json::Value &value) {
+  if (const llvm::json::Object *object = value.getAsObject()) {
+    SmallVector<StringRef> keys;
+    for (const auto &member : *object)
+      keys.push_back(member.first);
+    llvm::sort(keys);
+    out.object([&] {
+      for (StringRef key : keys) {
+        out.attributeBegin(key);
+        writeManifestValue(out, *object->get(key));
+        out.attributeEnd();
+      }
+    });
+    return;
   }
-  return out;
+  const llvm::json::Array *array = value.getAsArray();
+  if (!array) {
+    out.value(value);
+    return;
+  }
+  if (llvm::any_of(*array, [](const llvm::json::Value &e) {
+        return e.getAsObject() || e.getAsArray();
+      })) {
+    out.array([&] {
+      for (const llvm::json::Value &e : *array)
+        writeManifestValue(out, e);
+    });
+    return;
+  }
+  out.rawValue([&](raw_ostream &os) {
+    os << '[';
+    llvm::interleave(
+        *array, os, [&](const llvm::json::Value &e) { os << e; }, ", ");
+    os << ']';
+  });
 }
 
 llvm::json::Array toJson(ArrayAttr array) {
@@ -109,9 +118,9 @@ LogicalResult serializeKernelBundle(
       auto s = dyn_cast_or_null<StringAttr>(entry.get(key));
       return s ? s.getValue().str() : std::string();
     };
-    std::string name = str("name");
-    std::string host = str("host");
-    std::string key = str("key");
+    std::string name = str(mk::kName);
+    std::string host = str(mk::kHost);
+    std::string key = str(mk::kKey);
 
     if (!hostLaunches.count(host))
       hostOrder.push_back(host);
@@ -119,8 +128,8 @@ LogicalResult serializeKernelBundle(
     bool fresh = it == byKey.end();
     std::string kernelName = fresh ? name : it->second;
     llvm::json::Object launch{
-        {"kernel", kernelName},
-        {"host_args", toJson(cast<ArrayAttr>(entry.get("host_args")))}};
+        {mk::kKernel, kernelName},
+        {mk::kHostArgs, toJson(cast<ArrayAttr>(entry.get(mk::kHostArgs)))}};
     hostLaunches[host].push_back(std::move(launch));
     if (!fresh)
       continue;
@@ -134,15 +143,15 @@ LogicalResult serializeKernelBundle(
     StringRef format, extension;
     switch (object.getFormat()) {
     case mlir::gpu::CompilationTarget::Assembly:
-      format = "ptx";
+      format = mk::kPtx;
       extension = ".ptx";
       break;
     case mlir::gpu::CompilationTarget::Binary:
-      format = "cubin";
+      format = mk::kCubin;
       extension = ".cubin";
       break;
     case mlir::gpu::CompilationTarget::Fatbin:
-      format = "fatbin";
+      format = mk::kFatbin;
       extension = ".fatbin";
       break;
     default:
@@ -151,62 +160,63 @@ LogicalResult serializeKernelBundle(
                                    "loads ptx, cubin or fatbin only";
     }
     if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
-      target = llvm::json::Object{{"chip", nvvm.getChip().str()},
-                                  {"features", nvvm.getFeatures().str()},
-                                  {"opt_level", nvvm.getO()},
-                                  {"format", format.str()}};
+      target = llvm::json::Object{{mk::kChip, nvvm.getChip().str()},
+                                  {mk::kFeatures, nvvm.getFeatures().str()},
+                                  {mk::kOptLevel, nvvm.getO()},
+                                  {mk::kFormat, format.str()}};
     std::string file = name + extension.str();
     StringRef bytes = object.getObject().getValue();
     addObject(file, bytes);
 
     llvm::json::Array args;
-    for (Attribute a : cast<ArrayAttr>(entry.get("args"))) {
+    for (Attribute a : cast<ArrayAttr>(entry.get(mk::kArgs))) {
       auto d = cast<DictionaryAttr>(a);
       auto i = [&](StringRef k) {
         return cast<IntegerAttr>(d.get(k)).getInt();
       };
       args.push_back(llvm::json::Object{
-          {"type", cast<StringAttr>(d.get("type")).getValue().str()},
-          {"element", cast<StringAttr>(d.get("element")).getValue().str()},
-          {"element_bytes", i("element_bytes")},
-          {"align", i("align")},
-          {"rank", i("rank")},
-          {"shape", toJson(cast<ArrayAttr>(d.get("shape")))},
-          {"strides", toJson(cast<ArrayAttr>(d.get("strides")))},
-          {"offset", i("offset")},
-          {"identity", cast<BoolAttr>(d.get("identity")).getValue()},
-          {"params", i("params")}});
+          {mk::kType, cast<StringAttr>(d.get(mk::kType)).getValue().str()},
+          {mk::kElement,
+           cast<StringAttr>(d.get(mk::kElement)).getValue().str()},
+          {mk::kElementBytes, i(mk::kElementBytes)},
+          {mk::kAlign, i(mk::kAlign)},
+          {mk::kRank, i(mk::kRank)},
+          {mk::kShape, toJson(cast<ArrayAttr>(d.get(mk::kShape)))},
+          {mk::kStrides, toJson(cast<ArrayAttr>(d.get(mk::kStrides)))},
+          {mk::kOffset, i(mk::kOffset)},
+          {mk::kIdentity, cast<BoolAttr>(d.get(mk::kIdentity)).getValue()},
+          {mk::kParams, i(mk::kParams)}});
     }
     llvm::json::Object kernel{
-        {"name", name},
-        {"entry", name},
-        {"file", file},
-        {"format", format.str()},
-        {"host", host},
-        {"op", str("op")},
-        {"streams", entry.get("streams")
-                        ? toJson(cast<ArrayAttr>(entry.get("streams")))
-                        : llvm::json::Array()},
-        {"layout", str("layout")},
-        {"attributes", str("attributes")},
-        {"key", key},
-        {"grid", toJson(cast<ArrayAttr>(entry.get("grid")))},
-        {"block", toJson(cast<ArrayAttr>(entry.get("block")))},
-        {"args", std::move(args)},
-        {"params", entry.get("params")
-                       ? toJson(cast<ArrayAttr>(entry.get("params")))
-                       : llvm::json::Array()},
+        {mk::kName, name},
+        {mk::kEntry, name},
+        {mk::kFile, file},
+        {mk::kFormat, format.str()},
+        {mk::kHost, host},
+        {mk::kOp, str(mk::kOp)},
+        {mk::kStreams, entry.get(mk::kStreams)
+                           ? toJson(cast<ArrayAttr>(entry.get(mk::kStreams)))
+                           : llvm::json::Array()},
+        {mk::kLayout, str(mk::kLayout)},
+        {mk::kAttributes, str(mk::kAttributes)},
+        {mk::kKey, key},
+        {mk::kGrid, toJson(cast<ArrayAttr>(entry.get(mk::kGrid)))},
+        {mk::kBlock, toJson(cast<ArrayAttr>(entry.get(mk::kBlock)))},
+        {mk::kArgs, std::move(args)},
+        {mk::kParams, entry.get(mk::kParams)
+                          ? toJson(cast<ArrayAttr>(entry.get(mk::kParams)))
+                          : llvm::json::Array()},
     };
-    if (auto tokens = dyn_cast_or_null<IntegerAttr>(entry.get("tokens_arg")))
-      kernel["tokens_arg"] = tokens.getInt();
-    if (format == "ptx") {
+    if (auto tokens = dyn_cast_or_null<IntegerAttr>(entry.get(mk::kTokensArg)))
+      kernel[mk::kTokensArg] = tokens.getInt();
+    if (format == mk::kPtx) {
       // 16-byte global accesses, and scalar 2-byte ones (which a row copy
       // must not have).
-      kernel["ptx_global_v4_loads"] =
+      kernel[mk::kPtxGlobalV4Loads] =
           countMatches(bytes, "ld\\.global(\\.nc)?\\.v4\\.");
-      kernel["ptx_global_v4_stores"] =
+      kernel[mk::kPtxGlobalV4Stores] =
           countMatches(bytes, "st\\.global\\.v4\\.");
-      kernel["ptx_global_b16_accesses"] =
+      kernel[mk::kPtxGlobalB16Accesses] =
           countMatches(bytes, "(ld\\.global(\\.nc)?|st\\.global)\\.[bu]16");
     }
     kernelList.push_back(std::move(kernel));
@@ -215,19 +225,17 @@ LogicalResult serializeKernelBundle(
   llvm::json::Array hosts;
   for (const std::string &host : hostOrder)
     hosts.push_back(llvm::json::Object{
-        {"name", host}, {"launches", std::move(hostLaunches[host])}});
+        {mk::kName, host}, {mk::kLaunches, std::move(hostLaunches[host])}});
   llvm::json::Object manifest{
-      {"version", 1},
-      {"generator", "inkling-write-kernels"},
-      {"target", std::move(target)},
-      {"kernels", std::move(kernelList)},
-      {"hosts", std::move(hosts)},
+      {mk::kVersion, mk::kFormatVersion}, {mk::kGenerator, mk::kGeneratorName},
+      {mk::kTarget, std::move(target)},   {mk::kKernels, std::move(kernelList)},
+      {mk::kHosts, std::move(hosts)},
   };
-  manifestText =
-      collapseScalarArrays(
-          llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
-              .str()) +
-      "\n";
+  manifestText.clear();
+  llvm::raw_string_ostream os(manifestText);
+  llvm::json::OStream out(os, /*IndentSize=*/2);
+  writeManifestValue(out, llvm::json::Value(std::move(manifest)));
+  os << '\n';
   return success();
 }
 

@@ -4,10 +4,11 @@
 // its host arguments (in kernel argument order), grid rule (T = dim 0 of
 // the tokens argument) and block (one thread per 16-byte chunk: 8 channels
 // of k here).
-// RUN: inkling-opt %S/tag-ops.mlir --inkling-gpu-tag-ops --sconv-lower-to-loops \
-// RUN:   --inkling-gpu-map-nests --convert-parallel-loops-to-gpu --canonicalize \
-// RUN:   --lower-affine --inkling-gpu-sink --gpu-kernel-outlining \
-// RUN:   --inkling-gpu-record-kernels | FileCheck %s
+// RUN: inkling-opt %S/tag-ops.mlir --pass-pipeline='builtin.module( \
+// RUN:   inkling-gpu-tag-ops, sconv-lower-to-loops, \
+// RUN:   func.func(gpu-map-parallel-loops), convert-parallel-loops-to-gpu, \
+// RUN:   canonicalize, lower-affine, inkling-gpu-sink, gpu-kernel-outlining, \
+// RUN:   inkling-gpu-record-kernels)' | FileCheck %s
 
 // CHECK-LABEL: module attributes {gpu.container_module, inkling.kernels = [
 // CHECK-SAME: block = [1, 1, 1], grid = ["T", 2, 1], host = "layer", host_args = [0, 4, 5]

@@ -54,24 +54,6 @@ def TagSConvOpsPass : Pass<"inkling-gpu-tag-ops", "mlir::ModuleOp"> {
   }];
 }
 
-def MapSConvNestsPass : Pass<"inkling-gpu-map-nests", "mlir::ModuleOp"> {
-  let summary = "Map the sconv loop nests to GPU blocks and threads";
-  let description = [{
-    Sets `gpu.loop_dim_map` on the loop nests of the lowering: the
-    dimensions of an outermost `scf.parallel` (token, head) go to block x,
-    y, z; those of the `scf.parallel` ops nested in it (the 16-byte chunk
-    loops) to thread x, y, z, so a warp's threads take consecutive chunks
-    (coalesced); anything deeper runs sequentially.
-
-    ```mlir
-    scf.parallel (%t, %h) = ... {        // -> block_x, block_y
-      scf.parallel (%c) = ... { ... }    // -> thread_x
-    }
-    ```
-  }];
-  let dependentDialects = ["mlir::gpu::GPUDialect"];
-}
-
 def SinkIntoLaunchPass : Pass<"inkling-gpu-sink", "mlir::ModuleOp"> {
   let summary = "Sink the side-effect-free ops a gpu.launch uses into it";
   let description = [{

@@ -5,8 +5,9 @@
 // symbol, the sconv op it implements, its argument ABI and its launch grid
 // as a function of the token count T; and for every host function the
 // kernels it launches, in order, with the host arguments each takes. This is
-// the runtime's reader (no LLVM here: a small, strict JSON parser) and the
-// ABI packing, both testable without a GPU. docs/gpu.md has the format.
+// the runtime's reader (no LLVM here: nlohmann-json, strict about duplicate
+// keys and types, kept out of this header) and the ABI packing, both testable
+// without a GPU. docs/gpu.md has the format.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,61 +18,11 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace inkling {
-
-//===----------------------------------------------------------------------===//
-// JSON (the subset RFC 8259 defines; no extensions)
-//===----------------------------------------------------------------------===//
-
-/// A parsed JSON value. Objects keep their members in document order;
-/// duplicate keys are rejected by the parser.
-class JsonValue {
-public:
-  enum class Kind { Null, Bool, Number, String, Array, Object };
-
-  Kind kind() const { return kind_; }
-  bool isNull() const { return kind_ == Kind::Null; }
-  bool isBool() const { return kind_ == Kind::Bool; }
-  bool isNumber() const { return kind_ == Kind::Number; }
-  bool isString() const { return kind_ == Kind::String; }
-  bool isArray() const { return kind_ == Kind::Array; }
-  bool isObject() const { return kind_ == Kind::Object; }
-
-  bool boolValue() const { return bool_; }
-  double number() const { return number_; }
-  /// True for a number written as an integer (no fraction or exponent) that
-  /// fits in int64_t.
-  bool isInteger() const { return kind_ == Kind::Number && isInteger_; }
-  int64_t integer() const { return integer_; }
-  const std::string &string() const { return string_; }
-  const std::vector<JsonValue> &array() const { return array_; }
-  const std::vector<std::pair<std::string, JsonValue>> &members() const {
-    return members_;
-  }
-  /// The member `key` of an object, or null.
-  const JsonValue *find(std::string_view key) const;
-
-  /// Parses a whole document (one value, surrounded by whitespace only).
-  /// Errors name the byte offset.
-  static StatusOr<JsonValue> parse(std::string_view text);
-
-private:
-  friend class JsonParser;
-  Kind kind_ = Kind::Null;
-  bool bool_ = false;
-  bool isInteger_ = false;
-  double number_ = 0;
-  int64_t integer_ = 0;
-  std::string string_;
-  std::vector<JsonValue> array_;
-  std::vector<std::pair<std::string, JsonValue>> members_;
-};
 
 //===----------------------------------------------------------------------===//
 // The manifest

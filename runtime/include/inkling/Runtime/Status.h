@@ -51,8 +51,18 @@ private:
   std::string message_;
 };
 
+// The factories, one per code a library returns. SequenceManager.cpp still
+// defines its own failedPrecondition, outOfRange and internalError in an
+// anonymous namespace (the same names here would make its calls ambiguous):
+// they move here when that file is split.
 inline Status invalidArgument(std::string message) {
   return Status(StatusCode::InvalidArgument, std::move(message));
+}
+inline Status notFound(std::string message) {
+  return Status(StatusCode::NotFound, std::move(message));
+}
+inline Status unavailable(std::string message) {
+  return Status(StatusCode::Unavailable, std::move(message));
 }
 
 /// A value or the Status that explains why there is none.
