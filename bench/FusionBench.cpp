@@ -16,6 +16,9 @@
 //                      of >= 64 (token, head) pairs
 //   layer/memcpy       memcpy of the step's row bytes, the unit of the
 //                      layer's memory bound (below)
+//   layer/streaming    layer/conv-insert with non-temporal stores from 4096
+//                      (token, head) pairs (streaming-stores-min-iterations;
+//                      off by default: see docs/fusion.md)
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -128,6 +131,8 @@ struct Engines {
   std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
   /// conv-insert with threads = 0 (every core).
   std::unique_ptr<mlir::ExecutionEngine> threaded;
+  /// conv-insert with streaming stores for large steps.
+  std::unique_ptr<mlir::ExecutionEngine> streaming;
   std::map<int64_t, std::unique_ptr<Workload>> workloads;
 };
 
@@ -151,9 +156,13 @@ Engines &engines() {
     }
     CompileOptions threaded;
     threaded.threads = 0;
+    CompileOptions streaming;
+    streaming.streamingStoresMinIterations = 4096;
     std::string error;
     e->threaded = compile(source, threaded, error);
-    if (!e->threaded) {
+    if (e->threaded)
+      e->streaming = compile(source, streaming, error);
+    if (!e->threaded || !e->streaming) {
       std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
       std::exit(1);
     }
@@ -324,6 +333,10 @@ void BM_LayerThreads(benchmark::State &state) {
   timed(state, "layer/threads",
         [](Workload &w) { callLayer(w, *engines().threaded); });
 }
+void BM_LayerStreaming(benchmark::State &state) {
+  timed(state, "layer/streaming",
+        [](Workload &w) { callLayer(w, *engines().streaming); });
+}
 void BM_LayerMemcpy(benchmark::State &state) {
   timed(state, "layer/memcpy", [](Workload &w) {
     std::memcpy(w.copyDest->data, w.copySource->data, w.rowBytes);
@@ -346,6 +359,7 @@ BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
 BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
 BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
+BENCHMARK(BM_LayerStreaming)->Apply(tokenArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -379,21 +393,22 @@ void printSummary() {
               "memcpy's time per byte of traffic x the layer's traffic; %d "
               "threads)\n",
               defaultThreadCount());
-  std::printf("%6s | %11s %11s %13s | %11s %11s %12s\n", "T", "1-thr us",
-              "all-thr us", "1-thr/all-thr", "traffic KiB", "bound us",
-              "1-thr/bound");
+  std::printf("%6s | %11s %11s %13s | %11s %11s %12s | %11s %13s\n", "T",
+              "1-thr us", "all-thr us", "1-thr/all-thr", "traffic KiB",
+              "bound us", "1-thr/bound", "stream us", "stream/plain");
   for (int64_t t : kTokenCounts) {
     double one = get("layer/conv-insert", t), all = get("layer/threads", t),
-           copy = get("layer/memcpy", t);
+           copy = get("layer/memcpy", t), stream = get("layer/streaming", t);
     if (one == 0 || all == 0 || copy == 0)
       continue;
     Workload &w = workload(t);
     double bound = copy * static_cast<double>(w.layerTraffic) /
                    (2.0 * static_cast<double>(w.rowBytes));
-    std::printf("%6lld | %11.2f %11.2f %13.2f | %11.1f %11.2f %12.2f\n",
+    std::printf("%6lld | %11.2f %11.2f %13.2f | %11.1f %11.2f %12.2f | %11.2f "
+                "%13.2f\n",
                 static_cast<long long>(t), one * 1e6, all * 1e6,
                 ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
-                bound * 1e6, ratio(one, bound));
+                bound * 1e6, ratio(one, bound), stream * 1e6, ratio(stream, one));
   }
 }
 

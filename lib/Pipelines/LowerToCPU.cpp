@@ -56,8 +56,9 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    have some) -> scf loops of 1-D vector ops.
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
 
-  // 4a. Large steps store through non-temporal stores: each vector.store of
-  //     a nest is an scf.if on one flag computed before the nest (its
+  // 4a. With streaming-stores-min-iterations > 0 (off by default), large
+  //     steps store through non-temporal stores: each vector.store of a
+  //     nest is an scf.if on one flag computed before the nest (its
   //     iterations >= the threshold); the bits stored do not change.
   if (options.streamingStoresMinIterations > 0) {
     inkling::cpu::StreamingStoresPassOptions streaming;

@@ -10,8 +10,8 @@
 // RUN:   | FileCheck %s --check-prefix=NONE
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
 // RUN:   | FileCheck %s --check-prefix=ONE
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=streaming-stores-min-iterations=0 \
-// RUN:   | FileCheck %s --check-prefix=NOSTREAM
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=streaming-stores-min-iterations=4096 \
+// RUN:   | FileCheck %s --check-prefix=STREAM
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2" \
 // RUN:   | mlir-opt --verify-each > /dev/null
 
@@ -44,10 +44,10 @@
 // ONE-LABEL: llvm.func @decoder_layer
 // ONE-NOT:     omp.
 
-// Without threads, the default still streams the stores of large steps:
-// each of the nest's 8 stores (4 outputs, 4 cache rows) exists twice, one
-// of them non-temporal; with the option at 0 none is.
-// ONE-COUNT-8: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// The default stores no row non-temporally; with streaming stores on, each
+// of the nest's 8 stores (4 outputs, 4 cache rows) exists twice, one of them
+// non-temporal.
 // ONE-NOT:     nontemporal
-// NOSTREAM-LABEL: llvm.func @decoder_layer
-// NOSTREAM-NOT:   nontemporal
+// STREAM-LABEL: llvm.func @decoder_layer
+// STREAM-COUNT-8: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// STREAM-NOT:     nontemporal

@@ -166,7 +166,7 @@ struct CompileOptions {
   int threads = 1;
   int64_t minParallelIterations = 64;
   /// The pipeline's `streaming-stores-min-iterations`.
-  int64_t streamingStoresMinIterations = 4096;
+  int64_t streamingStoresMinIterations = 0;
 };
 
 /// The OpenMP runtime's default team size (OMP_NUM_THREADS, else the
