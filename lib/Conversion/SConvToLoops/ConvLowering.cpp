@@ -103,13 +103,11 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     part.flatWeights = memref::CollapseShapeOp::create(
         rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
 
-  // Per (t, h): the sequence b of t, its first token and num_computed, the
-  // position p of t; with and_insert, t's slot.
-  Value seq, seqStart, computed, position;
-  SlotInfo slot;
-  auto outer = [&](OpBuilder &b, Location loc, Value t, Value) {
-    // Largest b < B with qsl[b] <= t (binary search; empty sequences
-    // resolve to the later, non-empty one).
+  Value tokenSeqBuf = step.getTokenSeq();
+
+  // Largest b < B with qsl[b] <= t (binary search; empty sequences resolve
+  // to the later, non-empty one). Only without a token_seq operand.
+  auto searchSequence = [&](OpBuilder &b, Location loc, Value t) -> Value {
     Type idx = b.getIndexType();
     auto loop = scf::WhileOp::create(
         b, loc, TypeRange{idx, idx}, ValueRange{cIndex(b, loc, 0), batch},
@@ -129,16 +127,83 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
           Value hi = arith::SelectOp::create(b, loc, le, lohi[1], mid);
           scf::YieldOp::create(b, loc, ValueRange{lo, hi});
         });
-    seq = loop.getResult(0);
-    seqStart = toIndex(b, loc,
-                       memref::LoadOp::create(b, loc, qslBuf, ValueRange{seq}));
-    computed = toIndex(
-        b, loc,
-        memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{seq}));
+    return loop.getResult(0);
+  };
+
+  // Per (t, h): whether t is live (a real token; in checked mode also one
+  // whose token_seq entry holds it), the sequence b of t, its first token
+  // and num_computed, the position p of t; with and_insert, t's slot.
+  // Padding tokens load none of the sequence's metadata.
+  Value live, seq, seqStart, computed, position;
+  SlotInfo slot;
+  auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
+    Value isReal =
+        cmp(b, loc, arith::CmpIPredicate::slt, t, emitRealTokens(b, loc, step));
+    auto meta = scf::IfOp::create(
+        b, loc, isReal,
+        [&](OpBuilder &b, Location loc) {
+          Value s, first, ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+          if (!tokenSeqBuf) {
+            s = searchSequence(b, loc, t);
+          } else {
+            Value entry =
+                memref::LoadOp::create(b, loc, tokenSeqBuf, ValueRange{t});
+            s = toIndex(b, loc, entry);
+            if (checked) {
+              // The entry must name a sequence of the step holding t.
+              Value inRange = cmp(b, loc, arith::CmpIPredicate::ult, s, batch);
+              s = arith::SelectOp::create(b, loc, inRange, s,
+                                          cIndex(b, loc, 0));
+              first = toIndex(
+                  b, loc,
+                  memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+              Value end =
+                  toIndex(b, loc,
+                          memref::LoadOp::create(
+                              b, loc, qslBuf,
+                              ValueRange{add(b, loc, s, cIndex(b, loc, 1))}));
+              ok = arith::AndIOp::create(
+                  b, loc, inRange,
+                  arith::AndIOp::create(
+                      b, loc, cmp(b, loc, arith::CmpIPredicate::sle, first, t),
+                      cmp(b, loc, arith::CmpIPredicate::slt, t, end)));
+              Value bad = arith::XOrIOp::create(
+                  b, loc, ok, arith::ConstantIntOp::create(b, loc, 1, 1));
+              emitReport(
+                  b, loc,
+                  arith::AndIOp::create(b, loc, bad,
+                                        cmp(b, loc, arith::CmpIPredicate::eq, h,
+                                            cIndex(b, loc, 0))),
+                  status, CheckKind::TokenSeq, t, entry, batch,
+                  opName + " (checked): a token_seq entry is not the "
+                           "sequence (below B) whose tokens hold the token");
+            }
+          }
+          if (!first)
+            first = toIndex(
+                b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+          Value done = toIndex(
+              b, loc,
+              memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{s}));
+          scf::YieldOp::create(b, loc, ValueRange{ok, s, first, done});
+        },
+        [&](OpBuilder &b, Location loc) {
+          Value zero = cIndex(b, loc, 0);
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1), zero, zero,
+                         zero});
+        });
+    live = meta.getResult(0);
+    seq = meta.getResult(1);
+    seqStart = meta.getResult(2);
+    computed = meta.getResult(3);
     position =
         add(b, loc, computed, arith::SubIOp::create(b, loc, t, seqStart));
-    if (insert)
+    if (insert) {
       slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
+      maskPaddingSlot(b, loc, slot, live);
+    }
   };
 
   // The history tap: cache[block_table[b][logical], h, row, offset + c].
@@ -203,8 +268,8 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     return tap.getResult(0);
   };
 
-  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value t, Value h, Value c, int64_t lanes) {
+  auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes, Value xRaw) {
     const int64_t width = part.range.width;
     Value channel = add(b, loc, mul(b, loc, h, cIndex(b, loc, width)), c);
     // acc = bias (or 0).
@@ -239,8 +304,6 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         tapWeights.push_back(extToF32(b, loc, wj, lanes));
       }
     }
-    // x[t]: read once, for the last tap, the residual and the cache store.
-    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
     if (insert) {
       scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
         Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
@@ -304,6 +367,24 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     Value result =
         arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
     part.out.store(b, loc, result, t, h, c);
+  };
+  // A padding token (or, checked, one with a bad token_seq entry) reads and
+  // writes no cache; its output is its input.
+  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes) {
+    // x[t]: read once, for the last tap, the residual and the cache store
+    // (and a padding token's output).
+    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+    scf::IfOp::create(
+        b, loc, live,
+        [&](OpBuilder &b, Location loc) {
+          convLanes(b, loc, part, t, h, c, lanes, xRaw);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &b, Location loc) {
+          part.out.store(b, loc, xRaw, t, h, c);
+          scf::YieldOp::create(b, loc);
+        });
   };
 
   std::string message = slotMessage(op);

@@ -90,6 +90,9 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
       },
       [&](OpBuilder &b, Location loc, Value t, Value) {
         slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
+        maskPaddingSlot(b, loc, slot,
+                        cmp(b, loc, arith::CmpIPredicate::slt, t,
+                            emitRealTokens(b, loc, step)));
       });
   rewriter.eraseOp(op);
   return success();

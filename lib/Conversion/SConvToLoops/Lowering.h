@@ -29,7 +29,12 @@ constexpr int64_t kLanes = 8;
 constexpr uint64_t kAlignBytes = 16;
 
 /// Kinds reported in the step's status buffer (see sconv.step).
-enum class CheckKind : int64_t { Slot = 1, BlockId = 2, LogicalBlock = 3 };
+enum class CheckKind : int64_t {
+  Slot = 1,
+  BlockId = 2,
+  LogicalBlock = 3,
+  TokenSeq = 4
+};
 
 constexpr const char *kNoStepMessage =
     "cannot be lowered: its step operand is not produced by a visible "
@@ -426,6 +431,26 @@ inline SlotInfo emitSlot(OpBuilder &b, Location loc, Value slots, Value token,
   info.block = arith::DivSIOp::create(b, loc, index, n);
   info.row = arith::RemSIOp::create(b, loc, index, n);
   return info;
+}
+
+/// The step's real token count `qsl[B]`: tokens at or past it are padding
+/// (see sconv.step). Loaded in the nest (per token), so that a GPU kernel
+/// reads it itself rather than taking a host-computed value.
+inline Value emitRealTokens(OpBuilder &b, Location loc, sconv::StepOp step) {
+  // qsl has B + 1 entries: its last one, without reading num_computed.
+  Value qsl = step.getQueryStartLoc();
+  Value last = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, qsl, 0), cIndex(b, loc, 1));
+  return toIndex(b, loc, memref::LoadOp::create(b, loc, qsl, ValueRange{last}));
+}
+
+/// Masks a padding token's slot: it writes nothing and is not reported,
+/// whatever its slot_mapping entry holds.
+inline void maskPaddingSlot(OpBuilder &b, Location loc, SlotInfo &info,
+                            Value isReal) {
+  info.valid = arith::AndIOp::create(b, loc, info.valid, isReal);
+  if (info.bad)
+    info.bad = arith::AndIOp::create(b, loc, info.bad, isReal);
 }
 
 /// The message of a rejected slot for `op` (checked mode).

@@ -15,7 +15,9 @@
 // CHECK:           %[[SLOT:.+]] = memref.load
 // CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
 // CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %[[LIMIT]] : i64
-// CHECK:           %[[VALID:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           %[[INCACHE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// CHECK:           %[[VALID:.+]] = arith.andi %[[INCACHE]], %[[REAL]] : i1
 // CHECK:           scf.parallel
 // CHECK:             scf.if %{{.*}} {
 // CHECK:               %[[OLD:.+]] = memref.atomic_rmw addi %{{.*}}, %[[STATUS]][%{{.*}}] : (i64, memref<5xi64>) -> i64
@@ -90,10 +92,12 @@ func.func @insert_assert(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // reports are asserts naming the fused op.
 // CHECK-LABEL: func @fused_status
 // CHECK:         scf.parallel (%{{.*}}, %{{.*}}) =
+// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
 // CHECK:           %[[SLOT:.+]] = memref.load %{{.*}} : memref<?xi64>
 // CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
 // CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i64
-// CHECK:           %[[VALID:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           %[[INCACHE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           %[[VALID:.+]] = arith.andi %[[INCACHE]], %[[REAL]] : i1
 // CHECK:           scf.parallel
 // CHECK:             memref.atomic_rmw addi
 // CHECK:             scf.if %[[VALID]] {
