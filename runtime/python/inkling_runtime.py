@@ -105,7 +105,7 @@ class _StepBufferSpec(ctypes.Structure):
                 ("block_table", _P(_I32)), ("slot_mapping", _P(_I64)),
                 ("block_copies", _P(_I32)), ("max_rows", _I64),
                 ("num_cols", _I64), ("max_tokens", _I64),
-                ("max_copies", _I64)]
+                ("max_copies", _I64), ("token_seq", _P(_I32))]
 
 
 class _StepInfo(ctypes.Structure):
@@ -151,6 +151,7 @@ _SIGNATURES = {
     "inkling_append_tokens": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64)),
     "inkling_schedule": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
+    "inkling_schedule_ahead": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_commit": (
         _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I32), _I64)),
     "inkling_schedule_batch": (
@@ -308,6 +309,12 @@ class Manager:
     def schedule(self, seq, num_tokens):
         self._check(self._lib.inkling_schedule(self._handle, seq, num_tokens))
 
+    def schedule_ahead(self, seq, num_tokens):
+        """Async scheduling: the step's first token (sampled by the running
+        step) may be unknown; append it before building the step."""
+        self._check(self._lib.inkling_schedule_ahead(
+            self._handle, seq, num_tokens))
+
     def commit(self, seq, accepted, tokens=()):
         """Accepts `accepted` scheduled tokens after appending `tokens`
         (accepted drafts, then the sampled token)."""
@@ -410,6 +417,7 @@ class Step:
         self.block_table = [list(buffers.block_table[r * cols:(r + 1) * cols])
                             for r in range(rows)]
         self.slot_mapping = list(buffers.slot_mapping[:info.num_padded_tokens])
+        self.token_seq = list(buffers.token_seq[:info.num_padded_tokens])
         self.block_copies = [(buffers.block_copies[2 * i],
                               buffers.block_copies[2 * i + 1])
                              for i in range(info.num_copies)]
@@ -431,10 +439,11 @@ class StepBuffers:
         self.block_table = (_I32 * max(1, max_rows * num_cols))()
         self.slot_mapping = (_I64 * max(1, max_tokens))()
         self.block_copies = (_I32 * max(2, 2 * max_copies))()
+        self.token_seq = (_I32 * max(1, max_tokens))()
         spec = _StepBufferSpec(
             self.query_start_loc, self.num_computed, self.block_table,
             self.slot_mapping, self.block_copies, max_rows, num_cols,
-            max_tokens, max_copies)
+            max_tokens, max_copies, self.token_seq)
         handle = ctypes.c_void_p()
         manager._check(manager._lib.inkling_step_buffers_create(
             manager._handle, ctypes.byref(spec), ctypes.byref(handle)))
