@@ -161,7 +161,23 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
       return fail("num_computed[" + std::to_string(b) + "] is " +
                   std::to_string(nc[b]));
   }
+  // Tokens at or past qsl[B] are padding: the inputs may have more rows.
   int64_t T = qsl[B];
+  for (const auto &[name, array] : inputs)
+    if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty() &&
+        array.shape[0] > T)
+      T = array.shape[0];
+  std::vector<int32_t> tokenSeq;
+  if (names.count("token_seq")) {
+    std::vector<int64_t> entries;
+    if (!meta("token_seq", entries, 1))
+      return fail(error);
+    if (static_cast<int64_t>(entries.size()) < T)
+      return fail("token_seq: " + std::to_string(entries.size()) +
+                  " entries, the step has " + std::to_string(T) + " tokens");
+    for (int64_t v : entries)
+      tokenSeq.push_back(static_cast<int32_t>(v));
+  }
   const npy::Array &btArray = inputs["block_table"];
   if (btArray.shape[0] != B || btArray.shape[1] < 1)
     return fail("block_table: shape " + btArray.shapeString() + ", expected (" +
@@ -252,6 +268,11 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
       m.sizes = {static_cast<int64_t>(slots.size())};
       m.strides = {1};
       break;
+    case ArgRole::TokenSeq:
+      m.data = tokenSeq.data();
+      m.sizes = {static_cast<int64_t>(tokenSeq.size())};
+      m.strides = {1};
+      break;
     case ArgRole::Status:
       m.data = status.data();
       m.sizes = {static_cast<int64_t>(status.size())};
@@ -316,8 +337,9 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   program.invoke(call);
   if (status[0] != 0) {
     static const char *kinds[] = {"?", "slot", "block id",
-                                  "logical block beyond the block table"};
-    int64_t kind = status[1] >= 0 && status[1] <= 3 ? status[1] : 0;
+                                  "logical block beyond the block table",
+                                  "token_seq entry"};
+    int64_t kind = status[1] >= 0 && status[1] <= 4 ? status[1] : 0;
     return fail(op.name + " (op " + std::to_string(options.opIndex) +
                 "): the checked kernel rejected " + std::to_string(status[0]) +
                 " accesses (first: " + kinds[kind] + " " +

@@ -116,6 +116,17 @@ cl::opt<int64_t> sharedPrefixes("shared-prefixes", cl::init(4),
                                 cl::desc("Number of shared prompts"));
 cl::opt<int64_t> vocab("vocab", cl::init(64), cl::cat(workload),
                        cl::desc("Token ids are drawn from [0, vocab)"));
+cl::opt<int64_t> padTokens(
+    "pad-tokens", cl::init(0), cl::cat(workload),
+    cl::desc("Pad every step's token dimension to a multiple of K, as graph "
+             "capture does (0: no padding); padding outputs must equal their "
+             "inputs"),
+    cl::value_desc("K"));
+cl::opt<bool> async(
+    "async", cl::cat(workload),
+    cl::desc("Async scheduling: schedule each step before the previous "
+             "step's sampled tokens reach the runtime (scheduleAhead); they "
+             "arrive just before the build"));
 cl::opt<int64_t> lookahead("lookahead", cl::init(3), cl::cat(workload),
                            cl::desc("Most speculative drafts per decode step "
                                     "(the runtime's lookahead)"));
@@ -245,6 +256,8 @@ int main(int argc, char **argv) {
             "--vocab must be in [1, 2^30]") ||
       !need(lookahead >= 0 && lookahead <= 16,
             "--lookahead must be in [0, 16]") ||
+      !need(padTokens >= 0 && padTokens <= (int64_t(1) << 20),
+            "--pad-tokens must be in [0, 2^20]") ||
       !need(arrivalRate >= 0, "--arrival-rate must be >= 0") ||
       !need(sharedPrefixes >= 0, "--shared-prefixes must be >= 0") ||
       !need(specRate >= 0 && specRate <= 1 && preemptRate >= 0 &&
@@ -270,6 +283,8 @@ int main(int argc, char **argv) {
   options.numSharedPrefixes = sharedPrefixes;
   options.vocab = vocab;
   options.lookahead = lookahead;
+  options.padTokens = padTokens;
+  options.async = async;
   options.specRate = specRate;
   options.preemptRate = preemptRate;
   options.forkRate = forkRate;
