@@ -272,7 +272,7 @@ private:
   /// False at the first mismatch (in mismatch_), or when the executor
   /// cannot bring a page back (printed; mismatch_ not found).
   bool checkCache();
-  enum class Fault { None, Input, Output, Cache };
+  enum class Fault { None, Input, Output, Cache, Padding };
   bool injectFault(Fault fault);
   int report(int exitCode);
   void preempt(Request *r, bool outOfBlocks);
@@ -1106,6 +1106,17 @@ bool Server::injectFault(Fault fault) {
     y[geometry_[conv.out].offset + 1] ^= 0x0001;
     return true;
   }
+  if (fault == Fault::Padding) {
+    // The first padding token's output (a kernel that computed a conv for
+    // it instead of y = x).
+    if (sig_.convs.empty() || info_.numPaddedTokens == info_.numTokens)
+      return true;
+    const ConvInfo &conv = sig_.convs.front();
+    auto *y = reinterpret_cast<uint16_t *>(argData_[conv.out]->data);
+    const StreamGeometry &g = geometry_[conv.out];
+    y[g.offset + info_.numTokens * g.tokenStride + 2] ^= 0x0001;
+    return true;
+  }
   for (Request *r : running_) {
     if (r->computed == 0)
       continue;
@@ -1141,9 +1152,10 @@ int Server::run() {
   if (!opt_.injectFault.empty()) {
     size_t colon = opt_.injectFault.find(':');
     std::string kind = opt_.injectFault.substr(0, colon);
-    fault = kind == "cache"   ? Fault::Cache
-            : kind == "input" ? Fault::Input
-                              : Fault::Output;
+    fault = kind == "cache"     ? Fault::Cache
+            : kind == "input"   ? Fault::Input
+            : kind == "padding" ? Fault::Padding
+                                : Fault::Output;
     faultStep = std::atoll(opt_.injectFault.c_str() + colon + 1);
   }
   auto start = Clock::now();
@@ -1244,7 +1256,8 @@ int Server::run() {
         fail(failure_);
         return report(1);
       }
-      if (step_ == faultStep && fault == Fault::Output && layer == 0)
+      if (step_ == faultStep &&
+          (fault == Fault::Output || fault == Fault::Padding) && layer == 0)
         injectFault(fault);
       if (opt_.check && !checkOutputs(layer)) {
         ++stats_.mismatches;

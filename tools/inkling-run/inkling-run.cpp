@@ -151,8 +151,10 @@ cl::opt<bool>
                cl::desc("No progress bar (shown only on a terminal)"));
 cl::opt<std::string>
     injectFault("inject-fault", cl::Hidden,
-                cl::desc("input:STEP, output:STEP or cache:STEP: corrupt "
-                         "one value (tests the checker)"));
+                cl::desc("input:STEP, output:STEP, cache:STEP or "
+                         "padding:STEP (a padding token's output, with "
+                         "--pad-tokens): corrupt one value (tests the "
+                         "checker)"));
 
 cl::opt<int64_t> replayOp("replay", cl::init(-1), cl::cat(replayCat),
                           cl::desc("Run the OP-th sconv op (see --list-ops) "
