@@ -152,6 +152,8 @@ def SConv_InsertOp : SConv_StepCacheAccessOp<"insert"> {
     `cache[slot / N, h, slot % N, offset + c] = x[t, h, c]`, where
     `(offset, w)` is the stream's range in the head row. Nothing outside the
     stream's range is written (in particular not the padding `[raw, D)`).
+    Padding tokens (`t >= qsl[B]`, see `sconv.step`) store nothing, whatever
+    their slot.
 
     `x` is `[T, H, w]`, or `[T, H*w]` (the rank's hidden chunk of the
     attn/mlp streams, the same memory); its token stride may be larger than
@@ -197,6 +199,12 @@ def SConv_ConvOp : SConv_StepCacheAccessOp<"conv"> {
     `residual` defaults to true (the reference model), `activation` to
     `none`. The conv reads the cache only below `num_computed`, so it commutes
     with inserts of the same step.
+
+    A padding token (`t >= qsl[B]`, see `sconv.step`) reads no cache and no
+    metadata of a sequence: `out[t] = x[t]`, whatever `residual`, `bias` and
+    `activation` say (vLLM's kernel gives a pad token its input). With the
+    step's `token_seq`, the sequence `b` of a real token is
+    `token_seq[t]`; without it, the largest `b` with `qsl[b] <= t`.
 
     ```mlir
     sconv.conv %k, %wk history %cache[k] layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
