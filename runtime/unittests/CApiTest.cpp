@@ -99,6 +99,38 @@ TEST_F(CApiTest, BuildStepWritesTokenSeq) {
   EXPECT_EQ(buffers.tokenSeq[8], 77) << "nothing past the padded tokens";
 }
 
+// Async scheduling: the next step is scheduled before the sampled token is
+// known; building or committing it before the token arrives fails, names
+// the sequence and the call, and changes nothing.
+TEST_F(CApiTest, ScheduleAheadThenTheTokenArrives) {
+  int64_t seq = add({1, 2, 3});
+  ASSERT_EQ(inkling_schedule(manager, seq, 3), INKLING_OK);
+  build({seq});
+  ASSERT_EQ(inkling_commit(manager, seq, 3, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(inkling_schedule(manager, seq, 1), INKLING_FAILED_PRECONDITION)
+      << "a plain schedule needs the token";
+  ASSERT_EQ(inkling_schedule_ahead(manager, seq, 1), INKLING_OK)
+      << inkling_manager_last_error(manager);
+  inkling_step_info_t info{};
+  EXPECT_EQ(inkling_build_step(manager, step, &seq, 1, 0, 0, &info),
+            INKLING_FAILED_PRECONDITION);
+  std::string error = inkling_manager_last_error(manager);
+  EXPECT_NE(error.find("build step"), std::string::npos) << error;
+  EXPECT_NE(error.find("sequence " + std::to_string(seq)), std::string::npos)
+      << error;
+  EXPECT_EQ(inkling_commit(manager, seq, 1, nullptr, 0),
+            INKLING_FAILED_PRECONDITION);
+  error = inkling_manager_last_error(manager);
+  EXPECT_NE(error.find("commit"), std::string::npos) << error;
+  int32_t sampled = 4;
+  ASSERT_EQ(inkling_append_tokens(manager, seq, &sampled, 1), INKLING_OK);
+  info = build({seq});
+  EXPECT_EQ(info.num_tokens, 1);
+  EXPECT_EQ(buffers.computed[0], 3);
+  EXPECT_EQ(inkling_commit(manager, seq, 1, nullptr, 0), INKLING_OK)
+      << inkling_manager_last_error(manager);
+}
+
 TEST(CApiStandaloneTest, StatusNamesMatchTheCodes) {
   EXPECT_STREQ(inkling_status_name(INKLING_OK), "ok");
   EXPECT_STREQ(inkling_status_name(INKLING_NOT_FOUND), "not found");
