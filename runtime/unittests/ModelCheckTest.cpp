@@ -106,6 +106,7 @@ public:
   int64_t failures() const { return failures_; }
   int64_t prefixHits() const { return prefixHits_; }
   int64_t copies() const { return copies_; }
+  int64_t arrivals() const { return arrivals_; }
 
 private:
   enum class State { Idle, Scheduled, Preempted };
@@ -363,6 +364,7 @@ private:
       return err;
     seq.tokens.push_back(token);
     seq.pending = false;
+    ++arrivals_;
     return "";
   }
 
@@ -907,6 +909,7 @@ private:
   int64_t op_ = 0;
   std::string lastOp_;
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
+  int64_t arrivals_ = 0; // tokens delivered after their step was scheduled
 };
 
 // 9 configurations x 12000 calls = 108,000 checked operations per run.
@@ -925,12 +928,14 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   // The run must have exercised the interesting paths.
   EXPECT_GT(checker.failures(), 100);
   EXPECT_GT(checker.prefixHits(), 10);
+  EXPECT_GT(checker.arrivals(), 10) << "async scheduling not exercised";
   EXPECT_GE(checker.calls(), opsPerConfig());
   std::cout << "[ model    ] " << GetParam() << ": " << checker.calls()
             << " calls, " << checker.successes() << " succeeded, "
             << checker.failures() << " failed as predicted, "
             << checker.prefixHits() << " prefix hits, " << checker.copies()
-            << " copy-on-write copies\n";
+            << " copy-on-write copies, " << checker.arrivals()
+            << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
   RecordProperty("copies", std::to_string(checker.copies()));
