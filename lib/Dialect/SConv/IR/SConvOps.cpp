@@ -175,9 +175,9 @@ LogicalResult StepOp::verify() {
                                    getBlockTable().getType(), 2, 32)) ||
       failed(verifyMetadataOperand(*this, "slot_mapping",
                                    getSlotMapping().getType(), 1, 64)) ||
-      (getTokenSeq() && failed(verifyMetadataOperand(
-                            *this, "token_seq", getTokenSeq().getType(), 1,
-                            32))) ||
+      (getTokenSeq() &&
+       failed(verifyMetadataOperand(*this, "token_seq", getTokenSeq().getType(),
+                                    1, 32))) ||
       (getStatus() && failed(verifyMetadataOperand(
                           *this, "status", getStatus().getType(), 1, 64))))
     return failure();
