@@ -13,6 +13,11 @@
 //   layer/none         4 convs, then 4 inserts (8 loop nests)
 //   layer/token-seq    layer/conv-insert with sconv.step's token_seq operand:
 //                      each token's sequence loaded, not searched for
+//   layer/threads      layer/conv-insert on every core (the pipeline's
+//                      threads=0: OpenMP's default team), forking for steps
+//                      of >= 64 (token, head) pairs
+//   layer/memcpy       memcpy of the step's row bytes, the unit of the
+//                      layer's memory bound (below)
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -22,9 +27,14 @@
 // like the insert reads its inputs). The layer benchmarks report the same
 // count (the row bytes of the step) so their bytes/s compare directly.
 //
-// After the run a summary table prints the ratios, from times measured in
+// After the run two summary tables print the ratios, from times measured in
 // this process: packed vs memcpy, separate vs packed, and each layer
-// strategy vs conv-insert.
+// strategy vs conv-insert; then 1 thread vs every core, and the layer vs
+// its memcpy-equivalent bound: the time memcpy takes per byte of traffic
+// (it reads and writes each byte: 2 bytes of traffic per byte copied)
+// times the bytes the layer must move: x read once, y and the cache rows
+// written, the weights read, and in decode the W-1 history rows each token
+// reads from the cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,12 +135,16 @@ struct Workload {
   void *x[4], *y[4];
   std::unique_ptr<AlignedBuffer<uint8_t>> copySource, copyDest;
   int64_t rowBytes; ///< T * H * raw * 2: what the insert writes.
+  /// Bytes the layer must read and write (see the file comment).
+  int64_t layerTraffic;
 };
 
 struct Engines {
   Layout layout;
   int64_t pageBytes;
   std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  /// conv-insert with threads = 0 (every core).
+  std::unique_ptr<mlir::ExecutionEngine> threaded;
   std::map<int64_t, std::unique_ptr<Workload>> workloads;
 };
 
@@ -151,6 +165,14 @@ Engines &engines() {
         std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
         std::exit(1);
       }
+    }
+    CompileOptions threaded;
+    threaded.threads = 0;
+    std::string error;
+    e->threaded = compile(source, threaded, error);
+    if (!e->threaded) {
+      std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
+      std::exit(1);
     }
     return e;
   }();
@@ -234,6 +256,10 @@ Workload &workload(int64_t tokens) {
     }
   }
   w.rowBytes = tokens * h * layout.rawWidth * 2;
+  int64_t weightBytes = h * layout.rawWidth * layout.config.kernel * 2;
+  int64_t historyBytes =
+      tokens < kPrefillTokens ? (layout.config.kernel - 1) * w.rowBytes : 0;
+  w.layerTraffic = 3 * w.rowBytes + weightBytes + historyBytes;
   w.copySource = std::make_unique<AlignedBuffer<uint8_t>>(w.rowBytes, 1);
   w.copyDest = std::make_unique<AlignedBuffer<uint8_t>>(w.rowBytes, 0);
   return w;
@@ -280,9 +306,8 @@ void callInserts(Workload &w, FusionStrategy strategy) {
   fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3]);
 }
 
-void callLayer(Workload &w, FusionStrategy strategy) {
-  auto fn = reinterpret_cast<LayerFn>(
-      lookupFunction(*engines().engines[strategy], "layer"));
+void callLayer(Workload &w, mlir::ExecutionEngine &engine) {
+  auto fn = reinterpret_cast<LayerFn>(lookupFunction(engine, "layer"));
   Call &c = w.call;
   fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3],
      &w.w[0], &w.w[1], &w.w[2], &w.w[3], w.y[0], w.y[1], w.y[2], w.y[3]);
@@ -315,15 +340,27 @@ void BM_InsertMemcpy(benchmark::State &state) {
 }
 void BM_LayerConvInsert(benchmark::State &state) {
   timed(state, "layer/conv-insert",
-        [](Workload &w) { callLayer(w, FusionStrategy::ConvInsert); });
+        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::ConvInsert]); });
 }
 void BM_LayerPacked(benchmark::State &state) {
   timed(state, "layer/packed",
-        [](Workload &w) { callLayer(w, FusionStrategy::PackedInserts); });
+        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::PackedInserts]); });
 }
 void BM_LayerNone(benchmark::State &state) {
   timed(state, "layer/none",
-        [](Workload &w) { callLayer(w, FusionStrategy::None); });
+        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::None]); });
+}
+
+void BM_LayerThreads(benchmark::State &state) {
+  timed(state, "layer/threads",
+        [](Workload &w) { callLayer(w, *engines().threaded); });
+}
+void BM_LayerMemcpy(benchmark::State &state) {
+  timed(state, "layer/memcpy", [](Workload &w) {
+    std::memcpy(w.copyDest->data, w.copySource->data, w.rowBytes);
+    benchmark::DoNotOptimize(w.copyDest->data);
+    benchmark::ClobberMemory();
+  });
 }
 
 void BM_LayerTokenSeq(benchmark::State &state) {
@@ -343,6 +380,8 @@ BENCHMARK(BM_LayerConvInsert)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
 BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTokenSeq)->Apply(tokenArgs);
+BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
+BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -371,6 +410,27 @@ void printSummary() {
                 copy * 1e6, ratio(packed, copy), ratio(separate, packed),
                 ci * 1e6, lp * 1e6, ln * 1e6, ratio(lp, ci), ratio(ln, ci),
                 ls * 1e6, ratio(ls, ci));
+  }
+
+  std::printf("\nThreads and the memory bound (conv-insert layer; bound: "
+              "memcpy's time per byte of traffic x the layer's traffic; %d "
+              "threads)\n",
+              defaultThreadCount());
+  std::printf("%6s | %11s %11s %13s | %11s %11s %12s\n", "T", "1-thr us",
+              "all-thr us", "1-thr/all-thr", "traffic KiB", "bound us",
+              "1-thr/bound");
+  for (int64_t t : kTokenCounts) {
+    double one = get("layer/conv-insert", t), all = get("layer/threads", t),
+           copy = get("layer/memcpy", t);
+    if (one == 0 || all == 0 || copy == 0)
+      continue;
+    Workload &w = workload(t);
+    double bound = copy * static_cast<double>(w.layerTraffic) /
+                   (2.0 * static_cast<double>(w.rowBytes));
+    std::printf("%6lld | %11.2f %11.2f %13.2f | %11.1f %11.2f %12.2f\n",
+                static_cast<long long>(t), one * 1e6, all * 1e6,
+                ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
+                bound * 1e6, ratio(one, bound));
   }
 }
 

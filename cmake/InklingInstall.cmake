@@ -9,6 +9,8 @@
 #   lib/lib*.a                 dialect, passes, conversion, pipelines, GPU
 #                              target, embedding API, C API, runtime
 #   lib/libinkling_runtime.so  the runtime's C API
+#   lib/libinkling_layer.so    compile and call a layer (inkling-c/Layer.h)
+#   lib/python3/dist-packages/inkling/   the Python package (python/)
 #   bin/inkling-opt, bin/inkling-run
 #   lib/cmake/inkling/         InklingConfig.cmake, InklingConfigVersion.cmake,
 #                              InklingTargets*.cmake (namespace Inkling::)
@@ -33,6 +35,7 @@ target_link_libraries(InklingSConv INTERFACE
   InklingSConvToLoops
   InklingPipelines
   InklingNVVMPipeline
+  InklingTargetCPU
   InklingTargetGPU
   InklingEmbed
 )
@@ -45,6 +48,7 @@ set(INKLING_EXPORTED_LIBRARIES
   InklingSConvToLoops:SConvToLoops
   InklingPipelines:Pipelines
   InklingNVVMPipeline:NVVMPipeline
+  InklingTargetCPU:TargetCPU
   InklingTargetGPU:TargetGPU
   InklingEmbed:Embed
   InklingCAPI:CAPI

@@ -27,6 +27,10 @@ config.substitutions.append(
         os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils.so"),
     )
 )
+# LLVM's OpenMP runtime, for programs lowered with threads != 1 (and idle
+# workers that sleep at once rather than spin beside the other tests).
+config.substitutions.append(("%libomp", config.openmp_library))
+config.environment["KMP_BLOCKTIME"] = "0"
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

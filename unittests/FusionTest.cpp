@@ -54,10 +54,18 @@ void PrintTo(const FusionCase &fc, std::ostream *os) { *os << fc.name; }
 /// the CPU's per-stream inner loops or the GPU's loop over the concatenated
 /// chunks (`split-streams`; the GPU's form runs here too: conv-insert's
 /// covers both fused ops, its lone inserts being an insert_packed).
+/// With `threads` != 1 the nests' outer loops run on OpenMP threads; a
+/// `minParallelIterations` of 1 forks on every call, the default (64) only
+/// on large steps, so both paths of the `if` clause run. A
+/// `streamingStoresMinIterations` of 1 stores non-temporally on every call
+/// (the default only in steps larger than these tests').
 struct Variant {
   const char *name;
   FusionStrategy strategy;
   bool splitStreams;
+  int threads = 1;
+  int64_t minParallelIterations = 64;
+  int64_t streamingStoresMinIterations = 4096;
 };
 constexpr Variant kNone{"none", FusionStrategy::None, true};
 constexpr Variant kVariants[] = {
@@ -65,6 +73,15 @@ constexpr Variant kVariants[] = {
     {"conv-insert/concatenated", FusionStrategy::ConvInsert, false},
     {"packed-inserts", FusionStrategy::PackedInserts, true},
     kNone,
+    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, true, 2, 1},
+    {"conv-insert/threads=3", FusionStrategy::ConvInsert, true, 3},
+    {"conv-insert/concatenated/threads=4,always", FusionStrategy::ConvInsert,
+     false, 4, 1},
+    {"none/threads=default,always", FusionStrategy::None, true, 0, 1},
+    {"conv-insert/streaming", FusionStrategy::ConvInsert, true, 1, 64, 1},
+    {"packed-inserts/concatenated/threads=2,always,streaming",
+     FusionStrategy::PackedInserts, false, 2, 1, 1},
+    {"none/streaming", FusionStrategy::None, true, 1, 64, 1},
 };
 
 const char *strategyName(FusionStrategy s) {
@@ -177,6 +194,10 @@ protected:
       CompileOptions options;
       options.fusion = variant->strategy;
       options.splitStreams = variant->splitStreams;
+      options.threads = variant->threads;
+      options.minParallelIterations = variant->minParallelIterations;
+      options.streamingStoresMinIterations =
+          variant->streamingStoresMinIterations;
       std::string error;
       engine = harness::compile(slot->source, options, error);
       if (!engine)
@@ -361,7 +382,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
 
 // The real model (tp 1; tp 2 with a padded page and strided stream rows),
 // and small layouts with odd widths (scalar tails, unaligned stream offsets,
-// an unaligned block stride) and kernels 2 and 3.
+// an unaligned block stride) and kernels 2 and 3; block sizes N != W.
 INSTANTIATE_TEST_SUITE_P(
     Layouts, FusionTest,
     ::testing::Values(
@@ -372,7 +393,10 @@ INSTANTIATE_TEST_SUITE_P(
                    true,
                    2},
         FusionCase{"odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 20},
-        FusionCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20}),
+        FusionCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20},
+        // Block sizes N != W: fusion does not depend on the addressing.
+        FusionCase{"real_n16", {8, 128, 4096, 4, 1, "bf16", 16}, 0, false, 2},
+        FusionCase{"odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 10}),
     [](const ::testing::TestParamInfo<FusionCase> &info) {
       return std::string(info.param.name);
     });

@@ -556,8 +556,10 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   for (int64_t j = 0; j < step.meta.blockTableWidth; ++j)
     step.meta.blockTable[j] = 99;
   // Token 0: slot beyond the cache; token 1: -1 (fine); token 2: -7 (bad);
-  // token 3: a valid slot in block 2.
-  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, 2 * n + 1};
+  // token 3 (sequence 1, position 2): its own slot, in block
+  // block_table[1][2 / N] = 1.
+  int64_t own = 1 * n + 2 % n;
+  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
   AlignedBuffer<uint16_t> cache(step.numBlocks * blockStride, kPoison);
   std::vector<uint16_t> before(cache.data, cache.data + cache.size);
   StreamData x(4, tokenStride(layout, s));
@@ -578,11 +580,28 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   EXPECT_EQ(status[4], step.numBlocks * n);
   // Only token 3's row was written.
   StepMetadata valid = step.meta;
-  valid.slotMapping = {-1, -1, -1, 2 * n + 1};
+  valid.slotMapping = {-1, -1, -1, own};
   referenceInsert(layout, s, x.view(), valid,
                   {before.data(), blockStride, step.numBlocks});
   EXPECT_TRUE(
       sameBits(before.data(), cache.data, cache.size, 0, "checked insert"));
+
+  // A slot in range that is not the token's own (here a row of block 2,
+  // which the step does not own) is skipped and reported as kind 4, with
+  // the expected slot as the limit.
+  std::vector<uint16_t> afterFirst(cache.data, cache.data + cache.size);
+  step.meta.slotMapping = {-1, -1, -1, 2 * n + 1};
+  std::fill(status.begin(), status.end(), 0);
+  Call wrong = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+  insert(&wrong.cache, &wrong.qsl, &wrong.nc, &wrong.bt, &wrong.slots, &sd, xd);
+  EXPECT_EQ(status[0], 1);
+  EXPECT_EQ(status[1], 4);
+  EXPECT_EQ(status[2], 3);
+  EXPECT_EQ(status[3], 2 * n + 1);
+  EXPECT_EQ(status[4], own);
+  EXPECT_TRUE(sameBits(afterFirst.data(), cache.data, cache.size, 0,
+                       "checked insert of a slot that is not the token's"));
+  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
 
   if (kernel == 1)
     return; // no history taps, no block ids to check
@@ -607,7 +626,7 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
 // kv_heads 8 / head_dim 128 / hidden 4096 / kernel 4 is the real model; the
 // small layouts have odd widths (scalar tails, unaligned stream offsets),
 // padded pages whose block stride is not a multiple of 8 (unaligned cache
-// rows), strided stream rows, and kernels 1, 2, 3 and 8.
+// rows), strided stream rows, and kernels 1, 2, 3 and 8; block sizes N != W.
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LowerToCPUTest,
     ::testing::Values(
@@ -619,7 +638,23 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 25},
         LayoutCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 25},
         LayoutCase{"wide_k8", {2, 16, 16, 8, 1, "bf16"}, 0, false, 20},
-        LayoutCase{"tiny_k1", {1, 8, 8, 1, 1, "bf16"}, 2, false, 15}),
+        LayoutCase{"tiny_k1", {1, 8, 8, 1, 1, "bf16"}, 2, false, 15},
+        // Block sizes N independent of W (the engine's choice): N = 1, 3,
+        // 2W, 8W on the real layout (N = W above); N < W-1, N = W-1 and
+        // N > W on the small ones (a history spanning up to W-1 blocks).
+        LayoutCase{"real_n1", {8, 128, 4096, 4, 1, "bf16", 1}, 0, false, 2},
+        LayoutCase{"real_n3", {8, 128, 4096, 4, 1, "bf16", 3}, 0, false, 2},
+        LayoutCase{"real_n8", {8, 128, 4096, 4, 1, "bf16", 8}, 0, false, 2},
+        LayoutCase{"real_tp2_n32_padded",
+                   {8, 128, 4096, 4, 2, "bf16", 32},
+                   8192,
+                   false,
+                   2},
+        LayoutCase{"odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 15},
+        LayoutCase{"odd_k3_n5", {2, 3, 10, 3, 1, "bf16", 5}, 0, true, 15},
+        LayoutCase{"wide_k8_n3", {2, 16, 16, 8, 1, "bf16", 3}, 0, false, 15},
+        LayoutCase{"wide_k8_n7", {2, 16, 16, 8, 1, "bf16", 7}, 2, false, 10},
+        LayoutCase{"tiny_k1_n6", {1, 8, 8, 1, 1, "bf16", 6}, 0, false, 10}),
     [](const ::testing::TestParamInfo<LayoutCase> &info) {
       return std::string(info.param.name);
     });

@@ -15,8 +15,9 @@
 #      device-to-device copy of the same bytes, and prints its table;
 #   5. serves the example with `inkling-run --device=gpu`, checked against
 #      the full-history reference (fused and unfused), then a timing run;
-#   6. ends with one table: every step above, passed / FAILED / skipped.
-# Exit status: 0 when every step passed (or no GPU: all skipped), else 1.
+#   6. runs the Python engine loop (examples/python) on the GPU, checked, and
+#      the Python layer tests (torch CUDA tensors when torch is installed);
+#   7. ends with one table: every step above, passed / FAILED / skipped.
 # Environment: INKLING_GPU_TOKENS (default 256), INKLING_GPU_RUNS (200),
 # INKLING_GPU_BUILD_DIR, INKLING_GPU_SKIP_SETUP=1 (packages already there).
 set -euo pipefail
@@ -34,7 +35,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target inkling-opt inkling-gpu-bench \
-  inkling-kernels inkling-run InklingRuntimeCudaTests
+  inkling-kernels inkling-run InklingRuntimeCudaTests InklingRuntimeC InklingLayerC
 
 # The summary: one row per step.
 names=()
@@ -132,4 +133,16 @@ run_step "inkling-run --device=gpu --fusion=none --steps=200 (checked)" \
   "${serve[@]}" --fusion=none --steps=200
 run_step "inkling-run --device=gpu --no-check --steps=2000 (timing)" \
   "${serve[@]}" --no-check --steps=2000
+
+# 6. The Python package's GPU layer (libinkling_layer.so, the runtime's
+#    launcher) in the example engine loop, checked against its numpy
+#    reference; with torch, the layer tests' CUDA-tensor case too.
+python=/usr/bin/python3
+run_step "python engine loop --device=cuda (checked)" \
+  env PYTHONPATH="$build/python" "$python" \
+  "$root/examples/python/engine_loop.py" "$root/examples/small_layer.mlir" \
+  --device=cuda
+run_step "python layer tests (torch CUDA tensors with torch)" \
+  env PYTHONPATH="$build/python" INKLING_EXAMPLES_DIR="$root/examples" \
+  "$python" -m unittest discover -s "$root/python/tests" -p "test_layer.py"
 summary

@@ -5,6 +5,7 @@
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/CPU/Passes.h"
 #include "inkling/Target/GPU/Passes.h"
 #include "inkling/Version.h"
 
@@ -14,10 +15,12 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 
 #include <mutex>
 
@@ -29,8 +32,10 @@ void inkling::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<sconv::SConvDialect, mlir::arith::ArithDialect,
                   mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                  mlir::vector::VectorDialect>();
+                  mlir::memref::MemRefDialect, mlir::omp::OpenMPDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+  // The CPU pipeline's threads (omp ops) through the ExecutionEngine.
+  mlir::registerOpenMPDialectTranslation(registry);
   // gpu, nvvm, index, ub, their ConvertToLLVM interfaces, the NVVM target
   // and the builtin/llvm/gpu/nvvm LLVM IR translations (which the CPU's
   // ExecutionEngine needs too).
@@ -49,6 +54,7 @@ void inkling::registerAllPasses() {
     sconv::registerSConvPasses();
     sconv::registerFusionPipeline();
     registerInklingConversionPasses();
+    cpu::registerInklingCPUPasses();
     registerLowerToCPUPipeline();
     // Also the GPU passes (inkling-write-kernels ...).
     registerLowerToNVVMPipeline();

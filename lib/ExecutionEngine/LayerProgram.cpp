@@ -13,18 +13,23 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
+#include <omp.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -179,14 +184,36 @@ const LayerSignature &LayerProgram::signature() const { return impl_->sig; }
 std::unique_ptr<LayerProgram> LayerProgram::load(const std::string &path,
                                                  const std::string &entry,
                                                  std::string &error) {
+  // A directory or a device (e.g. /dev/zero, which never ends) is an
+  // error, not an endless read.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    error = path + ": cannot read the file: not a regular file";
+    return nullptr;
+  }
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!file) {
     error = path + ": cannot read the file: " + file.getError().message();
     return nullptr;
   }
+  return fromBuffer(std::move(*file), path, entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromSource(const std::string &source, const std::string &name,
+                         const std::string &entry, std::string &error) {
+  return fromBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), name,
+                    entry, error);
+}
+
+std::unique_ptr<LayerProgram>
+LayerProgram::fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                         const std::string &path, const std::string &entry,
+                         std::string &error) {
   mlir::MLIRContext &ctx = context();
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   FirstError diag(ctx);
   mlir::ParserConfig config(&ctx);
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
@@ -406,6 +433,7 @@ bool LayerProgram::Impl::analyze(std::string &error) {
       layoutAttr = b.getLayout();
       sig.layout = layoutAttr.getDerived();
       sig.pageBytes = b.getPageBytes();
+      sig.crossLayers = b.getLayers().value_or(1);
       auto stride = sig.layout.blockStrideForPageBytes(sig.pageBytes);
       if (!stride)
         return fail(op->getLoc(), stride.status().message());
@@ -672,6 +700,119 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   return true;
 }
 
+// The threaded nests call libomp's __kmpc_* entry points, which the JIT
+// resolves among the process's global symbols: this library links libomp
+// (and this call keeps the link); `makeOpenMPVisible` covers a process that
+// loaded this library with local symbols.
+int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
+namespace {
+/// Makes libomp's symbols global in the process (LLVM loads it
+/// RTLD_GLOBAL), once.
+bool makeOpenMPVisible(std::string &error) {
+  static std::string loadError = [] {
+    std::string message;
+    if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(
+            INKLING_OPENMP_LIBRARY, &message))
+      return "cannot load LLVM's OpenMP runtime " +
+             std::string(INKLING_OPENMP_LIBRARY) + " (" + message +
+             "): compile with threads = 1, or install libomp-22-dev";
+    return std::string();
+  }();
+  error = loadError;
+  return loadError.empty();
+}
+} // namespace
+
+bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
+                                    std::string &error) {
+  Impl &impl = *impl_;
+  sconv::BindOp bind;
+  impl.func.walk([&](sconv::BindOp b) { bind = b; });
+  if (!bind) {
+    error = impl.path + ": @" + impl.sig.function + " has no sconv.bind";
+    return false;
+  }
+  sconv::LayoutAttr oldLayout = bind.getLayout();
+  inkling::Layout oldDerived = oldLayout.getDerived();
+  if (blockSize == 0)
+    blockSize = oldDerived.blockSize;
+  LayoutConfig config = oldLayout.getConfig();
+  config.blockSize = blockSize;
+  StatusOr<Layout> derived = Layout::derive(config);
+  if (blockSize < 1 || !derived) {
+    error = "block size (" + std::to_string(blockSize) + ") is not valid for " +
+            impl.path + "'s layout: " +
+            (derived ? std::string("block_size must be >= 1")
+                     : derived.status().message());
+    return false;
+  }
+  if (layers < 0 || layers > (int64_t(1) << 20)) {
+    error = "cross-layer page count (" + std::to_string(layers) +
+            ") must be in [0, 2^20]";
+    return false;
+  }
+  sconv::LayoutAttr newLayout = oldLayout.withBlockSize(blockSize);
+  // A layer's page keeps its padding; cross-layer pages put `layers` pages
+  // side by side in one block stride (0: as many as the IR's bind has).
+  int64_t oldLayers = bind.getLayers().value_or(1);
+  if (layers == 0)
+    layers = oldLayers;
+  int64_t oldPage = static_cast<int64_t>(bind.getPageBytes()) / oldLayers;
+  int64_t pageBytes = derived->pageBytes() + (oldPage - oldDerived.pageBytes());
+  if (layers > 1 && __builtin_mul_overflow(pageBytes, layers, &pageBytes)) {
+    error = "cross-layer block stride overflows";
+    return false;
+  }
+  if (StatusOr<int64_t> stride = derived->blockStrideForPageBytes(pageBytes);
+      !stride) {
+    error = "block size (" + std::to_string(blockSize) +
+            "): " + stride.status().message();
+    return false;
+  }
+  mlir::MemRefType oldType = bind.getCache().getType();
+  mlir::MemRefType newType = sconv::BindOp::getCacheType(newLayout, pageBytes);
+  if (!oldType.isDynamicDim(0))
+    newType =
+        mlir::MemRefType::get({oldType.getDimSize(0), newType.getDimSize(1),
+                               newType.getDimSize(2), newType.getDimSize(3)},
+                              newType.getElementType(), newType.getLayout());
+  // Every use of the layout and of the cache type follows the bind.
+  mlir::AttrTypeReplacer replacer;
+  replacer.addReplacement(
+      [&](sconv::LayoutAttr attr) -> std::optional<mlir::Attribute> {
+        if (attr == oldLayout)
+          return newLayout;
+        return std::nullopt;
+      });
+  replacer.addReplacement(
+      [&](mlir::MemRefType type) -> std::optional<mlir::Type> {
+        if (type == oldType)
+          return newType;
+        return std::nullopt;
+      });
+  replacer.recursivelyReplaceElementsIn(impl.func, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+  mlir::Builder builder(&context());
+  bind.setPageBytesAttr(builder.getI64IntegerAttr(pageBytes));
+  if (layers > 1)
+    bind.setLayersAttr(builder.getI64IntegerAttr(layers));
+  else
+    bind.removeLayersAttr();
+  FirstError diag(context());
+  if (mlir::failed(mlir::verify(impl.func))) {
+    error = impl.path + ": the IR at block size " + std::to_string(blockSize) +
+            " does not verify: " + diag.message;
+    return false;
+  }
+  std::optional<int64_t> numLayers = impl.sig.numLayers;
+  if (!impl.analyze(error))
+    return false;
+  impl.sig.numLayers = numLayers;
+  return true;
+}
+
 bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   Impl &impl = *impl_;
   static std::once_flag once;
@@ -687,10 +828,14 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   std::optional<sconv::FusionStrategy> strategy;
   if (!parseFusion(options.fusion, strategy, error))
     return false;
+  if (options.threads != 1 && !makeOpenMPVisible(error))
+    return false;
   mlir::PassManager pm(&ctx);
   LowerToCPUOptions lower;
   lower.checked = options.checked;
   lower.emitCInterface = true;
+  lower.threads = options.threads;
+  lower.minParallelIterations = options.minParallelIterations;
   if (strategy)
     lower.fusion = *strategy;
   buildLowerToCPUPipeline(pm, lower);
@@ -763,6 +908,58 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
     error = diag.message.empty() ? impl.path + ": inkling-lower-to-nvvm failed"
                                  : diag.message;
     return false;
+  }
+  return true;
+}
+
+bool LayerProgram::checkArguments(const std::vector<MemRefArg> &args,
+                                  std::string &error) const {
+  const LayerSignature &sig = impl_->sig;
+  if (args.size() != sig.args.size()) {
+    error = "@" + sig.function + " takes " + std::to_string(sig.args.size()) +
+            " arguments, got " + std::to_string(args.size());
+    return false;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgInfo &info = sig.args[i];
+    const MemRefArg &a = args[i];
+    auto bad = [&](const std::string &what) {
+      error = "argument " + std::to_string(i) + " of @" + sig.function + " (" +
+              (info.stream ? std::string(streamName(*info.stream)) + " " : "") +
+              argRoleName(info.role) + ", " + info.type + "): " + what;
+      return false;
+    };
+    size_t rank = info.shape.size();
+    if (a.sizes.size() != rank || a.strides.size() != rank)
+      return bad("expected " + std::to_string(rank) + " sizes and strides");
+    for (size_t d = 0; d < rank; ++d) {
+      if (a.sizes[d] < 0)
+        return bad("size " + std::to_string(d) + " is " +
+                   std::to_string(a.sizes[d]));
+      if (info.shape[d] != kDynamic && info.shape[d] != a.sizes[d])
+        return bad("size " + std::to_string(d) + " is " +
+                   std::to_string(a.sizes[d]) + ", the type says " +
+                   std::to_string(info.shape[d]));
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      if (info.strides[d] != kDynamic && info.strides[d] != a.strides[d])
+        return bad("stride " + std::to_string(d) + " is " +
+                   std::to_string(a.strides[d]) + ", the type says " +
+                   std::to_string(info.strides[d]));
+    }
+    if (info.offset != kDynamic && info.offset != a.offset)
+      return bad("offset " + std::to_string(a.offset) + ", the type says " +
+                 std::to_string(info.offset));
+    // The cache and the bf16 tensors are accessed with vectors; the
+    // metadata with scalars.
+    bool vectors =
+        info.element == ElementKind::BF16 || info.role == ArgRole::Cache;
+    uintptr_t align = vectors ? 16 : elementBytes(info.element);
+    if (reinterpret_cast<uintptr_t>(a.data) % align != 0)
+      return bad(vectors ? "the data pointer is not 16-byte aligned (the "
+                           "kernels' vector accesses assume a 16-byte "
+                           "aligned base)"
+                         : "the data pointer is not aligned to its elements");
   }
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include "inkling/Conversion/Passes.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -9,8 +10,10 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -23,76 +26,10 @@
 
 using namespace mlir;
 
-namespace {
-
-/// Marks public functions with a body `llvm.emit_c_interface`.
-struct EmitCInterfacePass
-    : PassWrapper<EmitCInterfacePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EmitCInterfacePass)
-  StringRef getArgument() const override { return "inkling-emit-c-interface"; }
-  void runOnOperation() override {
-    getOperation().walk([](func::FuncOp func) {
-      if (func.isPublic() && !func.isExternal())
-        func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                      UnitAttr::get(func.getContext()));
-    });
-  }
-};
-
-/// Moves bf16 through memory as i16: every `llvm.load` of bf16 (or a vector
-/// of bf16) loads i16 and bitcasts, every `llvm.store` of bf16 bitcasts and
-/// stores i16. The bits are the same; what changes is that LLVM's
-/// InstCombine folds the bitcast pairs away, so no bf16 value is left for
-/// the x86 backend to legalize. (A bf16 value that lives across basic
-/// blocks, such as the input a fused conv both convolves and stores under
-/// `slot >= 0`, would be legalized through f32 and a `__truncsfbf2` call:
-/// slow, missing from libgcc 12, and it quiets signaling NaNs.)
-struct BF16MemoryAsI16Pass
-    : PassWrapper<BF16MemoryAsI16Pass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BF16MemoryAsI16Pass)
-  StringRef getArgument() const override {
-    return "inkling-bf16-memory-as-i16";
-  }
-  void runOnOperation() override {
-    auto asI16 = [](Type type) -> Type {
-      Type i16 = IntegerType::get(type.getContext(), 16);
-      if (type.isBF16())
-        return i16;
-      if (auto vector = dyn_cast<VectorType>(type))
-        if (vector.getElementType().isBF16())
-          return vector.clone(i16);
-      return nullptr;
-    };
-    getOperation().walk([&](Operation *op) {
-      if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
-        Type type = load.getType();
-        Type bits = asI16(type);
-        if (!bits)
-          return;
-        load.getResult().setType(bits);
-        OpBuilder b(load->getContext());
-        b.setInsertionPointAfter(load);
-        auto cast = LLVM::BitcastOp::create(b, load.getLoc(), type, load);
-        load.getResult().replaceAllUsesExcept(cast, cast);
-      } else if (auto store = dyn_cast<LLVM::StoreOp>(op)) {
-        Type bits = asI16(store.getValue().getType());
-        if (!bits)
-          return;
-        OpBuilder b(store);
-        auto cast =
-            LLVM::BitcastOp::create(b, store.getLoc(), bits, store.getValue());
-        store.getValueMutable().assign(cast);
-      }
-    });
-  }
-};
-
-} // namespace
-
 void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
                                       const LowerToCPUOptions &options) {
   if (options.emitCInterface)
-    pm.addPass(std::make_unique<EmitCInterfacePass>());
+    pm.addPass(inkling::cpu::createEmitCInterfacePass());
 
   // 0. Fusion (sconv -> sconv): with the default conv-insert strategy a
   //    decoder layer's 4 convs + 4 inserts become one fused_conv per group
@@ -119,11 +56,43 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    have some) -> scf loops of 1-D vector ops.
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
 
-  // 4. Loops -> control flow. After it: scf.parallel/for/if/while are
-  //    branches in cf; the nests run sequentially on one CPU thread.
+  // 4a. Large steps store through non-temporal stores: each vector.store of
+  //     a nest is an scf.if on one flag computed before the nest (its
+  //     iterations >= the threshold); the bits stored do not change.
+  if (options.streamingStoresMinIterations > 0) {
+    inkling::cpu::StreamingStoresPassOptions streaming;
+    streaming.minIterations = options.streamingStoresMinIterations;
+    pm.addPass(inkling::cpu::createStreamingStoresPass(streaming));
+  }
+
+  // 4b. Threads (threads != 1). After it: each nest is an scf.if on the
+  //     step's size: small steps run the nest as scf.for loops on the
+  //     calling thread (no OpenMP call); larger ones (at least
+  //     `min-parallel-iterations` (token, head) pairs) run it as an
+  //     omp.parallel + omp.wsloop over (token, head) (static schedule,
+  //     `threads` threads or the OpenMP default) whose chunk loops are
+  //     scf.for. Each pair is computed by one thread exactly as in the
+  //     sequential nest: the same bits whatever the thread count.
+  if (options.threads != 1) {
+    inkling::cpu::ParallelDispatchPassOptions dispatch;
+    dispatch.minIterations = options.minParallelIterations;
+    pm.addPass(inkling::cpu::createParallelDispatchPass(dispatch));
+    pm.addPass(inkling::cpu::createSerializeInnerLoopsPass());
+    ConvertSCFToOpenMPPassOptions openmp;
+    openmp.numThreads = options.threads;
+    pm.addPass(createConvertSCFToOpenMPPass(openmp));
+    // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps each
+    // loop body in (the bodies allocate nothing); scf -> cf below would
+    // otherwise give it several blocks, which it may not have.
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  // 5. Loops -> control flow. After it: scf.for/if/while (and, with one
+  //    thread, scf.parallel) are branches in cf; a sequential nest runs on
+  //    the calling thread.
   pm.addPass(createSCFToControlFlowPass());
 
-  // 5. bf16: no bf16 arithmetic remains (emulated in f32), and every
+  // 6. bf16: no bf16 arithmetic remains (emulated in f32), and every
   //    bf16 <-> f32 conversion becomes integer arithmetic: `arith.truncf`
   //    rounds to nearest even (NaN stays NaN) without calling libgcc's
   //    `__truncsfbf2`, which libgcc 12 lacks.
@@ -136,7 +105,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   expand.includeBf16 = true;
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass(expand));
 
-  // 6. To the LLVM dialect. math.fma becomes llvm.intr.fma (always fused,
+  // 7. To the LLVM dialect. math.fma becomes llvm.intr.fma (always fused,
   //    never contracted differently), math.exp llvm.intr.exp; vector ops
   //    become LLVM vector ops keeping their `alignment`; strided memref
   //    metadata is expanded to index arithmetic (affine -> arith) before the
@@ -145,15 +114,19 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // The omp regions' operands and block arguments to LLVM types (with the
+  // arith, cf, func and memref patterns the regions' bodies need).
+  if (options.threads != 1)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  // 7. After it: only LLVM dialect ops (and builtin.module) remain.
+  // 8. After it: only LLVM dialect ops (and builtin.module) remain.
   pm.addPass(createReconcileUnrealizedCastsPass());
-  // 8. bf16 moves through memory as i16 (the x86 backend has no bf16
-  //    registers; see BF16MemoryAsI16Pass).
-  pm.addPass(std::make_unique<BF16MemoryAsI16Pass>());
+  // 9. bf16 moves through memory as i16 (the x86 backend has no bf16
+  //    registers; see inkling-bf16-memory-as-i16).
+  pm.addPass(inkling::cpu::createBF16MemoryAsI16Pass());
 }
 
 void inkling::registerLowerToCPUPipeline() {

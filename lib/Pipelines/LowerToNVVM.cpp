@@ -42,6 +42,7 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   //    process at serialization otherwise). After it: a known chip.
   gpu::CheckTargetPassOptions target;
   target.chip = options.chip;
+  target.format = options.format;
   pm.addPass(gpu::createCheckTargetPass(target));
 
   // 0b. Fusion (sconv -> sconv), as in the CPU pipeline: with conv-insert a

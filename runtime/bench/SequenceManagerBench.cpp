@@ -212,6 +212,7 @@ void BM_BlocksHeld32K(benchmark::State &state) {
   trace::TraceConfig config;
   config.chunk = state.range(0);
   config.lookahead = state.range(1);
+  config.blockSize = state.range(2);
   trace::TraceResult result;
   for (auto _ : state) {
     StatusOr<trace::TraceResult> run = trace::runWindowTrace(config);
@@ -219,21 +220,32 @@ void BM_BlocksHeld32K(benchmark::State &state) {
       Engine::fail(run.status());
     result = *run;
   }
-  int64_t ceilLW = (config.lookahead + 3) / 4;
+  int64_t n = config.blockSize, w = 4;
+  int64_t between = trace::span(w - 1, n);
   state.counters["window_peak_per_seq"] = result.peakPerSequenceDuring;
   state.counters["window_between_steps"] = result.peakPerSequenceBetween;
-  state.counters["bound_between"] = 2 + ceilLW;
-  state.counters["bound_during"] = 4 + ceilLW;
+  state.counters["bound_between"] = between;
+  state.counters["bound_during"] =
+      between + trace::span(w - 1 + config.lookahead, n);
   state.counters["baseline_peak_per_seq"] = result.baselinePeakPerSequence;
   state.counters["window_pool_peak"] = result.peakPoolBlocks;
   state.counters["baseline_pool_peak"] = result.baselinePeakPoolBlocks;
 }
 BENCHMARK(BM_BlocksHeld32K)
-    ->ArgNames({"chunk", "lookahead"})
-    ->Args({32768, 0})
-    ->Args({2048, 0})
-    ->Args({2048, 3})
-    ->Args({32768, 8})
+    ->ArgNames({"chunk", "lookahead", "n"})
+    ->Args({32768, 0, 4})
+    ->Args({2048, 0, 4})
+    ->Args({2048, 3, 4})
+    ->Args({32768, 8, 4})
+    // Block sizes the engine's unifier picks (N = 8: 256 KiB attention
+    // pages; N = 32: vLLM's AMD backend), at the real layout.
+    ->Args({2048, 3, 8})
+    ->Args({2048, 3, 16})
+    ->Args({2048, 3, 32})
+    ->Args({32768, 8, 8})
+    ->Args({32768, 8, 16})
+    ->Args({32768, 8, 32})
+    ->Args({2048, 3, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

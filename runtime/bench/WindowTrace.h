@@ -27,8 +27,16 @@ struct TraceConfig {
   int64_t chunk = 32768; ///< Prefill chunk size.
   int64_t decodeSteps = 64;
   int64_t lookahead = 0; ///< Decode steps schedule 1 + lookahead tokens.
+  int64_t blockSize = 0; ///< N; 0: the kernel.
   uint64_t seed = 1;
 };
+
+/// The blocks m consecutive positions touch at worst alignment:
+/// ceil((m-1)/N) + 1 (0 for m = 0). The bounds of SequenceManager.h are
+/// span(W-1) between steps and span(W-1) + span(W-1+L) during a step.
+inline int64_t span(int64_t positions, int64_t blockSize) {
+  return positions == 0 ? 0 : (positions + blockSize - 2) / blockSize + 1;
+}
 
 struct TraceResult {
   int64_t steps = 0;
@@ -42,12 +50,14 @@ struct TraceResult {
   int64_t baselinePeakPoolBlocks = 0;
 };
 
-inline Layout traceLayout() {
+/// The real layout (kernel 4) at block size N (0: the kernel).
+inline Layout traceLayout(int64_t blockSize = 0) {
   LayoutConfig config;
   config.kvHeads = 8;
   config.headDim = 128;
   config.hidden = 4096;
   config.kernel = 4;
+  config.blockSize = blockSize;
   return *Layout::derive(config);
 }
 
@@ -88,13 +98,17 @@ private:
 };
 
 inline StatusOr<TraceResult> runWindowTrace(const TraceConfig &config) {
-  Layout layout = traceLayout();
+  Layout layout = traceLayout(config.blockSize);
   int64_t n = layout.blockSize, kernel = layout.slidingWindow;
   SequenceManagerConfig managerConfig;
   managerConfig.layout = layout;
   managerConfig.lookahead = config.lookahead;
+  // The trace measures the window (snapshots take free blocks on top).
+  managerConfig.prefixPolicy = PrefixPolicy::Window;
   managerConfig.numBlocks =
-      config.numSequences * (4 + (config.lookahead + n - 1) / n) + 16;
+      config.numSequences *
+          (span(kernel - 1, n) + span(kernel - 1 + config.lookahead, n)) +
+      16;
   StatusOr<std::unique_ptr<SequenceManager>> created =
       SequenceManager::create(managerConfig);
   if (!created)

@@ -8,6 +8,7 @@
 
 #include "inkling/Runtime/inkling_runtime.h"
 
+#include "inkling/Runtime/CachePlan.h"
 #include "inkling/Runtime/PageUnification.h"
 #include "inkling/Runtime/SequenceManager.h"
 #include "inkling/Runtime/TensorParallel.h"
@@ -22,6 +23,15 @@ using namespace inkling;
 struct inkling_manager {
   std::unique_ptr<SequenceManager> manager;
   std::string lastError;
+};
+
+struct inkling_cache_registry {
+  CacheRegistry registry;
+  std::string lastError;
+};
+
+struct inkling_cache_plan {
+  CachePlan plan;
 };
 
 struct inkling_step_buffers {
@@ -105,6 +115,7 @@ StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config) {
   result.hidden = config->hidden;
   result.kernel = config->kernel;
   result.tp = config->tp;
+  result.blockSize = config->block_size;
   if (config->element_type)
     result.elementType = config->element_type;
   return result;
@@ -357,6 +368,53 @@ inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
   });
 }
 
+inkling_status_t inkling_manager_set_prefix_policy(inkling_manager_t *manager,
+                                                   const char *policy,
+                                                   int64_t snapshot_every) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!policy)
+      return nullArgument("prefix policy name");
+    StatusOr<PrefixPolicy> parsed = parsePrefixPolicy(policy);
+    if (!parsed)
+      return parsed.status();
+    return m.setPrefixPolicy(*parsed, snapshot_every);
+  });
+}
+
+inkling_status_t inkling_add_sequence_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t start_position, const int64_t *cache_points,
+    int64_t num_cache_points, const uint8_t *extra_keys,
+    int64_t num_extra_key_bytes, int64_t *out_sequence) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_sequence)
+      return nullArgument("output sequence id");
+    StatusOr<SequenceId> id =
+        m.addSequence(tokens, num_tokens, start_position, cache_points,
+                      num_cache_points, extra_keys, num_extra_key_bytes);
+    if (!id)
+      return id.status();
+    *out_sequence = *id;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_longest_cached_prefix_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
+    int64_t *out_length) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_length)
+      return nullArgument("output length");
+    StatusOr<int64_t> hit = m.longestCachedPrefix(
+        tokens, num_tokens, max_length, extra_keys, num_extra_key_bytes);
+    if (!hit)
+      return hit.status();
+    *out_length = *hit;
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
                                                const int32_t *tokens,
                                                int64_t num_tokens,
@@ -605,6 +663,172 @@ inkling_check_rank_tiling(const inkling_layout_config_t *config,
     }
     return checkRankTiling(*c, cpp);
   });
+}
+
+} // extern "C"
+
+namespace {
+
+/// Runs `body` (returning a Status) on a registry, keeping the message of a
+/// failure; allocation failures become INKLING_INTERNAL.
+template <typename Body>
+inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
+  if (!r)
+    return INKLING_INVALID_ARGUMENT;
+  Status status;
+  try {
+    status = body(r->registry);
+  } catch (const std::bad_alloc &) {
+    status = Status(StatusCode::Internal, "out of memory");
+  } catch (...) {
+    status = Status(StatusCode::Internal, "unexpected C++ exception");
+  }
+  if (!status.isOk())
+    r->lastError = status.message();
+  return static_cast<inkling_status_t>(status.code());
+}
+
+} // namespace
+
+extern "C" {
+
+inkling_status_t inkling_cache_registry_create(inkling_cache_registry_t **out) {
+  if (!out)
+    return INKLING_INVALID_ARGUMENT;
+  auto *registry = new (std::nothrow) inkling_cache_registry;
+  if (!registry)
+    return INKLING_INTERNAL;
+  *out = registry;
+  return INKLING_OK;
+}
+
+void inkling_cache_registry_destroy(inkling_cache_registry_t *registry) {
+  delete registry;
+}
+
+const char *
+inkling_cache_registry_last_error(const inkling_cache_registry_t *registry) {
+  return registry ? registry->lastError.c_str() : "registry is NULL";
+}
+
+inkling_status_t inkling_cache_registry_add_sconv(
+    inkling_cache_registry_t *registry, const char *name,
+    const inkling_layout_config_t *config, int64_t page_bytes) {
+  return withRegistry(registry, [&](CacheRegistry &r) -> Status {
+    if (!name)
+      return nullArgument("layer name");
+    StatusOr<Layout> layout = toLayout(config);
+    if (!layout)
+      return Status(layout.status().code(),
+                    "sconv layer '" + std::string(name) +
+                        "': " + layout.status().message());
+    return r.addSconvLayer(name, *layout, page_bytes);
+  });
+}
+
+inkling_status_t
+inkling_cache_registry_add_attention(inkling_cache_registry_t *registry,
+                                     const char *name,
+                                     const inkling_attention_layer_t *spec) {
+  return withRegistry(registry, [&](CacheRegistry &r) -> Status {
+    if (!name)
+      return nullArgument("layer name");
+    if (!spec)
+      return nullArgument("attention layer spec");
+    AttentionLayerSpec cpp;
+    cpp.blockSize = spec->block_size;
+    cpp.numKvHeads = spec->num_kv_heads;
+    cpp.headSize = spec->head_size;
+    cpp.dtypeBytes = spec->dtype_bytes;
+    cpp.readsThroughBlockStride = spec->reads_through_block_stride != 0;
+    cpp.tensorsPerPage = spec->tensors_per_page;
+    return r.addAttentionLayer(name, cpp);
+  });
+}
+
+inkling_status_t inkling_cache_registry_plan(inkling_cache_registry_t *registry,
+                                             int64_t budget_bytes,
+                                             int32_t layout,
+                                             inkling_cache_plan_t **out) {
+  return withRegistry(registry, [&](CacheRegistry &r) -> Status {
+    if (!out)
+      return nullArgument("output plan pointer");
+    if (layout != INKLING_CACHE_PER_LAYER &&
+        layout != INKLING_CACHE_CROSS_LAYER)
+      return invalidArgument("cache layout (" + std::to_string(layout) +
+                             ") must be INKLING_CACHE_PER_LAYER (0) or "
+                             "INKLING_CACHE_CROSS_LAYER (1)");
+    auto handle = std::make_unique<inkling_cache_plan>();
+    StatusOr<CachePlan> plan =
+        r.plan(budget_bytes, layout == INKLING_CACHE_CROSS_LAYER
+                                 ? CacheLayoutKind::CrossLayer
+                                 : CacheLayoutKind::PerLayer);
+    if (!plan)
+      return plan.status();
+    handle->plan = std::move(*plan);
+    *out = handle.release();
+    return Status::ok();
+  });
+}
+
+void inkling_cache_plan_destroy(inkling_cache_plan_t *plan) { delete plan; }
+
+inkling_status_t inkling_cache_plan_info(const inkling_cache_plan_t *plan,
+                                         inkling_cache_plan_info_t *out) {
+  if (!plan || !out)
+    return INKLING_INVALID_ARGUMENT;
+  const CachePlan &p = plan->plan;
+  out->layout = p.layoutKind == CacheLayoutKind::CrossLayer
+                    ? INKLING_CACHE_CROSS_LAYER
+                    : INKLING_CACHE_PER_LAYER;
+  out->budget_bytes = p.budgetBytes;
+  out->page_bytes = p.pageBytes;
+  out->bytes_per_block = p.bytesPerBlock;
+  out->num_blocks = p.numBlocks;
+  out->num_tensors = static_cast<int64_t>(p.tensors.size());
+  out->num_layers = static_cast<int64_t>(p.layers.size());
+  return INKLING_OK;
+}
+
+inkling_status_t
+inkling_cache_plan_tensor_bytes(const inkling_cache_plan_t *plan,
+                                int64_t tensor, int64_t *out) {
+  if (!plan || !out)
+    return INKLING_INVALID_ARGUMENT;
+  if (tensor < 0 || tensor >= static_cast<int64_t>(plan->plan.tensors.size()))
+    return INKLING_OUT_OF_RANGE;
+  *out = plan->plan.tensors[tensor].bytes;
+  return INKLING_OK;
+}
+
+inkling_status_t inkling_cache_plan_layer(const inkling_cache_plan_t *plan,
+                                          int64_t layer,
+                                          inkling_layer_view_t *out) {
+  if (!plan || !out)
+    return INKLING_INVALID_ARGUMENT;
+  if (layer < 0 || layer >= static_cast<int64_t>(plan->plan.layers.size()))
+    return INKLING_OUT_OF_RANGE;
+  const LayerView &view = plan->plan.layers[layer];
+  inkling_layer_view_t result{};
+  result.name = view.name.c_str();
+  result.kind = view.kind == CacheLayerKind::Sconv
+                    ? INKLING_CACHE_LAYER_SCONV
+                    : INKLING_CACHE_LAYER_ATTENTION;
+  result.tensor = view.tensor;
+  result.byte_offset = view.byteOffset;
+  result.element_bytes = view.elementBytes;
+  result.block_size = view.blockSize;
+  result.page_bytes = view.pageBytes;
+  result.block_stride_bytes = view.blockStrideBytes;
+  result.adjustment = static_cast<int32_t>(view.adjustment);
+  result.scale = view.scale;
+  result.rank = static_cast<int32_t>(view.shape.size());
+  for (size_t d = 0; d < view.shape.size() && d < 5; ++d) {
+    result.shape[d] = view.shape[d];
+    result.strides[d] = view.strides[d];
+  }
+  *out = result;
+  return INKLING_OK;
 }
 
 } // extern "C"

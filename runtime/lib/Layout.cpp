@@ -59,6 +59,10 @@ StatusOr<Layout> Layout::derive(const LayoutConfig &config) {
     if (value < 1)
       return invalidArgument(std::string(name) + " must be >= 1, got " +
                              std::to_string(value));
+  // 0 asks for the default (the kernel); a layout that names it needs >= 1.
+  if (config.blockSize < 0)
+    return invalidArgument("block_size must be >= 1, got " +
+                           std::to_string(config.blockSize));
   if (config.tp > config.kvHeads)
     return invalidArgument(named("tp", config.tp) + " exceeds " +
                            named("kv_heads", config.kvHeads) +
@@ -79,7 +83,7 @@ StatusOr<Layout> Layout::derive(const LayoutConfig &config) {
   layout.config = config;
   layout.headsPerRank = config.kvHeads / config.tp;
   layout.hiddenPerHead = config.hidden / config.kvHeads;
-  layout.blockSize = config.kernel;
+  layout.blockSize = config.blockSize == 0 ? config.kernel : config.blockSize;
   layout.slidingWindow = config.kernel;
   layout.elementBytes = elementBytes;
 
@@ -88,11 +92,11 @@ StatusOr<Layout> Layout::derive(const LayoutConfig &config) {
     return invalidArgument(
         "layout too large: the page of " + named("kv_heads", config.kvHeads) +
         ", " + named("head_dim", config.headDim) + ", " +
-        named("hidden", config.hidden) + ", " + named("kernel", config.kernel) +
-        " exceeds 2^40 bytes");
+        named("hidden", config.hidden) + ", " +
+        named("block_size", layout.blockSize) + " exceeds 2^40 bytes");
   };
   if (config.headDim > kMaxPageBytes || layout.hiddenPerHead > kMaxPageBytes ||
-      config.kernel > kMaxPageBytes)
+      config.kernel > kMaxPageBytes || layout.blockSize > kMaxPageBytes)
     return tooLarge();
   layout.rawWidth = 2 * config.headDim + 2 * layout.hiddenPerHead;
   int64_t headSize = 1;

@@ -2,6 +2,9 @@
 
 #include "inkling/Runtime/PageUnification.h"
 
+#include <set>
+#include <string_view>
+
 namespace inkling {
 
 namespace {
@@ -21,7 +24,9 @@ CacheSpec CacheSpec::sconv(std::string name, const Layout &layout) {
   spec.blockSize = layout.blockSize;
   spec.pageBytes = layout.pageBytes();
   spec.readsThroughBlockStride = true;
-  spec.fixedBlockSize = true;
+  // N is the engine's choice: a dividing larger page scales it (vLLM's
+  // first strategy), as it does an attention spec's.
+  spec.fixedBlockSize = false;
   spec.strideAlignment = layout.elementBytes;
   return spec;
 }
@@ -70,8 +75,15 @@ StatusOr<UnifiedPages> unifyPageSizes(const std::vector<CacheSpec> &specs) {
   if (specs.empty())
     return invalidArgument("no cache specs to unify");
   size_t largest = 0;
+  std::set<std::string_view> names;
   for (size_t i = 0; i < specs.size(); ++i) {
     const CacheSpec &spec = specs[i];
+    // The engine keys its specs by layer name: one spec per name.
+    if (spec.name.empty())
+      return invalidArgument("cache spec " + std::to_string(i) +
+                             " needs a name (got an empty one)");
+    if (!names.insert(spec.name).second)
+      return invalidArgument("duplicate cache spec name '" + spec.name + "'");
     if (spec.blockSize < 1 || spec.pageBytes < 1 ||
         spec.pageBytes > kMaxPageBytes || spec.strideAlignment < 1)
       return invalidArgument(describe(spec) +

@@ -6,6 +6,9 @@
 #include <limits>
 #include <sstream>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #ifdef INKLING_RUNTIME_MUTANTS
 // Test builds only (runtime/unittests: the model check's mutation test): the
 // bug INKLING_RUNTIME_MUTANT names, which the model check must catch. The
@@ -30,6 +33,12 @@ constexpr int64_t kMaxPosition = std::numeric_limits<int32_t>::max();
 /// window (4 + ceil(L/N) entries) small.
 constexpr int64_t kMaxLookahead = 1024;
 constexpr uint32_t kMaxGeneration = 0x7fffffff;
+
+/// span(count): the blocks `count` consecutive positions span, at worst
+/// alignment: ceil((count-1)/N) + 1 (0 for none).
+int64_t spanBlocks(int64_t count, int64_t blockSize) {
+  return count == 0 ? 0 : (count + blockSize - 2) / blockSize + 1;
+}
 
 std::string str(int64_t value) { return std::to_string(value); }
 std::string seqName(SequenceId id) { return "sequence " + str(id); }
@@ -58,6 +67,60 @@ const char *sequenceStateName(SequenceState state) {
   return "?";
 }
 
+const char *prefixPolicyName(PrefixPolicy policy) {
+  switch (policy) {
+  case PrefixPolicy::Window:
+    return "window";
+  case PrefixPolicy::Snapshots:
+    return "snapshots";
+  case PrefixPolicy::EveryBlock:
+    return "every-block";
+  }
+  return "?";
+}
+
+StatusOr<PrefixPolicy> parsePrefixPolicy(const std::string &name) {
+  for (PrefixPolicy policy : {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                              PrefixPolicy::EveryBlock})
+    if (name == prefixPolicyName(policy))
+      return policy;
+  return invalidArgument("prefix policy '" + name +
+                         "' is not one of window, snapshots, every-block");
+}
+
+namespace {
+Status checkPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery) {
+  if (policy != PrefixPolicy::Window && policy != PrefixPolicy::Snapshots &&
+      policy != PrefixPolicy::EveryBlock)
+    return invalidArgument("prefix policy (" +
+                           str(static_cast<int64_t>(policy)) +
+                           ") is not one of window, snapshots, every-block");
+  if (snapshotEvery < 1 || snapshotEvery > kMaxSnapshotEvery)
+    return invalidArgument("snapshot interval S (" + str(snapshotEvery) +
+                           " blocks) must be in [1, 2^20]");
+  return Status::ok();
+}
+
+// The chain root of a request: the manager's seed, or a hash of the
+// request's extra keys under it.
+uint64_t requestSeed(uint64_t prefixSeed, const uint8_t *keys, int64_t bytes) {
+  if (bytes == 0)
+    return prefixSeed;
+  return XXH3_64bits_withSeed(keys, static_cast<size_t>(bytes), prefixSeed);
+}
+
+Status checkExtraKeys(const uint8_t *keys, int64_t bytes) {
+  if (bytes < 0 || bytes > kMaxExtraKeyBytes)
+    return invalidArgument("extra keys of " + str(bytes) +
+                           " bytes: must be in [0, 4096] bytes (hash larger "
+                           "keys first)");
+  if (bytes > 0 && keys == nullptr)
+    return invalidArgument("extra keys of " + str(bytes) +
+                           " bytes have a null pointer");
+  return Status::ok();
+}
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Construction and lookup
 //===----------------------------------------------------------------------===//
@@ -65,18 +128,22 @@ const char *sequenceStateName(SequenceState state) {
 StatusOr<std::unique_ptr<SequenceManager>>
 SequenceManager::create(const SequenceManagerConfig &config) {
   const Layout &layout = config.layout;
-  if (layout.blockSize < 2 || layout.blockSize > 4096)
+  if (layout.slidingWindow < 2 || layout.slidingWindow > 4096)
     return invalidArgument(
-        "kernel (" + str(layout.blockSize) +
+        "kernel (" + str(layout.slidingWindow) +
         ") must be in [2, 4096] for a conv-state cache: a kernel of 1 has no "
         "history to cache (derive the layout with Layout::derive)");
-  if (layout.slidingWindow != layout.blockSize)
-    return invalidArgument("sliding window (" + str(layout.slidingWindow) +
-                           ") must equal the block size (" +
-                           str(layout.blockSize) + "): both are the kernel");
+  if (layout.blockSize < 1 || layout.blockSize > 65536)
+    return invalidArgument("block size (" + str(layout.blockSize) +
+                           ") must be in [1, 65536] (derive the layout with "
+                           "Layout::derive)");
   if (config.lookahead < 0 || config.lookahead > kMaxLookahead)
     return invalidArgument("lookahead (" + str(config.lookahead) +
                            ") must be in [0, 1024]");
+  if (Status status =
+          checkPrefixPolicy(config.prefixPolicy, config.snapshotEvery);
+      !status)
+    return status;
   StatusOr<BlockPool> pool = BlockPool::create(config.numBlocks);
   if (!pool)
     return pool.status();
@@ -90,18 +157,48 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
       pool_(std::move(pool)), cache_(pool_.numBlocks()) {
   static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
-  // Blocks that a range of `count` positions can span, at worst alignment.
-  auto spanned = [&](int64_t count) {
-    return count == 0 ? 0 : (count + blockSize_ - 2) / blockSize_ + 1;
-  };
-  // History blocks plus stored blocks (the overlap is not subtracted).
-  maxHeld_ = spanned(history_) + spanned(history_ + lookahead_);
-  divMagic_ = std::numeric_limits<uint64_t>::max() / blockSize_ + 1;
+  maxHeld_ = maxBlocksPerSequence(config.layout, lookahead_);
+  if ((blockSize_ & (blockSize_ - 1)) == 0)
+    blockShift_ = __builtin_ctzll(static_cast<uint64_t>(blockSize_));
+  else
+    divMagic_ = std::numeric_limits<uint64_t>::max() / blockSize_ + 1;
   pool_.setEvictionListener(&cache_);
 }
 
+int64_t SequenceManager::maxSnapshotBlocks() const {
+  if (config_.prefixPolicy == PrefixPolicy::Window)
+    return 0;
+  if (config_.prefixPolicy == PrefixPolicy::EveryBlock)
+    return std::numeric_limits<int64_t>::max();
+  // The window's bound plus a hit frontier of S boundaries of
+  // ceil((W-1)/N) blocks each.
+  return maxHeld_ +
+         config_.snapshotEvery * ((history_ + blockSize_ - 1) / blockSize_);
+}
+
 int64_t SequenceManager::maxBlocksBetweenSteps() const {
-  return (history_ + blockSize_ - 2) / blockSize_ + 1;
+  // The blocks W-1 consecutive positions can touch: ceil((W-2)/N) + 1.
+  return spanBlocks(history_, blockSize_);
+}
+
+int64_t SequenceManager::maxBlocksPerSequence(const Layout &layout,
+                                              int64_t lookahead) {
+  // History blocks plus stored blocks (the overlap is not subtracted).
+  int64_t history = layout.slidingWindow - 1;
+  return spanBlocks(history, layout.blockSize) +
+         spanBlocks(history + lookahead, layout.blockSize);
+}
+
+int64_t SequenceManager::firstHistoryBlock(int64_t position) const {
+  return std::max<int64_t>(0, position - history_) / blockSize_;
+}
+
+int64_t SequenceManager::firstCacheableBlock(const Sequence &seq) const {
+  // The least j with max(jN, (j+1)N - (W-1)) >= validFrom.
+  int64_t v = seq.validFrom;
+  int64_t ownBlock = (v + blockSize_ - 1) / blockSize_;
+  int64_t byHistory = (v + history_ + blockSize_ - 1) / blockSize_ - 1;
+  return std::max<int64_t>(0, std::min(ownBlock, byHistory));
 }
 
 Status SequenceManager::unknownSequence(SequenceId id,
@@ -123,6 +220,11 @@ int32_t SequenceManager::newSlot() {
     numSlots_ = seqs_.size();
     held_.resize(seqs_.size() * maxHeld_);
     tails_.resize(seqs_.size() * blockSize_);
+    seeds_.resize(seqs_.size());
+    hitFrom_.resize(seqs_.size());
+    cachePoints_.emplace_back();
+    snapRanges_.emplace_back();
+    snapBlocks_.emplace_back();
   }
   Sequence &seq = seqs_[slot];
   uint32_t generation =
@@ -131,6 +233,9 @@ int32_t SequenceManager::newSlot() {
   seq.generation = generation;
   seq.slot = static_cast<uint32_t>(slot);
   seq.lastHash = config_.prefixSeed;
+  seeds_[slot] = config_.prefixSeed;
+  cachePoints_[slot].clear();
+  hitFrom_[slot] = 0;
   chains_[slot].base = 0;
   chains_[slot].hashes.clear(); // keeps its capacity: sequences come and go
   ++numLive_;
@@ -192,8 +297,9 @@ void SequenceManager::hashTail(Sequence &seq) {
 Status SequenceManager::checkStartPosition(const HashChain &chain,
                                            int64_t numTokens,
                                            int64_t startPosition,
-                                           int32_t &block) const {
-  block = -1;
+                                           ResumeBlocks &blocks) const {
+  blocks.count = 0;
+  blocks.physical.clear();
   if (startPosition == 0)
     return Status::ok();
   if (startPosition < 0 || startPosition % blockSize_ != 0)
@@ -208,42 +314,60 @@ Status SequenceManager::checkStartPosition(const HashChain &chain,
     return failedPrecondition("start position (" + str(startPosition) +
                               ") needs a prefix-cache hit, but prefix caching "
                               "is disabled");
-  int64_t logical = startPosition / blockSize_ - 1;
-  if (logical < chain.base)
+  // The conv history of startPosition is its last W-1 positions: the
+  // blocks [firstHistoryBlock, p/N) (one when N >= W-1).
+  int64_t last = startPosition / blockSize_ - 1;
+  int64_t first = firstHistoryBlock(startPosition);
+  if (first < chain.base)
     return Status(StatusCode::NotFound,
-                  "the hash of logical block " + str(logical) +
+                  "the hash of logical block " + str(first) +
                       " (prefix of length " + str(startPosition) +
                       ") is no longer kept; resume with the token ids");
-  block = cache_.find(chain.at(logical));
-  if (block < 0)
-    return Status(StatusCode::NotFound,
-                  "no cached block for the prefix of length " +
-                      str(startPosition) + " (logical block " + str(logical) +
-                      "); ask longestCachedPrefix for a valid start position");
+  blocks.first = first;
+  for (int64_t logical = first; logical <= last; ++logical) {
+    int32_t block = cache_.find(chain.at(logical));
+    if (block < 0)
+      return Status(StatusCode::NotFound,
+                    "no cached block for the prefix of length " +
+                        str(startPosition) + " (logical block " + str(logical) +
+                        "); ask longestCachedPrefix for a valid start "
+                        "position");
+    blocks.physical.push_back(block);
+    ++blocks.count;
+  }
   return Status::ok();
 }
 
 void SequenceManager::startAt(Sequence &seq, int64_t startPosition,
-                              int32_t block) {
+                              const ResumeBlocks &blocks) {
+  hitFrom_[seq.slot] = static_cast<int32_t>(startPosition);
   seq.state = SequenceState::Idle;
   seq.numComputed = startPosition;
   seq.numScheduled = 0;
   seq.numHeld = 0;
   seq.validFrom = 0;
-  if (block >= 0) {
-    // The conv history of startPosition is the last W-1 positions, all in
-    // this one block (N = W).
-    pool_.retainUnchecked(block);
-    heldBlocks(seq)[0] = {static_cast<int32_t>(startPosition / blockSize_ - 1),
-                          block};
-    seq.numHeld = 1;
-    seq.validFrom = startPosition - history_;
+  // A hit holds the blocks of the W-1 positions before startPosition.
+  for (int32_t i = 0; i < blocks.count; ++i) {
+    pool_.retainUnchecked(blocks.physical[i]);
+    heldBlocks(seq)[i] = {static_cast<int32_t>(blocks.first + i),
+                          blocks.physical[i]};
   }
+  seq.numHeld = blocks.count;
+  if (blocks.count > 0)
+    seq.validFrom = std::max<int64_t>(0, startPosition - history_);
 }
 
 StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
                                                   int64_t numTokens,
                                                   int64_t startPosition) {
+  return addSequence(tokens, numTokens, startPosition, nullptr, 0);
+}
+
+StatusOr<SequenceId>
+SequenceManager::addSequence(const int32_t *tokens, int64_t numTokens,
+                             int64_t startPosition, const int64_t *cachePoints,
+                             int64_t numCachePoints, const uint8_t *extraKeys,
+                             int64_t numExtraKeyBytes) {
   if (numTokens < 0 || numTokens > kMaxPosition)
     return invalidArgument("prompt length (" + str(numTokens) +
                            ") must be in [0, 2^31)");
@@ -252,20 +376,38 @@ StatusOr<SequenceId> SequenceManager::addSequence(const int32_t *tokens,
                            " tokens has a null token pointer");
   if (seqs_.size() - freeSlots_.size() >= kMaxGeneration)
     return outOfRange("too many live sequences");
+  if (numCachePoints < 0 || (numCachePoints > 0 && cachePoints == nullptr))
+    return invalidArgument("cache point count (" + str(numCachePoints) +
+                           ") must be >= 0 with a non-null pointer");
+  for (int64_t i = 0; i < numCachePoints; ++i) {
+    int64_t point = cachePoints[i];
+    if (point < 1 || point > numTokens)
+      return outOfRange("cache point " + str(i) + " (" + str(point) +
+                        ") must be in [1, " + str(numTokens) +
+                        "], the prompt's positions");
+    if (i > 0 && point <= cachePoints[i - 1])
+      return invalidArgument("cache point " + str(i) + " (" + str(point) +
+                             ") must be greater than the one before (" +
+                             str(cachePoints[i - 1]) + "): sorted, no repeats");
+  }
+  if (Status status = checkExtraKeys(extraKeys, numExtraKeyBytes); !status)
+    return status;
+  uint64_t seed = requestSeed(config_.prefixSeed, extraKeys, numExtraKeyBytes);
   HashChain prefix;
   if (config_.enablePrefixCaching && startPosition > 0)
-    appendChainHashes(config_.prefixSeed, tokens,
-                      std::min(startPosition, numTokens), blockSize_,
-                      prefix.hashes);
-  int32_t block = -1;
+    appendChainHashes(seed, tokens, std::min(startPosition, numTokens),
+                      blockSize_, prefix.hashes);
+  ResumeBlocks blocks;
   if (Status status =
-          checkStartPosition(prefix, numTokens, startPosition, block);
+          checkStartPosition(prefix, numTokens, startPosition, blocks);
       !status)
     return status;
   int32_t slot = newSlot();
   Sequence &seq = seqs_[slot];
+  seeds_[slot] = seq.lastHash = seed;
+  cachePoints_[slot].assign(cachePoints, cachePoints + numCachePoints);
   appendTokensUnchecked(seq, tokens, numTokens);
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return (static_cast<SequenceId>(seq.generation) << 32) | slot;
 }
 
@@ -288,6 +430,14 @@ Status SequenceManager::appendTokens(SequenceId id, const int32_t *tokens,
 StatusOr<int64_t>
 SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
                                      int64_t maxLength) const {
+  return longestCachedPrefix(tokens, numTokens, maxLength, nullptr, 0);
+}
+
+StatusOr<int64_t> SequenceManager::longestCachedPrefix(
+    const int32_t *tokens, int64_t numTokens, int64_t maxLength,
+    const uint8_t *extraKeys, int64_t numExtraKeyBytes) const {
+  if (Status status = checkExtraKeys(extraKeys, numExtraKeyBytes); !status)
+    return status;
   if (numTokens < 0 || (numTokens > 0 && tokens == nullptr))
     return invalidArgument("token count (" + str(numTokens) +
                            ") must be >= 0 with a non-null pointer");
@@ -296,11 +446,19 @@ SequenceManager::longestCachedPrefix(const int32_t *tokens, int64_t numTokens,
   if (!config_.enablePrefixCaching)
     return int64_t(0);
   int64_t blocks = std::min(maxLength, numTokens) / blockSize_;
-  uint64_t hash = config_.prefixSeed;
+  uint64_t hash = requestSeed(config_.prefixSeed, extraKeys, numExtraKeyBytes);
   int64_t best = 0;
+  // A resume at (j+1)N needs the blocks of its W-1 history positions: the
+  // run of consecutive cached blocks ending at j must reach back to
+  // firstHistoryBlock((j+1)N).
+  int64_t runStart = 0;
   for (int64_t j = 0; j < blocks; ++j) {
     hash = chainBlockHash(hash, tokens + j * blockSize_, blockSize_);
-    if (cache_.find(hash) >= 0)
+    if (cache_.find(hash) < 0) {
+      runStart = j + 1;
+      continue;
+    }
+    if (runStart <= firstHistoryBlock((j + 1) * blockSize_))
       best = (j + 1) * blockSize_;
   }
   return best;
@@ -380,11 +538,15 @@ Status SequenceManager::scheduleAhead(SequenceId id, int64_t numTokens) {
 
 // Both helpers run on every general schedule: keep them in the caller.
 [[gnu::always_inline]] inline SequenceManager::SchedulePlan
-SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
+SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens,
+                              int64_t storeFrom) const {
   SchedulePlan plan;
   int64_t c = seq.numComputed, end = c + numTokens;
-  plan.storeFrom = std::max(
-      c, end - history_ - (INKLING_MUTANT("no-lookahead") ? 0 : lookahead_));
+  plan.storeFrom =
+      storeFrom >= 0
+          ? storeFrom
+          : std::max(c, end - history_ -
+                            (INKLING_MUTANT("no-lookahead") ? 0 : lookahead_));
   plan.first = blockOf(plan.storeFrom);
   plan.last = blockOf(end - 1);
   const MappedBlock *held = heldBlocks(seq);
@@ -395,6 +557,111 @@ SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens) const {
   plan.newEntries = plan.last - plan.first + 1 - (plan.overlap ? 1 : 0);
   plan.needed = plan.newEntries + (plan.copyOnWrite ? 1 : 0);
   return plan;
+}
+
+void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
+                                    SchedulePlan &plan, SnapshotPlan &snap,
+                                    int64_t budget) const {
+  snap.ranges.clear();
+  snap.blocks = 0;
+  int64_t c = seq.numComputed;
+  // Boundaries b in (c, top] whose history [b-(W-1), b) a later request can
+  // resume from (the hash of block b/N-1 must be known: b <= numTokens).
+  int64_t top = std::min<int64_t>(c + numTokens, seq.numTokens);
+  top -= top % blockSize_;
+  if (top <= c)
+    return;
+  std::vector<int64_t> &bounds = boundScratch_;
+  bounds.clear();
+  if (config_.prefixPolicy == PrefixPolicy::EveryBlock) {
+    for (int64_t b = top; b > c; b -= blockSize_)
+      bounds.push_back(b);
+  } else {
+    bounds.push_back(top); // the chunk's end
+    int64_t every = config_.snapshotEvery * blockSize_;
+    for (int64_t b = top - top % every; b > c; b -= every)
+      bounds.push_back(b);
+    // Below S*N, boundaries at N * 2^k: a shared prompt shorter than S
+    // blocks still gets a first hit (whose frontier then finds its end).
+    for (int64_t b = blockSize_; b < every && b <= top; b *= 2)
+      if (b > c)
+        bounds.push_back(b);
+    // The hit frontier: a sequence that started at a hit h shares its
+    // prompt beyond h with an earlier one, up to a point no one knows: it
+    // snapshots every boundary in (h, h + S*N], so the next sharer resumes
+    // where the shared part ends (boundaries already cached are skipped).
+    // Only a hit at a grid point (below) starts a frontier: a hit
+    // elsewhere came from a frontier or a cache point, at the shared end.
+    int64_t hit = hitFrom_[seq.slot];
+    int64_t hitBlocks = hit / blockSize_;
+    bool onGrid = hit % every == 0 || (hitBlocks & (hitBlocks - 1)) == 0;
+    if (hit > 0 && onGrid)
+      for (int64_t b = std::min(top, hit + every); b > std::max(c, hit);
+           b -= blockSize_)
+        bounds.push_back(b);
+    for (int32_t point : cachePoints_[seq.slot]) {
+      int64_t b = point - point % blockSize_;
+      if (b > c && b <= top)
+        bounds.push_back(b);
+    }
+    std::sort(bounds.begin(), bounds.end(), std::greater<int64_t>());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  }
+  const HashChain &chain = chainOf(seq);
+  int64_t storeFrom = plan.storeFrom;
+  for (int64_t b : bounds) {
+    int64_t firstBlock = firstHistoryBlock(b), lastBlock = b / blockSize_ - 1;
+    if (b - history_ >= storeFrom)
+      continue; // the window stores it
+    if (firstBlock < chain.base)
+      continue; // hashes dropped: cannot be registered
+    int64_t cached = firstBlock;
+    while (cached <= lastBlock && cache_.find(chain.at(cached)) >= 0)
+      ++cached;
+    if (cached > lastBlock)
+      continue; // another sequence cached it already
+    // Every block of the history must be registrable: its own last W-1
+    // positions valid (see registerCompleteBlocks).
+    int64_t lo = std::max<int64_t>(
+        c, std::max<int64_t>(0, (firstBlock + 1) * blockSize_ - history_));
+    if (lastBlock >= blockOf(storeFrom)) {
+      storeFrom = lo; // shares the window's first block: extend the window
+      continue;
+    }
+    if (c > 0 && blockOf(lo) <= blockOf(c - 1))
+      continue; // would write the held block of c
+    if (!snap.ranges.empty() && blockOf(snap.ranges.back().from) <= lastBlock) {
+      snap.ranges.back().from = static_cast<int32_t>(lo); // shares a block
+      continue;
+    }
+    snap.ranges.push_back({static_cast<int32_t>(lo), static_cast<int32_t>(b)});
+  }
+  if (storeFrom < plan.storeFrom) {
+    SchedulePlan extended = planSchedule(seq, numTokens, storeFrom);
+    // The window never outgrows the per-sequence bound (nor the free
+    // blocks): else the snapshot is dropped.
+    if (seq.numHeld + extended.newEntries + (extended.copyOnWrite ? 1 : 0) <=
+            maxHeld_ &&
+        extended.needed <= budget)
+      plan = extended;
+  }
+  std::reverse(snap.ranges.begin(), snap.ranges.end());
+  for (const SnapshotRange &range : snap.ranges)
+    snap.blocks += blockOf(range.to - 1) - blockOf(range.from) + 1;
+  // Snapshots are optional: when the free blocks run short, the lowest go
+  // first, so they never turn a schedule into OutOfBlocks. The snapshots
+  // policy also keeps a step's snapshot blocks within maxBlocksPerSequence()
+  // (every-block stores what it must, like vLLM).
+  int64_t cap = config_.prefixPolicy == PrefixPolicy::Snapshots
+                    ? maxSnapshotBlocks()
+                    : std::numeric_limits<int64_t>::max();
+  size_t drop = 0;
+  while (drop < snap.ranges.size() &&
+         (plan.needed + snap.blocks > budget || snap.blocks > cap)) {
+    const SnapshotRange &range = snap.ranges[drop++];
+    snap.blocks -= blockOf(range.to - 1) - blockOf(range.from) + 1;
+  }
+  snap.ranges.erase(snap.ranges.begin(), snap.ranges.begin() + drop);
 }
 
 [[gnu::always_inline]] inline Status
@@ -412,7 +679,8 @@ SequenceManager::checkSchedule(const Sequence &seq, SequenceId id,
   return Status::ok();
 }
 
-Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens) {
+Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens,
+                                        int64_t reserve) {
   Sequence *found = find(id);
   if (!found)
     return unknownSequence(id, "schedule");
@@ -426,6 +694,12 @@ Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens) {
                       " blocks to store positions [" + str(plan.storeFrom) +
                       ", " + str(seq.numComputed + numTokens) + "), but only " +
                       str(pool_.numFreeBlocks()) + " are free");
+  snapScratch_.ranges.clear();
+  snapScratch_.blocks = 0;
+  if (config_.prefixPolicy != PrefixPolicy::Window &&
+      config_.enablePrefixCaching && plan.storeFrom > seq.numComputed)
+    planSnapshots(seq, numTokens, plan, snapScratch_,
+                  pool_.numFreeBlocks() - reserve);
   MappedBlock *held = heldBlocks(seq);
   if (plan.copyOnWrite) {
     // Keep the reference on src until commit: the copy runs in the step.
@@ -436,6 +710,15 @@ Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens) {
   }
   for (int64_t j = plan.first + (plan.overlap ? 1 : 0); j <= plan.last; ++j)
     held[seq.numHeld++] = {static_cast<int32_t>(j), pool_.allocateUnchecked()};
+  if (snapScratch_.blocks > 0) {
+    std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+    blocks.clear();
+    for (const SnapshotRange &range : snapScratch_.ranges)
+      for (int64_t j = blockOf(range.from); j <= blockOf(range.to - 1); ++j)
+        blocks.push_back({static_cast<int32_t>(j), pool_.allocateUnchecked()});
+    snapRanges_[seq.slot] = snapScratch_.ranges;
+    numSnapshotBlocks_ += snapScratch_.blocks;
+  }
   seq.state = SequenceState::Scheduled;
   seq.numScheduled = static_cast<int32_t>(numTokens);
   seq.storeFrom = static_cast<int32_t>(plan.storeFrom);
@@ -452,6 +735,7 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
   // depends on).
   ++buildStamp_;
   int64_t needed = 0;
+  batchNeeds_.clear();
   for (int64_t i = 0; i < count; ++i) {
     Sequence *seq = find(ids[i]);
     if (!seq)
@@ -466,6 +750,7 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
         !status)
       return status;
     needed += plan.needed;
+    batchNeeds_.push_back(plan.needed);
   }
   if (needed > pool_.numFreeBlocks())
     return Status(StatusCode::OutOfBlocks,
@@ -473,8 +758,13 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
                       str(needed) + " blocks, but only " +
                       str(pool_.numFreeBlocks()) +
                       " are free; nothing was scheduled");
+  // Snapshots take only blocks that later entries do not need.
+  int64_t reserve = needed;
   for (int64_t i = 0; i < count; ++i)
-    if (Status status = schedule(ids[i], numTokens[i]); !status)
+    if (Status status = (reserve -= batchNeeds_[i], numTokens[i] == 1)
+                            ? schedule(ids[i], 1)
+                            : scheduleGeneral(ids[i], numTokens[i], reserve);
+        !status)
       return internalError("schedule batch: validated entry " + str(i) +
                            " failed: " + status.toString());
   return Status::ok();
@@ -483,12 +773,11 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
 void SequenceManager::registerCompleteBlocks(Sequence &seq,
                                              int64_t oldComputed) {
   int64_t c = seq.numComputed;
-  // Block j can be resumed from when its last W-1 positions hold accepted
-  // values: (j+1)N - (W-1) >= validFrom and (j+1)N <= c. Blocks ending at or
-  // before oldComputed were considered by earlier commits.
-  int64_t begin =
-      std::max(blockOf(oldComputed),
-               blockOf(seq.validFrom + history_ + blockSize_ - 1) - 1);
+  // Block j is cached when its positions among the W-1 before its end,
+  // [max(jN, (j+1)N - (W-1)), (j+1)N), hold accepted values (a resume at a
+  // later boundary needs a suffix of that range) and (j+1)N <= c. Blocks
+  // ending at or before oldComputed were considered by earlier commits.
+  int64_t begin = std::max(blockOf(oldComputed), firstCacheableBlock(seq));
   int64_t endBlock = blockOf(c);
   const MappedBlock *held = heldBlocks(seq);
   // Held blocks are sorted by logical index: one merged walk.
@@ -631,7 +920,8 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
     if (config_.enablePrefixCaching &&
         blockOf(computed) != blockOf(oldComputed)) {
       const MappedBlock &done = heldBlocks(*seq)[seq->numHeld - 1];
-      if (computed - history_ >= seq->validFrom &&
+      if (std::max<int64_t>(computed - blockSize_, computed - history_) >=
+              seq->validFrom &&
           !pool_.hasCacheTagUnchecked(done.physical)) {
         // Usually the last hash (only the sampled token is known ahead).
         const HashChain &chain = chainOf(*seq);
@@ -701,6 +991,10 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
     appendTokensUnchecked(seq, newTokens, numNewTokens);
   }
   seq.numComputed = computed;
+  if (!snapBlocks_[seq.slot].empty()) {
+    registerSnapshots(seq, seq.validFrom, oldComputed);
+    releaseSnapshots(seq);
+  }
   // [storeFrom, computed) now holds accepted values; a gap below storeFrom
   // (tokens of a long chunk got slot -1) restarts the valid range.
   if (seq.storeFrom != oldComputed)
@@ -730,7 +1024,56 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
 // Preemption, resume, finish, fork
 //===----------------------------------------------------------------------===//
 
+void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
+                                        int64_t oldComputed) {
+  const HashChain &chain = chainOf(seq);
+  const std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+  size_t i = 0;
+  for (const SnapshotRange &range : snapRanges_[seq.slot]) {
+    // A range from c continues the held history, valid from validFrom.
+    int64_t validFrom = range.from == oldComputed ? oldValidFrom : range.from;
+    for (; i < blocks.size() && blocks[i].logical < range.to / blockSize_;
+         ++i) {
+      int64_t j = blocks[i].logical;
+      // The block's own last W-1 positions hold accepted values (the rule
+      // of registerCompleteBlocks), and its hash is known.
+      if (std::max(j * blockSize_, (j + 1) * blockSize_ - history_) <
+              validFrom ||
+          (j + 1) * blockSize_ > seq.numComputed || j < chain.base ||
+          j >= chain.end())
+        continue;
+      // Mutant: register the block under the next block's prefix.
+      uint64_t hash =
+          INKLING_MUTANT("snapshot-next-hash") && j + 1 < chain.end()
+              ? chain.at(j + 1)
+              : chain.at(j);
+      if (cache_.insert(hash, blocks[i].physical))
+        pool_.setCacheTagUnchecked(blocks[i].physical, hash);
+    }
+  }
+}
+
+void SequenceManager::releaseSnapshots(Sequence &seq) {
+  std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+  // Registered blocks go to the evictable queue, the others are free.
+  for (const MappedBlock &block : blocks)
+    pool_.releaseUnchecked(block.physical);
+  numSnapshotBlocks_ -= static_cast<int64_t>(blocks.size());
+  blocks.clear();
+  snapRanges_[seq.slot].clear();
+}
+
+Status SequenceManager::setPrefixPolicy(PrefixPolicy policy,
+                                        int64_t snapshotEvery) {
+  if (Status status = checkPrefixPolicy(policy, snapshotEvery); !status)
+    return status;
+  config_.prefixPolicy = policy;
+  config_.snapshotEvery = snapshotEvery;
+  return Status::ok();
+}
+
 void SequenceManager::releaseAll(Sequence &seq) {
+  releaseSnapshots(seq);
   const MappedBlock *held = heldBlocks(seq);
   for (int32_t i = 0; i < seq.numHeld; ++i)
     pool_.releaseUnchecked(held[i].physical);
@@ -769,12 +1112,12 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
   if (!found)
     return found.status();
   Sequence &seq = **found;
-  int32_t block = -1;
-  if (Status status =
-          checkStartPosition(chainOf(seq), seq.numTokens, startPosition, block);
+  ResumeBlocks blocks;
+  if (Status status = checkStartPosition(chainOf(seq), seq.numTokens,
+                                         startPosition, blocks);
       !status)
     return status;
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return Status::ok();
 }
 
@@ -789,9 +1132,16 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
     return int64_t(0);
   const HashChain &chain = chainOf(*seq);
   int64_t last = std::min(maxLength / blockSize_, chain.end()) - 1;
-  for (int64_t j = last; j >= chain.base; --j)
-    if (cache_.find(chain.at(j)) >= 0)
+  for (int64_t j = last; j >= chain.base; --j) {
+    int64_t first = firstHistoryBlock((j + 1) * blockSize_);
+    if (first < chain.base)
+      break;
+    int64_t k = j;
+    while (k >= first && cache_.find(chain.at(k)) >= 0)
+      --k;
+    if (k < first)
       return (j + 1) * blockSize_;
+  }
   return int64_t(0);
 }
 
@@ -810,26 +1160,26 @@ Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
     if (numTokens > 0 && tokens == nullptr)
       return invalidArgument("resuming " + seqName(id) +
                              " with a null token pointer");
-    appendChainHashes(config_.prefixSeed, tokens, numTokens, blockSize_,
+    appendChainHashes(seedOf(seq), tokens, numTokens, blockSize_,
                       rebuilt.hashes);
     // The last block hash names the whole prefix; the partial block is kept
     // as tokens: together they check every token id.
     int64_t whole = static_cast<int64_t>(rebuilt.hashes.size()) * blockSize_;
     uint64_t last =
-        rebuilt.hashes.empty() ? config_.prefixSeed : rebuilt.hashes.back();
+        rebuilt.hashes.empty() ? seedOf(seq) : rebuilt.hashes.back();
     if (last != seq.lastHash ||
         !std::equal(tokens + whole, tokens + numTokens, tailTokens(seq)))
       return invalidArgument("the token ids given to resume " + seqName(id) +
                              " are not the sequence's own");
   }
-  int32_t block = -1;
+  ResumeBlocks blocks;
   if (Status status =
-          checkStartPosition(rebuilt, numTokens, startPosition, block);
+          checkStartPosition(rebuilt, numTokens, startPosition, blocks);
       !status)
     return status;
   if (config_.enablePrefixCaching)
     chainOf(seq) = std::move(rebuilt);
-  startAt(seq, startPosition, block);
+  startAt(seq, startPosition, blocks);
   return Status::ok();
 }
 
@@ -865,6 +1215,9 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
   child.numTokens = parent.numTokens;
   child.validFrom = parent.validFrom;
   chainOf(child) = chainOf(parent);
+  seeds_[slot] = seeds_[parentSlot];
+  cachePoints_[slot] = cachePoints_[parentSlot];
+  hitFrom_[slot] = hitFrom_[parentSlot];
   child.lastHash = parent.lastHash;
   child.tailCount = parent.tailCount;
   std::copy_n(tailTokens(parent), parent.tailCount, tailTokens(child));
@@ -968,6 +1321,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
     queryStartLoc[b] = static_cast<int32_t>(token);
     numComputed[b] = static_cast<int32_t>(c);
     buffers.writeRow(b, held, seq.numHeld);
+    // Snapshot blocks (below the window) in the row too: every stored slot
+    // is then block_table[b][p / N] * N + p % N, which checked kernels
+    // require; the convs never read them (they lie at or above c).
+    const std::vector<MappedBlock> &snapshots = snapBlocks_[seq.slot];
+    buffers.writeExtras(b, held, seq.numHeld, snapshots.data(),
+                        snapshots.size());
 
     int64_t *slots = spec.slotMapping + token;
     if (seq.numScheduled == 1) { // decode: position c, in the last block
@@ -978,6 +1337,16 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
       // Tokens before storeFrom are not stored; the stored range's blocks
       // are the last entries of the window, in order.
       std::fill(slots, slots + (seq.storeFrom - c), int64_t(-1));
+      // Snapshot ranges below the window, into their own blocks.
+      const std::vector<MappedBlock> &snaps = snapBlocks_[seq.slot];
+      size_t k = 0;
+      for (const SnapshotRange &range : snapRanges_[seq.slot])
+        for (int64_t q = range.from; q < range.to; ++q) {
+          while (snaps[k].logical < blockOf(q))
+            ++k;
+          slots[q - c] = int64_t(snaps[k].physical) * blockSize_ +
+                         (q - int64_t(snaps[k].logical) * blockSize_);
+        }
       int64_t p = seq.storeFrom;
       int32_t i =
           seq.numHeld - 1 - static_cast<int32_t>(blockOf(end - 1) - blockOf(p));
@@ -1044,6 +1413,7 @@ StatusOr<SequenceInfo> SequenceManager::sequenceInfo(SequenceId id) const {
   info.validFrom = seq.validFrom;
   const MappedBlock *held = heldBlocks(seq);
   info.blocks.assign(held, held + seq.numHeld);
+  info.snapshotBlocks = snapBlocks_[seq.slot];
   info.hasCopy = seq.copySrc >= 0;
   if (info.hasCopy)
     info.copy = {seq.copySrc, seq.copyDst};
@@ -1054,7 +1424,7 @@ Status SequenceManager::checkInvariants() const {
   if (Status status = pool_.checkInvariants(); !status)
     return status;
   std::vector<int64_t> references(pool_.numBlocks(), 0);
-  int64_t live = 0;
+  int64_t live = 0, totalSnaps = 0;
   for (size_t slot = 0; slot < seqs_.size(); ++slot) {
     const Sequence &seq = seqs_[slot];
     if (!seq.live())
@@ -1109,6 +1479,40 @@ Status SequenceManager::checkInvariants() const {
         return internalError(name + " has a copy outside a step");
       ++references[seq.copySrc];
     }
+    // Snapshot blocks: only during a step, fresh (one reference, no tag),
+    // below the window, covering their ranges in order.
+    const std::vector<MappedBlock> &snaps = snapBlocks_[slot];
+    if (!snaps.empty() && seq.state != SequenceState::Scheduled)
+      return internalError(name + " holds snapshot blocks outside a step");
+    int64_t expectedSnaps = 0;
+    for (const SnapshotRange &range : snapRanges_[slot]) {
+      if (range.from < c || range.to > seq.storeFrom ||
+          range.from >= range.to || range.to % blockSize_ != 0)
+        return internalError(name + " has snapshot range [" + str(range.from) +
+                             ", " + str(range.to) + ") outside [" + str(c) +
+                             ", " + str(seq.storeFrom) + ")");
+      for (int64_t j = range.from / blockSize_; j < range.to / blockSize_;
+           ++j, ++expectedSnaps)
+        if (expectedSnaps >= static_cast<int64_t>(snaps.size()) ||
+            snaps[expectedSnaps].logical != j)
+          return internalError(name + " has no snapshot block for logical " +
+                               str(j));
+    }
+    if (expectedSnaps != static_cast<int64_t>(snaps.size()))
+      return internalError(name + " holds " + str(snaps.size()) +
+                           " snapshot blocks, its ranges need " +
+                           str(expectedSnaps));
+    for (const MappedBlock &snap : snaps) {
+      if (!pool_.isUsable(snap.physical))
+        return internalError(name + " snapshots into block " +
+                             str(snap.physical));
+      if (pool_.refCount(snap.physical) != 1 ||
+          pool_.hasCacheTag(snap.physical))
+        return internalError(name + " snapshots into shared or cached block " +
+                             str(snap.physical));
+      ++references[snap.physical];
+      ++totalSnaps;
+    }
     if (seq.state == SequenceState::Scheduled) {
       for (int32_t i = 0; i < seq.numHeld; ++i) {
         if (held[i].logical < seq.storeFrom / blockSize_)
@@ -1130,6 +1534,9 @@ Status SequenceManager::checkInvariants() const {
   if (live != numLive_)
     return internalError("live sequence count " + str(numLive_) +
                          " but found " + str(live));
+  if (totalSnaps != numSnapshotBlocks_)
+    return internalError("snapshot block count " + str(numSnapshotBlocks_) +
+                         " but sequences hold " + str(totalSnaps));
   for (int32_t block = 1; block < pool_.numBlocks(); ++block)
     if (references[block] != pool_.refCount(block))
       return internalError("block " + str(block) + " has reference count " +
@@ -1181,8 +1588,15 @@ std::string SequenceManager::debugString() const {
     const MappedBlock *held = heldBlocks(seq);
     for (int32_t i = 0; i < seq.numHeld; ++i)
       os << held[i].logical << ':' << held[i].physical << ' ';
-    os << "] hashes=[" << chainOf(seq).base << ", " << chainOf(seq).end()
-       << ")/" << std::hex << seq.lastHash << std::dec;
+    os << "] snaps=[";
+    for (const SnapshotRange &range : snapRanges_[slot])
+      os << range.from << '-' << range.to << ' ';
+    for (const MappedBlock &snap : snapBlocks_[slot])
+      os << snap.logical << ':' << snap.physical << ' ';
+    os << "] seed=" << std::hex << seeds_[slot] << std::dec;
+    os << " points=" << cachePoints_[slot].size();
+    os << " hashes=[" << chainOf(seq).base << ", " << chainOf(seq).end() << ")/"
+       << std::hex << seq.lastHash << std::dec;
     os << " tail=[";
     for (int32_t i = 0; i < seq.tailCount; ++i)
       os << tailTokens(seq)[i] << ' ';

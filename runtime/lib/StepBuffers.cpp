@@ -44,6 +44,7 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
   buffers.owner_ = owner;
   buffers.rowCounts_.assign(spec.maxRows, 0);
   buffers.rowBlocks_.assign(spec.maxRows * maxBlocksPerRow, MappedBlock());
+  buffers.rowExtras_.resize(spec.maxRows);
   buffers.reset();
   return buffers;
 }
@@ -56,6 +57,8 @@ void StepBuffers::reset() {
   if (spec_.maxCopies > 0)
     std::fill_n(spec_.blockCopies, spec_.maxCopies * 2, kNullBlock);
   std::fill(rowCounts_.begin(), rowCounts_.end(), 0);
+  for (std::vector<int32_t> &extras : rowExtras_)
+    extras.clear();
   lastRows_ = 0;
   lastTokens_ = 0;
 }
@@ -102,6 +105,27 @@ void StepBuffers::rewriteRow(int64_t row, const MappedBlock *blocks,
   rowCounts_[row] = count;
 }
 
+void StepBuffers::writeExtras(int64_t row, const MappedBlock *window,
+                              int32_t windowCount, const MappedBlock *extras,
+                              size_t count) {
+  std::vector<int32_t> &written = rowExtras_[row];
+  if (written.empty() && count == 0)
+    return;
+  int32_t *table = spec_.blockTable + row * spec_.numCols;
+  for (int32_t col : written) {
+    bool inWindow = false;
+    for (int32_t i = 0; i < windowCount && !inWindow; ++i)
+      inWindow = window[i].logical == col;
+    if (!inWindow)
+      table[col] = kNullBlock;
+  }
+  written.clear();
+  for (size_t i = 0; i < count; ++i) {
+    table[extras[i].logical] = extras[i].physical;
+    written.push_back(extras[i].logical);
+  }
+}
+
 void StepBuffers::clearRowsFrom(int64_t firstRow) {
   for (int64_t row = firstRow; row < lastRows_; ++row) {
     int32_t *table = spec_.blockTable + row * spec_.numCols;
@@ -109,6 +133,9 @@ void StepBuffers::clearRowsFrom(int64_t firstRow) {
     for (int32_t i = 0; i < rowCounts_[row]; ++i)
       table[recorded[i].logical] = kNullBlock;
     rowCounts_[row] = 0;
+    for (int32_t col : rowExtras_[row])
+      table[col] = kNullBlock;
+    rowExtras_[row].clear();
   }
 }
 

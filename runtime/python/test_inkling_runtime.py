@@ -7,7 +7,10 @@ hand:  INKLING_RUNTIME_LIB=build/libinkling_runtime.so \
 
 import os
 import sys
+import threading
 import unittest
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -16,10 +19,11 @@ import inkling_runtime as rt  # noqa: E402
 W = 4  # kernel = block size N = sliding window
 
 
-def layout_config(tp=1):
-    # The Inkling reference sizes: D = 2048, page = H * 4 * 2048 * 2 bytes.
+def layout_config(tp=1, block_size=0):
+    # The Inkling reference sizes: D = 2048, page = H * N * 2048 * 2 bytes
+    # (N = W = 4 unless block_size says otherwise).
     return rt.LayoutConfig(kv_heads=8, head_dim=128, hidden=4096, kernel=W,
-                           tp=tp)
+                           tp=tp, block_size=block_size)
 
 
 def expected_slots(table_row, computed, count, lookahead):
@@ -91,6 +95,8 @@ class ServingEngineStepTest(unittest.TestCase):
 
     def setUp(self):
         self.manager = rt.Manager(layout_config(), num_blocks=64, lookahead=2)
+        # The model predicts the window policy's slots (no snapshots).
+        self.manager.set_prefix_policy("window")
         # Fixed shapes, allocated once (CUDA graph capture wants them).
         self.buffers = self.manager.step_buffers(
             max_rows=8, num_cols=32, max_tokens=64, max_copies=8)
@@ -129,9 +135,9 @@ class ServingEngineStepTest(unittest.TestCase):
             self.assertEqual(step.query_start_loc[row], offset)
             computed = step.num_computed[row]
             self.assertEqual(
-                step.slot_mapping[offset:offset + count],
+                step.slot_mapping[offset:offset + count].tolist(),
                 expected_slots(step.block_table[row], computed, count, 2))
-            self.assertEqual(step.token_seq[offset:offset + count],
+            self.assertEqual(step.token_seq[offset:offset + count].tolist(),
                              [row] * count)
             # History the conv reads comes through the block table.
             for q in range(max(0, computed - (W - 1)), computed):
@@ -141,7 +147,7 @@ class ServingEngineStepTest(unittest.TestCase):
         self.assertTrue(all(s == -1 for s in step.slot_mapping[offset:]))
         self.assertTrue(all(s == 0 for s in step.token_seq[offset:]))
         for row in range(len(plan), step.info.num_rows):
-            self.assertEqual(step.block_table[row], [0] * 32)
+            self.assertEqual(step.block_table[row].tolist(), [0] * 32)
             self.assertEqual(step.query_start_loc[row + 1], offset)
         return step
 
@@ -154,7 +160,7 @@ class ServingEngineStepTest(unittest.TestCase):
         self.assertEqual(step.info.num_tokens, 30)
         self.assertEqual(step.info.num_rows, 4)
         # The 17-token prompt stores only its last W-1+L = 5 positions.
-        self.assertEqual(step.slot_mapping[13:25], [-1] * 12)
+        self.assertEqual(step.slot_mapping[13:25].tolist(), [-1] * 12)
         for seq, sampled in zip(seqs, (11, 8, 117)):
             self.commit(seq, self.manager.sequence_info(seq)
                                 .num_scheduled, [sampled])
@@ -222,6 +228,50 @@ class ServingEngineStepTest(unittest.TestCase):
         self.commit(second, 1, [61])
         self.commit(child, 1, [62])
 
+    def test_cache_points_snapshots_and_extra_keys(self):
+        # One 30-token chunk: its final window holds no block boundary's
+        # history, but the cache point (13) makes prefill snapshot 12.
+        self.manager.set_prefix_policy("snapshots", 8)
+        prompt = list(range(100, 130))
+        seq = self.manager.add_sequence(prompt, cache_points=[13],
+                                        extra_keys=b"salt")
+        self.manager.schedule(seq, 30)
+        slots = self.buffers.build([seq]).slot_mapping[:30]
+        # The history of 12 ([9, 12)) is stored, in one block, besides the
+        # window [27, 30).
+        self.assertTrue(all(s >= 0 for s in slots[9:12] + slots[27:30]))
+        self.assertEqual(len({s // W for s in slots[9:12]}), 1)
+        self.manager.commit(seq, 30, [7])
+        other = prompt[:13] + [1, 2, 3, 4]
+        lcp = self.manager.longest_cached_prefix
+        self.assertEqual(lcp(other, 16, extra_keys=b"salt"), 12)
+        # Other keys (or none) start another chain: no shared block.
+        self.assertEqual(lcp(other, 16), 0)
+        self.assertEqual(lcp(other, 16, extra_keys=b"pepper"), 0)
+        # The window policy stores no snapshot.
+        self.manager.set_prefix_policy("window")
+        plain = self.add(list(range(200, 230)))
+        self.run_step([(plain, 30)])
+        self.commit(plain, 30, [7])
+        self.assertEqual(lcp(list(range(200, 213)), 13), 0)
+        # Bad input names the value and changes nothing.
+        stats = self.manager.stats()
+        for bad in ([14, 13], [5, 5], [0], [31]):
+            with self.assertRaises(rt.InklingError) as caught:
+                self.manager.add_sequence(prompt, cache_points=bad)
+            self.assertIn("(%d)" % bad[-1], caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.add_sequence(prompt, extra_keys=bytes(4097))
+        self.assertIn("4097", caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.set_prefix_policy("lru")
+        self.assertEqual(caught.exception.code, rt.INVALID_ARGUMENT)
+        self.assertIn("lru", caught.exception.message)
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.set_prefix_policy("snapshots", 0)
+        self.assertIn("(0 blocks)", caught.exception.message)
+        self.assertEqual(self.manager.stats(), stats)
+
     def test_preempt_and_resume_at_own_prefix(self):
         seq = self.add(list(range(13)))
         self.run_step([(seq, 13)])
@@ -269,7 +319,7 @@ class ServingEngineStepTest(unittest.TestCase):
             self.model.tokens[seq].append(token)
             step = self.buffers.build([seq])
             self.model.check_step(step, [(seq, 1)])
-            self.assertEqual(step.token_seq[:1], [0])
+            self.assertEqual(step.token_seq[:1].tolist(), [0])
             self.commit(seq, 1)
         info = self.manager.sequence_info(seq)
         self.assertEqual(info.num_computed, len(prompt) + 10)
@@ -294,9 +344,26 @@ class ServingEngineStepTest(unittest.TestCase):
         with self.assertRaises(rt.InklingError) as caught:
             rt.Manager(layout_config(), num_blocks=1)
         self.assertIn("num_blocks (1)", caught.exception.message)
+        # Token ids are int32: 2^31 is refused, not wrapped to -2^31.
+        with self.assertRaises(ValueError) as caught:
+            self.manager.add_sequence([1, 2**31])
+        self.assertIn("token id 2147483648 does not fit int32",
+                      str(caught.exception))
+        with self.assertRaises(ValueError):
+            self.manager.commit(seq, 3, [-2**31 - 1])
 
 
 class LayoutPagesAndRanksTest(unittest.TestCase):
+    def test_layout_block_size(self):
+        self.assertEqual(rt.derive_layout(layout_config())["block_size"], W)
+        layout = rt.derive_layout(layout_config(block_size=32))
+        self.assertEqual(layout["block_size"], 32)
+        self.assertEqual(layout["sliding_window"], W)
+        self.assertEqual(layout["page_bytes"], 8 * 32 * 2048 * 2)
+        with self.assertRaises(rt.InklingError) as caught:
+            rt.derive_layout(layout_config(block_size=-1))
+        self.assertIn("block_size", caught.exception.message)
+
     def test_layout(self):
         layout = rt.derive_layout(layout_config(tp=2))
         self.assertEqual(layout["head_size"], 2048)
@@ -313,8 +380,22 @@ class LayoutPagesAndRanksTest(unittest.TestCase):
         self.assertEqual(page, 131072)
         self.assertEqual(specs[1]["adjustment"], "scaled block size")
         self.assertEqual(specs[1]["block_size"], 32)
+        # A larger attention page that is a multiple of the conv page
+        # scales the conv block size (vLLM's plan): 256 KiB -> N = 8.
         big = rt.attention_cache_spec("big", 64, 8, 128)
         page, specs = rt.unify_page_sizes([sconv, big])
+        self.assertEqual(page, 262144)
+        self.assertEqual(specs[0]["adjustment"], "scaled block size")
+        self.assertEqual(specs[0]["block_size"], 2 * W)
+        self.assertEqual(specs[0]["block_stride_bytes"], page)
+        # The engine derives the conv layout at the unifier's block size.
+        scaled = rt.derive_layout(layout_config(block_size=specs[0]["block_size"]))
+        self.assertEqual(scaled["block_size"], 2 * W)
+        self.assertEqual(scaled["page_bytes"], page)
+        rt.Manager(layout_config(block_size=2 * W), num_blocks=8)
+        # Not a multiple: padded through the block stride, N stays.
+        uneven = rt.attention_cache_spec("uneven", 48, 8, 128)
+        page, specs = rt.unify_page_sizes([sconv, uneven])
         self.assertEqual(specs[0]["adjustment"], "padded")
         self.assertEqual(specs[0]["block_size"], W)
         self.assertEqual(specs[0]["block_stride_bytes"], page)
@@ -336,6 +417,174 @@ class LayoutPagesAndRanksTest(unittest.TestCase):
         with self.assertRaises(rt.InklingError) as caught:
             rt.check_rank_tiling(config, ranks)
         self.assertIn("overlap", caught.exception.message)
+
+
+class ZeroCopyStepBuffersTest(unittest.TestCase):
+    """The step buffers are numpy arrays the runtime writes in place."""
+
+    def setUp(self):
+        self.manager = rt.Manager(layout_config(), num_blocks=64)
+        self.buffers = self.manager.step_buffers(
+            max_rows=4, num_cols=16, max_tokens=32, max_copies=4)
+
+    def tearDown(self):
+        self.manager.close()
+
+    def test_dtypes_shapes_and_pointers(self):
+        b = self.buffers
+        expected = {"query_start_loc": (np.int32, (5,)),
+                    "num_computed": (np.int32, (4,)),
+                    "block_table": (np.int32, (4, 16)),
+                    "slot_mapping": (np.int64, (32,)),
+                    "block_copies": (np.int32, (4, 2))}
+        pointers = b.data_pointers()
+        for name, (dtype, shape) in expected.items():
+            array = getattr(b, name)
+            self.assertEqual(array.dtype, dtype, name)
+            self.assertEqual(array.shape, shape, name)
+            self.assertTrue(array.flags.c_contiguous, name)
+            # The array's data is the memory the runtime was given.
+            self.assertEqual(array.ctypes.data, pointers[name], name)
+            self.assertEqual(array.ctypes.data % rt.BUFFER_ALIGNMENT, 0, name)
+
+    def test_views_see_the_next_build(self):
+        seq = self.manager.add_sequence(list(range(1, 7)))
+        self.manager.schedule(seq, 6)
+        step = self.buffers.build([seq], num_rows=2, num_padded_tokens=8)
+        # Step fields are views of the buffers, not copies.
+        for name in ("query_start_loc", "num_computed", "block_table",
+                     "slot_mapping"):
+            view = getattr(step, name)
+            self.assertTrue(np.shares_memory(view, getattr(self.buffers,
+                                                           name)), name)
+            self.assertEqual(view.ctypes.data,
+                             self.buffers.data_pointers()[name], name)
+        self.assertEqual(step.query_start_loc.tolist(), [0, 6, 6])
+        self.assertEqual(step.block_table.shape, (2, 16))
+        held = self.buffers.query_start_loc  # an engine's reference
+        self.manager.commit(seq, 6, [7])
+        self.manager.schedule(seq, 1)
+        self.buffers.build([seq])
+        # The same array object shows the new step: nothing to re-fetch.
+        self.assertEqual(held[:2].tolist(), [0, 1])
+        self.assertEqual(self.buffers.num_computed[0], 6)
+
+    def test_torch_from_numpy_shares_memory(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed (optional)")
+        tensor = torch.from_numpy(self.buffers.slot_mapping)
+        self.assertEqual(tensor.dtype, torch.int64)
+        self.assertEqual(tensor.data_ptr(),
+                         self.buffers.data_pointers()["slot_mapping"])
+
+    def test_views_outlive_the_manager(self):
+        table = self.buffers.block_table
+        self.manager.close()
+        self.assertEqual(table.shape, (4, 16))
+        table.sum()  # still numpy's memory: readable
+        with self.assertRaises(rt.InklingError) as caught:
+            self.buffers.build([])
+        self.assertEqual(caught.exception.code, rt.FAILED_PRECONDITION)
+        self.assertIn("closed", caught.exception.message)
+
+    def test_bad_buffer_sizes(self):
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.step_buffers(max_rows=-1, num_cols=4, max_tokens=4)
+        self.assertIn("max_rows = -1", caught.exception.message)
+
+
+class ClosedManagerTest(unittest.TestCase):
+    def test_every_call_after_close_is_refused(self):
+        manager = rt.Manager(layout_config(), num_blocks=16)
+        seq = manager.add_sequence([1, 2, 3])
+        manager.close()
+        manager.close()  # idempotent
+        calls = [lambda: manager.add_sequence([1]),
+                 lambda: manager.schedule(seq, 1),
+                 lambda: manager.commit(seq, 0),
+                 lambda: manager.schedule_batch([seq], [1]),
+                 lambda: manager.sequence_info(seq),
+                 lambda: manager.stats(),
+                 lambda: manager.finish(seq),
+                 lambda: manager.step_buffers(1, 1, 1)]
+        for call in calls:
+            with self.assertRaises(rt.InklingError) as caught:
+                call()
+            self.assertEqual(caught.exception.code, rt.FAILED_PRECONDITION)
+            self.assertIn("the manager is closed", str(caught.exception))
+
+
+class SharedBetweenThreadsTest(unittest.TestCase):
+    """One manager shared by several threads (issue 13 item 7): calls are
+    serialized by the manager's lock; a close racing with calls ends them
+    with a clear error, never a crash or a double free."""
+
+    def test_threads_drive_one_manager(self):
+        manager = rt.Manager(layout_config(), num_blocks=256)
+        buffers = manager.step_buffers(max_rows=4, num_cols=32,
+                                       max_tokens=64)
+        errors = []
+
+        def engine(index):
+            try:
+                for round_ in range(30):
+                    seq = manager.add_sequence([index, round_, 1, 2, 3])
+                    manager.schedule(seq, 5)
+                    step = buffers.build([seq])
+                    self.assertEqual(step.info.num_tokens, 5)
+                    manager.commit(seq, 5, [9])
+                    manager.finish(seq)
+                    manager.check_invariants()
+            except Exception as error:  # noqa: BLE001 - reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=engine, args=(i,))
+                   for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(manager.stats().num_sequences, 0)
+        manager.close()
+
+    def test_close_races_with_calls(self):
+        for _ in range(20):
+            manager = rt.Manager(layout_config(), num_blocks=64)
+            buffers = manager.step_buffers(max_rows=2, num_cols=16,
+                                           max_tokens=16)
+            unexpected = []
+            start = threading.Barrier(5)
+
+            def caller():
+                start.wait()
+                try:
+                    for _ in range(200):
+                        seq = manager.add_sequence([1, 2])
+                        manager.schedule(seq, 2)
+                        buffers.build([seq])
+                        manager.commit(seq, 2, [3])
+                        manager.finish(seq)
+                except rt.InklingError as error:
+                    if error.code != rt.FAILED_PRECONDITION:
+                        unexpected.append(error)
+                except Exception as error:  # noqa: BLE001
+                    unexpected.append(error)
+
+            def closer():
+                start.wait()
+                manager.close()
+
+            threads = [threading.Thread(target=caller) for _ in range(3)]
+            threads += [threading.Thread(target=closer) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            self.assertEqual(unexpected, [])
+            self.assertTrue(manager.closed)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,11 @@ int main(void) {
   CHECK(inkling_runtime_api_version() == INKLING_RUNTIME_API_VERSION);
   CHECK(inkling_manager_create(&config, &manager, error, sizeof error) ==
         INKLING_OK);
+  /* The window's slot mapping is checked below (no snapshots). */
+  CHECK(inkling_manager_set_prefix_policy(manager, "window", 8) == INKLING_OK);
+  CHECK(inkling_manager_set_prefix_policy(manager, "lru", 8) ==
+        INKLING_INVALID_ARGUMENT);
+  CHECK(strstr(inkling_manager_last_error(manager), "'lru'") != NULL);
 
   memset(&spec, 0, sizeof spec);
   spec.query_start_loc = qsl;

@@ -52,6 +52,9 @@ protected:
     ASSERT_EQ(inkling_manager_create(&config, &manager, error, sizeof error),
               INKLING_OK)
         << error;
+    // The tests check the window's slot mapping (no snapshots).
+    ASSERT_EQ(inkling_manager_set_prefix_policy(manager, "window", 8),
+              INKLING_OK);
     ASSERT_EQ(inkling_step_buffers_create(manager, &buffers.spec, &step),
               INKLING_OK)
         << inkling_manager_last_error(manager);
@@ -368,6 +371,52 @@ TEST(CApiStandaloneTest, PageUnification) {
   EXPECT_NE(std::string(error).find("'sconv'"), std::string::npos) << error;
 }
 
+TEST(CApiStandaloneTest, BlockSizeFromTheUnifierMakesTheManager) {
+  // A 256 KiB attention page scales the conv block size: the engine derives
+  // the layout and creates the manager at the unifier's N.
+  inkling_layout_config_t config = layoutConfig();
+  inkling_cache_spec_t specs[2];
+  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
+            INKLING_OK);
+  ASSERT_EQ(inkling_cache_spec_attention("attn", 64, 8, 128, 2, 0, 2, &specs[1],
+                                         nullptr, 0),
+            INKLING_OK);
+  inkling_unified_spec_t out[2];
+  int64_t page = 0;
+  ASSERT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, nullptr, 0),
+            INKLING_OK);
+  EXPECT_EQ(page, 262144);
+  EXPECT_EQ(out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(out[0].block_size, 8);
+  config.block_size = out[0].block_size;
+  inkling_layout_t layout;
+  ASSERT_EQ(inkling_layout_derive(&config, &layout, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(layout.block_size, 8);
+  EXPECT_EQ(layout.sliding_window, 4);
+  EXPECT_EQ(layout.page_bytes, page);
+  inkling_manager_config_t managerConfig{};
+  managerConfig.layout = config;
+  managerConfig.num_blocks = 16;
+  managerConfig.lookahead = 3;
+  inkling_manager_t *manager = nullptr;
+  ASSERT_EQ(inkling_manager_create(&managerConfig, &manager, nullptr, 0),
+            INKLING_OK);
+  inkling_manager_stats_t stats;
+  ASSERT_EQ(inkling_manager_stats(manager, &stats), INKLING_OK);
+  EXPECT_EQ(stats.block_size, 8);
+  EXPECT_EQ(stats.max_blocks_between_steps, 2);
+  EXPECT_EQ(stats.max_blocks_per_sequence, 4); // span(3) + span(6) at N = 8
+  inkling_manager_destroy(manager);
+  // A block size below 1 is named.
+  config.block_size = -1;
+  char error[256];
+  EXPECT_EQ(inkling_layout_derive(&config, &layout, error, sizeof error),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("block_size must be >= 1, got -1"),
+            std::string::npos)
+      << error;
+}
+
 TEST(CApiStandaloneTest, RankLayoutsTileAndABrokenTilingIsNamed) {
   inkling_layout_config_t config = layoutConfig(4);
   inkling_rank_layout_t ranks[4];
@@ -395,6 +444,99 @@ TEST(CApiStandaloneTest, RankLayoutsTileAndABrokenTilingIsNamed) {
   EXPECT_EQ(inkling_check_rank_tiling(&config, ranks, 4, error, sizeof error),
             INKLING_INVALID_ARGUMENT);
   EXPECT_NE(std::string(error).find("overlap"), std::string::npos) << error;
+}
+
+TEST(CApiStandaloneTest, CachePlanOfAMixedModel) {
+  // The real layout (page 131072 at N = 4) beside attention at block 64
+  // (page 262144): the sconv N scales to 8; cross-layer: one tensor.
+  inkling_cache_registry_t *registry = nullptr;
+  ASSERT_EQ(inkling_cache_registry_create(&registry), INKLING_OK);
+  inkling_layout_config_t config = layoutConfig();
+  ASSERT_EQ(
+      inkling_cache_registry_add_sconv(registry, "layers.0.sconv", &config, 0),
+      INKLING_OK);
+  inkling_attention_layer_t attention{64, 8, 128, 2, 0, 2};
+  ASSERT_EQ(inkling_cache_registry_add_attention(registry, "layers.0.attn",
+                                                 &attention),
+            INKLING_OK)
+      << inkling_cache_registry_last_error(registry);
+  // Bad input: a status naming the value, nothing registered.
+  EXPECT_EQ(
+      inkling_cache_registry_add_sconv(registry, "layers.0.sconv", &config, 0),
+      INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(inkling_cache_registry_last_error(registry))
+                .find("duplicate layer name 'layers.0.sconv'"),
+            std::string::npos);
+  EXPECT_EQ(inkling_cache_registry_add_attention(registry, "", &attention),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(inkling_cache_registry_add_attention(registry, nullptr, &attention),
+            INKLING_INVALID_ARGUMENT);
+  inkling_cache_plan_t *plan = nullptr;
+  EXPECT_EQ(inkling_cache_registry_plan(registry, 1000,
+                                        INKLING_CACHE_CROSS_LAYER, &plan),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(inkling_cache_registry_last_error(registry))
+                .find("1000 bytes is below one block per layer"),
+            std::string::npos);
+  EXPECT_EQ(inkling_cache_registry_plan(registry, 1 << 24, 7, &plan),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(plan, nullptr);
+
+  ASSERT_EQ(inkling_cache_registry_plan(registry, (1 << 24) + 5,
+                                        INKLING_CACHE_CROSS_LAYER, &plan),
+            INKLING_OK)
+      << inkling_cache_registry_last_error(registry);
+  inkling_cache_plan_info_t info{};
+  ASSERT_EQ(inkling_cache_plan_info(plan, &info), INKLING_OK);
+  EXPECT_EQ(info.layout, INKLING_CACHE_CROSS_LAYER);
+  EXPECT_EQ(info.page_bytes, 262144);
+  EXPECT_EQ(info.bytes_per_block, 524288);
+  EXPECT_EQ(info.num_blocks, 32);
+  EXPECT_EQ(info.num_tensors, 1);
+  EXPECT_EQ(info.num_layers, 2);
+  int64_t bytes = 0;
+  ASSERT_EQ(inkling_cache_plan_tensor_bytes(plan, 0, &bytes), INKLING_OK);
+  EXPECT_EQ(bytes, 1 << 24);
+  EXPECT_EQ(inkling_cache_plan_tensor_bytes(plan, 1, &bytes),
+            INKLING_OUT_OF_RANGE);
+  inkling_layer_view_t view{};
+  ASSERT_EQ(inkling_cache_plan_layer(plan, 0, &view), INKLING_OK);
+  EXPECT_STREQ(view.name, "layers.0.sconv");
+  EXPECT_EQ(view.kind, INKLING_CACHE_LAYER_SCONV);
+  EXPECT_EQ(view.adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(view.block_size, 8);
+  EXPECT_EQ(view.rank, 4);
+  const int64_t sconvShape[] = {32, 8, 8, 2048};
+  const int64_t sconvStrides[] = {262144, 16384, 2048, 1};
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(view.shape[d], sconvShape[d]) << d;
+    EXPECT_EQ(view.strides[d], sconvStrides[d]) << d;
+  }
+  ASSERT_EQ(inkling_cache_plan_layer(plan, 1, &view), INKLING_OK);
+  EXPECT_STREQ(view.name, "layers.0.attn");
+  EXPECT_EQ(view.kind, INKLING_CACHE_LAYER_ATTENTION);
+  EXPECT_EQ(view.byte_offset, 262144);
+  EXPECT_EQ(view.block_stride_bytes, 524288);
+  EXPECT_EQ(view.rank, 5);
+  const int64_t attnShape[] = {32, 2, 64, 8, 128};
+  const int64_t attnStrides[] = {262144, 65536, 1024, 128, 1};
+  for (int d = 0; d < 5; ++d) {
+    EXPECT_EQ(view.shape[d], attnShape[d]) << d;
+    EXPECT_EQ(view.strides[d], attnStrides[d]) << d;
+  }
+  EXPECT_EQ(inkling_cache_plan_layer(plan, 2, &view), INKLING_OUT_OF_RANGE);
+  // Frozen after planning.
+  EXPECT_EQ(
+      inkling_cache_registry_add_sconv(registry, "layers.1.sconv", &config, 0),
+      INKLING_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(inkling_cache_registry_last_error(registry))
+                .find("'layers.1.sconv'"),
+            std::string::npos);
+  inkling_cache_plan_destroy(plan);
+  inkling_cache_registry_destroy(registry);
+  EXPECT_EQ(inkling_cache_registry_plan(nullptr, 1, 0, &plan),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(inkling_cache_plan_info(nullptr, &info), INKLING_INVALID_ARGUMENT);
 }
 
 } // namespace

@@ -162,6 +162,46 @@ TEST(LayoutTest, PaddedPageGivesLargerBlockStride) {
             std::string::npos);
 }
 
+TEST(LayoutTest, BlockSizeIsIndependentOfTheKernel) {
+  for (int64_t n : {1, 3, 4, 8, 16, 32}) {
+    LayoutConfig c = config(8, 128, 4096, 4, 1);
+    c.blockSize = n;
+    StatusOr<Layout> layout = Layout::derive(c);
+    ASSERT_TRUE(layout.isOk()) << layout.status().toString();
+    EXPECT_EQ(layout->blockSize, n);
+    EXPECT_EQ(layout->slidingWindow, 4) << "the window stays the kernel";
+    EXPECT_EQ(layout->headSize, 2048) << "D does not depend on N";
+    EXPECT_EQ(layout->pageBytes(), 8 * n * 2048 * 2);
+    EXPECT_EQ(layout->headStride(), n * 2048);
+    auto shape = layout->cacheShape(-1);
+    EXPECT_EQ(shape[2], n);
+  }
+  // 0 asks for the default: the kernel.
+  LayoutConfig c = config(8, 128, 4096, 4, 1);
+  EXPECT_EQ(Layout::derive(c)->blockSize, 4);
+  c.blockSize = -2;
+  expectError(c, "block_size must be >= 1, got -2");
+  c.blockSize = int64_t(1) << 30; // page 2^30 * 8 * 2048 * 2 > 2^40
+  expectError(c, "block_size (1073741824) exceeds 2^40 bytes");
+}
+
+TEST(LayoutTest, BlocksInBufferCountWholePages) {
+  StatusOr<Layout> layout = Layout::derive(config(8, 128, 4096, 4, 1));
+  ASSERT_TRUE(layout.isOk());
+  int64_t page = layout->pageBytes();
+  EXPECT_EQ(layout->blocksInBuffer(10 * page, page), 10);
+  EXPECT_EQ(layout->blocksInBuffer(10 * page + page - 1, page), 10);
+  EXPECT_EQ(layout->blocksInBuffer(page - 1, page), 0);
+  // Padded stride: a block needs its page, not its whole stride.
+  EXPECT_EQ(layout->blocksInBuffer(4 * 3 * page, 3 * page), 4);
+  EXPECT_EQ(layout->blocksInBuffer(3 * 3 * page + page, 3 * page), 4);
+  // Cross-layer pages: layer l of 3 sees the allocation from l pages on and
+  // still has every block.
+  for (int64_t l = 0; l < 3; ++l)
+    EXPECT_EQ(layout->blocksInBuffer(5 * 3 * page - l * page, 3 * page), 5)
+        << l;
+}
+
 TEST(StreamTest, NamesRoundTrip) {
   for (Stream s : kAllStreams)
     EXPECT_EQ(parseStream(streamName(s)), s);

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <unordered_map>
 
 using namespace inkling;
 using namespace inkling::testing;
@@ -43,11 +44,17 @@ struct ModelConfig {
   int64_t lookahead;
   int64_t numBlocks;
   uint64_t seed;
+  int64_t blockSize = 0; ///< N; 0: the kernel.
+  PrefixPolicy policy = PrefixPolicy::Window;
+  int64_t snapshotEvery = 2;
+  int64_t n() const { return blockSize ? blockSize : kernel; }
 };
 
 std::ostream &operator<<(std::ostream &os, const ModelConfig &config) {
-  return os << "kernel " << config.kernel << " lookahead " << config.lookahead
-            << " blocks " << config.numBlocks << " seed " << config.seed;
+  return os << "kernel " << config.kernel << " block size " << config.n()
+            << " lookahead " << config.lookahead << " blocks "
+            << config.numBlocks << " seed " << config.seed << " policy "
+            << prefixPolicyName(config.policy);
 }
 
 constexpr int64_t kMaxSequences = 8;
@@ -65,13 +72,15 @@ int64_t opsPerConfig() {
 class ModelChecker {
 public:
   explicit ModelChecker(const ModelConfig &config)
-      : config_(config), n_(config.kernel), rng_(config.seed),
+      : config_(config), n_(config.n()), rng_(config.seed),
         buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
-        simulator_(config.numBlocks, config.kernel, config.kernel) {
+        simulator_(config.numBlocks, config.n(), config.kernel) {
     SequenceManagerConfig managerConfig;
-    managerConfig.layout = testLayout(config.kernel);
+    managerConfig.layout = testLayout(config.kernel, config.n());
     managerConfig.numBlocks = config.numBlocks;
     managerConfig.lookahead = config.lookahead;
+    managerConfig.prefixPolicy = config.policy;
+    managerConfig.snapshotEvery = config.snapshotEvery;
     manager_ = std::move(*SequenceManager::create(managerConfig));
     step_ = std::make_unique<StepBuffers>(
         std::move(*manager_->bindStepBuffers(buffers_.spec)));
@@ -190,11 +199,35 @@ private:
 
   // --- Operations ----------------------------------------------------------
 
+  std::string switchPolicy() {
+    PrefixPolicy policies[] = {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                               PrefixPolicy::EveryBlock};
+    PrefixPolicy policy = policies[uniform(0, 2)];
+    int64_t every = uniform(1, 4);
+    lastOp_ = std::string("set policy ") + prefixPolicyName(policy);
+    if (chance(0.2)) // a bad interval: named, nothing changes
+      return expect(StatusCode::InvalidArgument, [&] {
+        return manager_->setPrefixPolicy(policy, chance(0.5) ? 0 : -every);
+      });
+    if (std::string err =
+            expect(StatusCode::Ok,
+                   [&] { return manager_->setPrefixPolicy(policy, every); });
+        !err.empty())
+      return err;
+    maxEvery_ = std::max(maxEvery_, every);
+    everyBlockSeen_ |= policy == PrefixPolicy::EveryBlock;
+    return "";
+  }
+
   std::string randomOperation() {
     // Long sequences finish, to keep positions within the buffers.
     for (size_t i = 0; i < seqs_.size(); ++i)
       if (static_cast<int64_t>(seqs_[i].tokens.size()) >= kMaxLength - 10)
         return finish(i);
+    // Snapshot configurations switch policies now and then (the window
+    // configurations draw exactly as before).
+    if (config_.policy != PrefixPolicy::Window && chance(0.01))
+      return switchPolicy();
     int64_t pick = uniform(0, 99);
     if (pick < 10)
       return add();
@@ -255,13 +288,34 @@ private:
                start)
         code = StatusCode::NotFound;
     }
-    lastOp_ = "add len " + std::to_string(len) + " at " + std::to_string(start);
+    // Cache points (snapshot policies): sorted positions in [1, len); now
+    // and then a bad list, which must fail naming the value.
+    std::vector<int64_t> points;
+    if (config_.policy != PrefixPolicy::Window && chance(0.5)) {
+      for (int64_t q = 1; q <= len; ++q)
+        if (chance(0.15))
+          points.push_back(q);
+      if (!points.empty() && code == StatusCode::Ok && chance(0.1)) {
+        int64_t bad = uniform(0, 2);
+        if (bad == 0)
+          points.back() = len + uniform(1, 3), code = StatusCode::OutOfRange;
+        else if (bad == 1)
+          points.push_back(points.back()), code = StatusCode::InvalidArgument;
+        else
+          points.front() = 0, code = StatusCode::OutOfRange;
+      }
+    }
+    lastOp_ = "add len " + std::to_string(len) + " at " +
+              std::to_string(start) + " points " +
+              std::to_string(points.size());
     StatusOr<SequenceId> id = SequenceId(0);
-    if (std::string err = expect(code,
-                                 [&] {
-                                   id = manager_->addSequence(prompt, start);
-                                   return id.status();
-                                 });
+    if (std::string err =
+            expect(code,
+                   [&] {
+                     id = manager_->addSequence(prompt.data(), len, start,
+                                                points.data(), points.size());
+                     return id.status();
+                   });
         !err.empty())
       return err;
     if (code == StatusCode::Ok) {
@@ -793,7 +847,11 @@ private:
     holders.assign(pool.numBlocks(), 0);
     liveSlots.clear();
     writtenSlots.clear();
-    int64_t ceilLW = (config_.lookahead + n_ - 1) / n_;
+    // The bounds of SequenceManager.h, from the model: span(m) blocks hold
+    // m consecutive positions at worst alignment.
+    auto span = [&](int64_t m) { return m == 0 ? 0 : (m + n_ - 2) / n_ + 1; };
+    int64_t idleBound = span(history());
+    int64_t stepBound = span(history()) + span(history() + config_.lookahead);
     for (size_t i = 0; i < seqs_.size(); ++i) {
       ModelSeq &seq = seqs_[i];
       StatusOr<SequenceInfo> found = manager_->sequenceInfo(seq.id);
@@ -820,9 +878,38 @@ private:
       int64_t numHistory = positions.size();
       if (seq.state == State::Scheduled) {
         int64_t end = c + seq.scheduled;
-        for (int64_t q = std::max(c, end - history() - config_.lookahead);
-             q < end; ++q)
+        int64_t st = std::max(c, end - history() - config_.lookahead);
+        // A snapshot next to the window extends it down (never up).
+        if (config_.policy != PrefixPolicy::Window) {
+          if (info.storeFrom < c || info.storeFrom > st)
+            return name + " stores from " + std::to_string(info.storeFrom) +
+                   ", outside [c, st] = [" + std::to_string(c) + ", " +
+                   std::to_string(st) + "]";
+          st = info.storeFrom;
+        }
+        for (int64_t q = st; q < end; ++q)
           positions.push_back(q);
+      }
+      // Snapshot blocks: only during a step, fresh, below the window,
+      // within their bound; held once.
+      if (!info.snapshotBlocks.empty()) {
+        if (seq.state != State::Scheduled)
+          return name + " holds snapshot blocks outside a step";
+        // maxSnapshotBlocks(): the window's bound plus a hit frontier.
+        int64_t snapBound = stepBound + maxEvery_ * (span(history() + 1) - 1);
+        if (config_.policy == PrefixPolicy::Snapshots && !everyBlockSeen_ &&
+            static_cast<int64_t>(info.snapshotBlocks.size()) > snapBound)
+          return name + " holds " + std::to_string(info.snapshotBlocks.size()) +
+                 " snapshot blocks, bound " + std::to_string(snapBound);
+        ++snapshotChecks_;
+        for (const MappedBlock &snap : info.snapshotBlocks) {
+          if (snap.logical < c / n_ || snap.logical >= info.storeFrom / n_)
+            return name + " snapshots logical block " +
+                   std::to_string(snap.logical) + " outside its prefill";
+          if (!pool.isUsable(snap.physical) || pool.hasCacheTag(snap.physical))
+            return name + " snapshots into an unusable or cached block";
+          ++holders[snap.physical];
+        }
       }
       logicals.clear();
       for (int64_t q : positions)
@@ -838,7 +925,7 @@ private:
         if (info.blocks[k].logical != logicals[k])
           return name + " maps the wrong logical blocks";
       int64_t held = info.blocks.size() + (info.hasCopy ? 1 : 0);
-      int64_t bound = seq.state == State::Scheduled ? 4 + ceilLW : 2 + ceilLW;
+      int64_t bound = seq.state == State::Scheduled ? stepBound : idleBound;
       if (held > bound)
         return name + " holds " + std::to_string(held) + " blocks, bound " +
                std::to_string(bound);
@@ -879,6 +966,8 @@ private:
       if (std::binary_search(writtenSlots.begin(), writtenSlots.end(), slot))
         return "slot " + std::to_string(slot) +
                " is live history and written by a step";
+    if (std::string err = checkCachedContents(); !err.empty())
+      return err;
     int64_t distinct = 0;
     for (int32_t block = 1; block < pool.numBlocks(); ++block) {
       if (holders[block] != pool.refCount(block))
@@ -894,7 +983,39 @@ private:
     return "";
   }
 
+  /// Every cached block holds what its hash names: the model records, for
+  /// the chain hash of each whole block of every known token prefix, that
+  /// block's identities; a tagged block's last W-1 positions (what a resume
+  /// reads) must hold them.
+  std::string checkCachedContents() {
+    for (ModelSeq &seq : seqs_) {
+      const std::vector<uint64_t> &identities = seq.knownIdentities();
+      hashScratch_.clear();
+      appendChainHashes(kDefaultPrefixSeed, seq.tokens.data(),
+                        seq.tokens.size(), n_, hashScratch_);
+      for (size_t j = 0; j < hashScratch_.size(); ++j)
+        named_.try_emplace(hashScratch_[j], identities.begin() + j * n_,
+                           identities.begin() + (j + 1) * n_);
+    }
+    const BlockPool &pool = manager_->pool();
+    for (int32_t block = 1; block < pool.numBlocks(); ++block) {
+      if (!pool.hasCacheTag(block))
+        continue;
+      auto it = named_.find(pool.cacheTag(block));
+      if (it == named_.end())
+        return "cached block " + std::to_string(block) +
+               " has a tag that names no known prefix";
+      for (int64_t k = std::max<int64_t>(0, n_ - history()); k < n_; ++k)
+        if (simulator_.value(block * n_ + k) != it->second[k])
+          return "cached block " + std::to_string(block) + " offset " +
+                 std::to_string(k) + " differs from what its hash names";
+    }
+    return "";
+  }
+
   ModelConfig config_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> named_;
+  std::vector<uint64_t> hashScratch_;
   int64_t n_;
   std::vector<int64_t> holders_, liveSlots_, writtenSlots_, positions_;
   std::vector<int32_t> logicals_;
@@ -910,12 +1031,43 @@ private:
   std::string lastOp_;
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
   int64_t arrivals_ = 0; // tokens delivered after their step was scheduled
+  int64_t snapshotChecks_ = 0;
+  int64_t maxEvery_ = config_.snapshotEvery;
+  bool everyBlockSeen_ = false;
+
+public:
+  /// Checks that saw a sequence holding snapshot blocks.
+  int64_t snapshotChecks() const { return snapshotChecks_; }
 };
 
-// 9 configurations x 12000 calls = 108,000 checked operations per run.
-const ModelConfig kConfigs[] = {{4, 0, 24, 1}, {4, 3, 24, 2}, {4, 6, 40, 3},
-                                {2, 0, 12, 4}, {2, 3, 20, 5}, {3, 1, 16, 6},
-                                {5, 4, 30, 7}, {4, 1, 10, 8}, {3, 0, 64, 9}};
+// 16 configurations x 12000 calls = 192,000 checked operations per run. The
+// block size N is the engine's: N = W, N < W-1 (the history spans up to
+// ceil((W-1)/N) + 1 blocks), N = W-1, and N > W.
+const ModelConfig kConfigs[] = {
+    {4, 0, 24, 1},
+    {4, 3, 24, 2},
+    {4, 6, 40, 3},
+    {2, 0, 12, 4},
+    {2, 3, 20, 5},
+    {3, 1, 16, 6},
+    {5, 4, 30, 7},
+    {4, 1, 10, 8},
+    {3, 0, 64, 9},
+    {4, 0, 40, 10, 1},
+    {4, 3, 64, 11, 1},
+    {5, 2, 40, 12, 2},
+    {4, 1, 24, 13, 3},
+    {4, 3, 24, 14, 8},
+    {3, 4, 20, 15, 16},
+    {2, 1, 16, 16, 5},
+    // Snapshot policies (S = 2 blocks), with cache points on some adds.
+    {4, 0, 24, 17, 0, PrefixPolicy::Snapshots},
+    {4, 3, 40, 18, 0, PrefixPolicy::Snapshots},
+    {4, 1, 24, 19, 2, PrefixPolicy::Snapshots},
+    {3, 2, 40, 20, 8, PrefixPolicy::Snapshots},
+    {4, 3, 64, 21, 1, PrefixPolicy::EveryBlock},
+    {4, 0, 40, 22, 0, PrefixPolicy::EveryBlock},
+    {5, 2, 48, 23, 3, PrefixPolicy::EveryBlock}};
 
 #ifndef INKLING_RUNTIME_MUTANTS
 
@@ -930,11 +1082,16 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   EXPECT_GT(checker.prefixHits(), 10);
   EXPECT_GT(checker.arrivals(), 10) << "async scheduling not exercised";
   EXPECT_GE(checker.calls(), opsPerConfig());
+  if (GetParam().policy != PrefixPolicy::Window)
+    EXPECT_GT(checker.snapshotChecks(), 20);
+  else
+    EXPECT_EQ(checker.snapshotChecks(), 0);
   std::cout << "[ model    ] " << GetParam() << ": " << checker.calls()
             << " calls, " << checker.successes() << " succeeded, "
             << checker.failures() << " failed as predicted, "
             << checker.prefixHits() << " prefix hits, " << checker.copies()
-            << " copy-on-write copies, " << checker.arrivals()
+            << " copy-on-write copies, " << checker.snapshotChecks()
+            << " checks with snapshot blocks, " << checker.arrivals()
             << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
@@ -944,10 +1101,15 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
 INSTANTIATE_TEST_SUITE_P(Configs, ModelCheckTest, ::testing::ValuesIn(kConfigs),
                          [](const ::testing::TestParamInfo<ModelConfig> &info) {
                            const ModelConfig &c = info.param;
-                           return "k" + std::to_string(c.kernel) + "_la" +
-                                  std::to_string(c.lookahead) + "_blocks" +
-                                  std::to_string(c.numBlocks) + "_seed" +
-                                  std::to_string(c.seed);
+                           return "k" + std::to_string(c.kernel) + "_n" +
+                                  std::to_string(c.n()) + "_la" +
+                                  std::to_string(c.lookahead) +
+                                  (c.policy == PrefixPolicy::Window ? ""
+                                   : c.policy == PrefixPolicy::Snapshots
+                                       ? "_snap"
+                                       : "_every") +
+                                  "_blocks" + std::to_string(c.numBlocks) +
+                                  "_seed" + std::to_string(c.seed);
                          });
 
 #else
@@ -978,7 +1140,8 @@ TEST_P(ModelCheckMutantTest, TheModelCheckCatchesTheBug) {
 
 INSTANTIATE_TEST_SUITE_P(Mutants, ModelCheckMutantTest,
                          ::testing::Values("no-copy-on-write", "no-lookahead",
-                                           "leak-copy-source"),
+                                           "leak-copy-source",
+                                           "snapshot-next-hash"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                            std::string name = i.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -42,6 +42,16 @@ TEST(SequenceManagerTest, CreateRejectsBadConfigs) {
       SequenceManager::create(config);
   ASSERT_FALSE(noHistory.isOk());
   EXPECT_NE(noHistory.status().message().find("kernel (1)"), std::string::npos);
+  // A block size of 1 is fine (the kernel is what needs history); one
+  // beyond the per-sequence tail buffer's bound is named.
+  config.layout = testLayout(4, 1);
+  EXPECT_TRUE(SequenceManager::create(config).isOk());
+  config.layout = testLayout(4, 70000);
+  StatusOr<std::unique_ptr<SequenceManager>> huge =
+      SequenceManager::create(config);
+  ASSERT_FALSE(huge.isOk());
+  EXPECT_NE(huge.status().message().find("block size (70000)"),
+            std::string::npos);
 }
 
 TEST(SequenceManagerTest, BlockBoundsFollowTheLookahead) {
@@ -316,6 +326,139 @@ TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
   EXPECT_EQ(info.blocks[0].logical, 3);
   ASSERT_EQ(engine.step({{second, 3}}), "");
   ASSERT_EQ(engine.decode(second, 6), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Block sizes independent of the kernel
+//===----------------------------------------------------------------------===//
+
+TEST(SequenceManagerTest, BlockBoundsFollowTheBlockSize) {
+  // span(m) = ceil((m-1)/N) + 1 blocks hold m positions at worst alignment.
+  struct Case {
+    int64_t kernel, n, lookahead, between, during;
+  };
+  for (Case c : {Case{4, 1, 0, 3, 6}, Case{4, 1, 3, 3, 9}, Case{4, 2, 0, 2, 4},
+                 Case{4, 3, 0, 2, 4}, Case{4, 8, 3, 2, 4}, Case{4, 32, 8, 2, 4},
+                 Case{8, 3, 2, 3, 7}}) {
+    SequenceManagerConfig config;
+    config.layout = testLayout(c.kernel, c.n);
+    config.numBlocks = 8;
+    config.lookahead = c.lookahead;
+    auto manager = std::move(*SequenceManager::create(config));
+    EXPECT_EQ(manager->blockSize(), c.n);
+    EXPECT_EQ(manager->maxBlocksBetweenSteps(), c.between)
+        << "W " << c.kernel << " N " << c.n;
+    EXPECT_EQ(manager->maxBlocksPerSequence(), c.during)
+        << "W " << c.kernel << " N " << c.n << " L " << c.lookahead;
+  }
+}
+
+TEST(SequenceManagerTest, SmallBlocksHoldTheWholeHistory) {
+  // N = 1 < W-1 = 3: the history spans three blocks, every one of which is
+  // read; decoding moves the window one block per token.
+  EngineOptions options;
+  options.blockSize = 1;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(10));
+  ASSERT_EQ(engine.step({{id, 10}}), "");
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{7, 8, 9}));
+  ASSERT_EQ(engine.decode(id, 5), "");
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{12, 13, 14}));
+  // Speculative steps with rejections keep the history in the cache.
+  EngineOptions spec = options;
+  spec.lookahead = 2;
+  TestEngine drafts(spec);
+  SequenceId d = *drafts.add(iota(6));
+  ASSERT_EQ(drafts.step({{d, 6}}), "");
+  ASSERT_EQ(drafts.step({{d, 3, 1, {70, 71}}}), "");
+  ASSERT_EQ(drafts.step({{d, 3, 2, {72, 73}}}), "");
+  ASSERT_EQ(drafts.decode(d, 4), "");
+}
+
+TEST(SequenceManagerTest, LargeBlocksHoldOneOrTwoBlocks) {
+  // N = 16 > W: the history of a decoding sequence sits in one block until
+  // it straddles a boundary.
+  EngineOptions options;
+  options.blockSize = 16;
+  TestEngine engine(options);
+  SequenceId id = *engine.add(iota(40));
+  ASSERT_EQ(engine.step({{id, 40}}), ""); // stores [37, 40): block 2
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{2}));
+  ASSERT_EQ(engine.decode(id, 9), ""); // c = 49: history [46, 49)
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{2, 3}));
+  ASSERT_EQ(engine.decode(id, 2), ""); // c = 51: history [48, 51)
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
+            (std::vector<int32_t>{3}));
+}
+
+TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
+  // N = 2, W = 4: a resume at p reads [p-3, p), blocks p/2 - 2 and p/2 - 1.
+  EngineOptions options;
+  options.blockSize = 2;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(12);
+  SequenceId first = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{first, 12}}), ""); // stores [9, 12)
+  // Block 4 = [8, 10) holds only 9: not cacheable (8 was never stored).
+  // Block 5 = [10, 12) is, but a resume at 12 also needs position 9.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 12, 12), 0);
+  ASSERT_EQ(engine.decode(first, 4), ""); // blocks 6 and 7 complete
+  std::vector<int32_t> all = engine.tokens(first);
+  ASSERT_TRUE(engine.manager().finish(first).isOk());
+  // Resumes at 14 (blocks 5, 6) and 16 (blocks 6, 7) have every block.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 99),
+            16);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 15),
+            14);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 13),
+            0);
+  EXPECT_EQ(engine.manager().addSequence(all, 12).status().code(),
+            StatusCode::NotFound);
+  SequenceId second = *engine.add(all, 14);
+  SequenceInfo info = *engine.manager().sequenceInfo(second);
+  EXPECT_EQ(info.numComputed, 14);
+  EXPECT_EQ(logicals(info), (std::vector<int32_t>{5, 6}));
+  // The hit blocks are shared with the cache: the step reads them.
+  ASSERT_EQ(engine.step({{second, 3}}), "");
+  ASSERT_EQ(engine.decode(second, 5), "");
+}
+
+TEST(SequenceManagerTest, PrefixHitAtNOneNeedsThreeBlocks) {
+  EngineOptions options;
+  options.blockSize = 1;
+  TestEngine engine(options);
+  std::vector<int32_t> prompt = iota(8);
+  SequenceId first = *engine.add(prompt);
+  ASSERT_EQ(engine.step({{first, 8}}), ""); // stores [5, 8)
+  std::vector<int32_t> all = engine.tokens(first);
+  // Blocks 5, 6, 7 are cached: resumes at 8 (needs 5..7); 7 needs 4..6.
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 99), 8);
+  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 7), 0);
+  ASSERT_TRUE(engine.manager().preempt(first).isOk());
+  ASSERT_TRUE(engine.manager().resume(first, all, 8).isOk());
+  EXPECT_EQ(logicals(*engine.manager().sequenceInfo(first)),
+            (std::vector<int32_t>{5, 6, 7}));
+  ASSERT_EQ(engine.decode(first, 3), "");
+}
+
+TEST(SequenceManagerTest, ForkCopiesOnWriteAtAnyBlockSize) {
+  for (int64_t n : {1, 3, 8}) {
+    EngineOptions options;
+    options.blockSize = n;
+    TestEngine engine(options);
+    SequenceId parent = *engine.add(iota(13));
+    ASSERT_EQ(engine.step({{parent, 13}}), "") << n;
+    SequenceId child = *engine.fork(parent);
+    ASSERT_EQ(engine.step({{parent, 1}, {child, 1}}), "") << n;
+    // 13 % N != 0 for N = 3 and 8: both write into the shared block.
+    EXPECT_EQ(engine.lastInfo().numCopies, n == 1 ? 0 : 2) << n;
+    ASSERT_EQ(engine.decode(child, 5), "") << n;
+    ASSERT_EQ(engine.decode(parent, 5), "") << n;
+  }
 }
 
 TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
@@ -669,3 +812,147 @@ TEST(SequenceManagerBatchTest, BatchesApplyEverythingOrNothing) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Prefix policies (snapshots), cache points, extra keys
+//===----------------------------------------------------------------------===//
+
+namespace {
+EngineOptions policyOptions(PrefixPolicy policy) {
+  EngineOptions options;
+  options.prefixPolicy = policy;
+  return options;
+}
+} // namespace
+
+TEST(SequenceManagerTest, SnapshotsMakeTheChunkEndResumable) {
+  // One 30-token chunk, W = N = 4: the window stores [27, 30), which holds
+  // no block boundary's history; the snapshots policy also stores [25, 28)
+  // (the chunk end's boundary 28) and the boundaries N * 2^k (4, 8, 16).
+  std::vector<int32_t> prompt = iota(30);
+  for (PrefixPolicy policy : {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                              PrefixPolicy::EveryBlock}) {
+    TestEngine engine(policyOptions(policy));
+    SequenceId id = *engine.add(prompt);
+    ASSERT_EQ(engine.step({{id, 30}}), "") << prefixPolicyName(policy);
+    // Snapshot blocks are cached, not held: under every policy the
+    // sequence holds its history [27, 30), blocks 6 and 7.
+    EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 2);
+    EXPECT_EQ(engine.manager().numSnapshotBlocks(), 0);
+    int64_t hit = *engine.manager().longestCachedPrefix(prompt.data(), 30, 30);
+    int64_t atTen =
+        *engine.manager().longestCachedPrefix(prompt.data(), 30, 10);
+    if (policy == PrefixPolicy::Window) {
+      EXPECT_EQ(hit, 0);
+      continue;
+    }
+    EXPECT_EQ(hit, 28) << prefixPolicyName(policy);
+    EXPECT_EQ(atTen, 8) << prefixPolicyName(policy);
+    // A second request resumes there; the simulated kernels check that the
+    // history it reads is its own prefix's.
+    std::vector<int32_t> other = prompt;
+    other.push_back(77);
+    SequenceId second = *engine.add(other, hit);
+    ASSERT_EQ(engine.step({{second, 3}}), "");
+    ASSERT_EQ(engine.decode(second, 5), "");
+  }
+}
+
+TEST(SequenceManagerTest, SnapshotBlocksDuringAStep) {
+  // Every-block on a 64-token chunk: the blocks before each boundary's
+  // history are snapshot blocks while the step runs, released at commit.
+  TestEngine engine(policyOptions(PrefixPolicy::EveryBlock));
+  SequenceId id = *engine.add(iota(64));
+  ASSERT_TRUE(engine.manager().schedule(id, 64).isOk());
+  SequenceInfo info = *engine.manager().sequenceInfo(id);
+  // Boundaries 4..60 need blocks 0..14; 64's history is the window's.
+  EXPECT_EQ(info.snapshotBlocks.size(), 15u);
+  EXPECT_EQ(engine.manager().numSnapshotBlocks(), 15);
+  ASSERT_TRUE(engine.manager().checkInvariants().isOk());
+  int32_t sampled = 5;
+  ASSERT_TRUE(engine.manager().commit(id, 64, &sampled, 1).isOk());
+  EXPECT_EQ(engine.manager().numSnapshotBlocks(), 0);
+  EXPECT_EQ(engine.manager().prefixCache().size(), 16);
+  ASSERT_TRUE(engine.manager().checkInvariants().isOk());
+}
+
+TEST(SequenceManagerTest, CachePointsAndExtraKeys) {
+  TestEngine engine(policyOptions(PrefixPolicy::Snapshots));
+  SequenceManager &m = engine.manager();
+  std::vector<int32_t> prompt = iota(60);
+  const uint8_t salt[] = {1, 2, 3};
+  const uint8_t pepper[] = {1, 2, 4};
+  int64_t points[] = {41};
+  StatusOr<SequenceId> id =
+      m.addSequence(prompt.data(), 60, 0, points, 1, salt, sizeof salt);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  ASSERT_TRUE(m.schedule(*id, 60).isOk());
+  int32_t sampled = 9;
+  ASSERT_TRUE(m.commit(*id, 60, &sampled, 1).isOk());
+  ASSERT_TRUE(m.checkInvariants().isOk());
+  // The cache point 41 snapshots boundary 40; only under the same keys.
+  EXPECT_EQ(*m.longestCachedPrefix(prompt.data(), 60, 44, salt, sizeof salt),
+            40);
+  EXPECT_EQ(
+      *m.longestCachedPrefix(prompt.data(), 60, 44, pepper, sizeof pepper), 0);
+  EXPECT_EQ(*m.longestCachedPrefix(prompt.data(), 60, 44), 0);
+  // A start under other keys is not a hit.
+  EXPECT_EQ(
+      m.addSequence(prompt.data(), 60, 40, nullptr, 0, pepper, sizeof pepper)
+          .status()
+          .code(),
+      StatusCode::NotFound);
+  StatusOr<SequenceId> again =
+      m.addSequence(prompt.data(), 60, 40, nullptr, 0, salt, sizeof salt);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  ASSERT_TRUE(m.checkInvariants().isOk());
+}
+
+TEST(SequenceManagerTest, BadPrefixInputsAreNamedAndChangeNothing) {
+  TestEngine engine(policyOptions(PrefixPolicy::Snapshots));
+  SequenceManager &m = engine.manager();
+  std::vector<int32_t> prompt = iota(20);
+  ASSERT_TRUE(engine.add(prompt).isOk());
+  std::string before = m.debugString();
+  auto expectError = [&](const Status &status, StatusCode code,
+                         const std::string &text) {
+    EXPECT_EQ(status.code(), code) << status.toString();
+    EXPECT_NE(status.message().find(text), std::string::npos)
+        << status.toString();
+    EXPECT_EQ(m.debugString(), before);
+  };
+  auto add = [&](std::vector<int64_t> points) {
+    return m.addSequence(prompt.data(), 20, 0, points.data(), points.size())
+        .status();
+  };
+  expectError(add({5, 3}), StatusCode::InvalidArgument, "cache point 1 (3)");
+  expectError(add({5, 5}), StatusCode::InvalidArgument, "cache point 1 (5)");
+  expectError(add({0}), StatusCode::OutOfRange, "cache point 0 (0)");
+  expectError(add({21}), StatusCode::OutOfRange, "cache point 0 (21)");
+  expectError(m.addSequence(prompt.data(), 20, 0, nullptr, 2).status(),
+              StatusCode::InvalidArgument, "cache point count (2)");
+  std::vector<uint8_t> keys(kMaxExtraKeyBytes + 1);
+  expectError(
+      m.addSequence(prompt.data(), 20, 0, nullptr, 0, keys.data(), keys.size())
+          .status(),
+      StatusCode::InvalidArgument, "extra keys of 4097 bytes");
+  expectError(
+      m.longestCachedPrefix(prompt.data(), 20, 20, keys.data(), keys.size())
+          .status(),
+      StatusCode::InvalidArgument, "extra keys of 4097 bytes");
+  expectError(m.setPrefixPolicy(PrefixPolicy::Snapshots, 0),
+              StatusCode::InvalidArgument, "snapshot interval S (0 blocks)");
+  expectError(m.setPrefixPolicy(PrefixPolicy::Snapshots, kMaxSnapshotEvery + 1),
+              StatusCode::InvalidArgument, "(1048577 blocks)");
+  expectError(m.setPrefixPolicy(static_cast<PrefixPolicy>(7), 8),
+              StatusCode::InvalidArgument, "prefix policy (7)");
+  EXPECT_EQ(parsePrefixPolicy("lru").status().code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(*parsePrefixPolicy("every-block"), PrefixPolicy::EveryBlock);
+  SequenceManagerConfig config;
+  config.layout = testLayout(4);
+  config.numBlocks = 8;
+  config.snapshotEvery = -3;
+  EXPECT_NE(SequenceManager::create(config).status().message().find("(-3"),
+            std::string::npos);
+}

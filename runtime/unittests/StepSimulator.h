@@ -15,6 +15,7 @@
 
 #include "inkling/Runtime/SequenceManager.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <sstream>
@@ -160,15 +161,24 @@ struct OwnedStepBuffers {
   }
 };
 
-/// Checks that the block table holds exactly each row's window and nulls
+/// Checks that the block table holds exactly each row's window and this
+/// step's snapshot blocks (each at its logical column), and nulls
 /// elsewhere (also in padding rows); "" or the first violation.
 inline std::string checkBlockTable(const SequenceManager &manager,
                                    const StepBufferSpec &spec,
                                    const std::vector<SequenceId> &rows) {
   for (int64_t b = 0; b < spec.maxRows; ++b) {
     std::vector<MappedBlock> expected;
-    if (b < static_cast<int64_t>(rows.size()))
-      expected = manager.sequenceInfo(rows[b])->blocks;
+    if (b < static_cast<int64_t>(rows.size())) {
+      auto info = manager.sequenceInfo(rows[b]);
+      expected = info->blocks;
+      expected.insert(expected.end(), info->snapshotBlocks.begin(),
+                      info->snapshotBlocks.end());
+      std::sort(expected.begin(), expected.end(),
+                [](const MappedBlock &x, const MappedBlock &y) {
+                  return x.logical < y.logical;
+                });
+    }
     size_t next = 0;
     for (int64_t j = 0; j < spec.numCols; ++j) {
       int32_t want = 0;

@@ -17,20 +17,26 @@
 
 namespace inkling::testing {
 
-inline Layout testLayout(int64_t kernel) {
+/// blockSize 0: N = the kernel.
+inline Layout testLayout(int64_t kernel, int64_t blockSize = 0) {
   LayoutConfig config;
   config.kvHeads = 2;
   config.headDim = 8;
   config.hidden = 16;
   config.kernel = kernel;
+  config.blockSize = blockSize;
   return *Layout::derive(config);
 }
 
 struct EngineOptions {
   int64_t kernel = 4;
+  int64_t blockSize = 0; ///< N; 0: the kernel.
   int64_t numBlocks = 64;
   int64_t lookahead = 0;
   bool prefixCaching = true;
+  /// The window policy by default: most tests check the window's mechanics.
+  PrefixPolicy prefixPolicy = PrefixPolicy::Window;
+  int64_t snapshotEvery = 8;
   int64_t maxRows = 8;
   int64_t numCols = 64;
   int64_t maxTokens = 256;
@@ -51,12 +57,16 @@ public:
   explicit TestEngine(EngineOptions options = {})
       : options_(options), buffers_(options.maxRows, options.numCols,
                                     options.maxTokens, options.maxCopies),
-        simulator_(options.numBlocks, options.kernel, options.kernel) {
+        simulator_(options.numBlocks,
+                   options.blockSize ? options.blockSize : options.kernel,
+                   options.kernel) {
     SequenceManagerConfig config;
-    config.layout = testLayout(options.kernel);
+    config.layout = testLayout(options.kernel, options.blockSize);
     config.numBlocks = options.numBlocks;
     config.lookahead = options.lookahead;
     config.enablePrefixCaching = options.prefixCaching;
+    config.prefixPolicy = options.prefixPolicy;
+    config.snapshotEvery = options.snapshotEvery;
     manager_ = std::move(*SequenceManager::create(config));
     step_ = std::make_unique<StepBuffers>(
         std::move(*manager_->bindStepBuffers(buffers_.spec)));

@@ -15,6 +15,9 @@ public:
   std::string description() const override { return "cpu (JIT)"; }
   Status addBuffer(void *, size_t) override { return Status::ok(); }
   Status invoke(const std::vector<exec::MemRefArg> &args) override {
+    std::string error;
+    if (!program_.checkArguments(args, error))
+      return invalidArgument(error);
     program_.invoke(args);
     return Status::ok();
   }

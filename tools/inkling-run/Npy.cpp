@@ -2,12 +2,16 @@
 
 #include "Npy.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
+#include <set>
 
 using namespace inkling;
 
@@ -82,13 +86,32 @@ struct HeaderParser {
 } // namespace
 
 bool npy::read(const std::string &path, Array &array, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot read the file: " + std::strerror(errno);
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status)) {
+    error = path + ": cannot read the file: " + ec.message();
     return false;
   }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  if (status.type() != llvm::sys::fs::file_type::regular_file) {
+    error = path + ": cannot read the file: not a regular file (" +
+            (status.type() == llvm::sys::fs::file_type::directory_file
+                 ? "a directory"
+                 : "a device, pipe or socket") +
+            ")";
+    return false;
+  }
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file) {
+    error = path + ": cannot read the file: " + file.getError().message();
+    return false;
+  }
+  return parse(reinterpret_cast<const uint8_t *>((*file)->getBufferStart()),
+               (*file)->getBufferSize(), path, array, error);
+}
+
+bool npy::parse(const uint8_t *data, size_t size, const std::string &path,
+                Array &array, std::string &error) {
+  llvm::ArrayRef<uint8_t> bytes(data, size);
   auto bad = [&](const std::string &why) {
     error = path + ": malformed .npy file: " + why;
     return false;
@@ -116,6 +139,7 @@ bool npy::read(const std::string &path, Array &array, std::string &error) {
                " bytes) runs past the end of the file");
   std::string header(bytes.begin() + headerStart,
                      bytes.begin() + headerStart + headerLen);
+  std::set<std::string> keys;
   HeaderParser p{header, 0, {}};
   std::string descr;
   bool fortran = false, haveDescr = false, haveOrder = false, haveShape = false;
@@ -126,6 +150,8 @@ bool npy::read(const std::string &path, Array &array, std::string &error) {
     std::string key;
     if (!p.string(key) || !p.expect(':'))
       return bad(p.error);
+    if (!keys.insert(key).second)
+      return bad("the header key '" + key + "' appears twice");
     if (key == "descr") {
       if (!p.string(descr))
         return bad(p.error);

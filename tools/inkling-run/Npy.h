@@ -32,8 +32,13 @@ struct Array {
   std::string shapeString() const;
 };
 
-/// Reads `path`; on failure returns false with a one-line `error`.
+/// Reads `path` (a regular file: a directory or a device such as /dev/zero
+/// is an error, not an exception or an endless read); on failure returns
+/// false with a one-line `error`.
 bool read(const std::string &path, Array &array, std::string &error);
+/// Parses the `size` bytes of a .npy file at `data` (`name` for messages).
+bool parse(const uint8_t *data, size_t size, const std::string &name,
+           Array &array, std::string &error);
 /// Writes `array` as a version 1.0 file.
 bool write(const std::string &path, const Array &array, std::string &error);
 

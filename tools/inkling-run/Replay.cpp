@@ -34,6 +34,10 @@ struct Buffer {
   explicit Buffer(size_t bytes)
       : data(static_cast<uint8_t *>(
             std::aligned_alloc(64, bytes / 64 * 64 + 64))) {
+    if (!data) {
+      std::fprintf(stderr, "inkling-run: cannot allocate %zu bytes\n", bytes);
+      std::exit(1);
+    }
     std::memset(data, 0, bytes / 64 * 64 + 64);
   }
   ~Buffer() { std::free(data); }
@@ -73,17 +77,38 @@ bool integers(const std::string &name, const npy::Array &a,
   }
   out.resize(a.count());
   for (int64_t i = 0; i < a.count(); ++i) {
-    if (a.itemBytes == 4) {
+    const uint8_t *p = a.data.data() + a.itemBytes * i;
+    if (a.dtype == "i4") {
       int32_t v;
-      std::memcpy(&v, a.data.data() + 4 * i, 4);
+      std::memcpy(&v, p, 4);
       out[i] = v;
+    } else if (a.dtype == "u4") {
+      uint32_t v; // 0xFFFFFFFF is 4294967295, not -1
+      std::memcpy(&v, p, 4);
+      out[i] = v;
+    } else if (a.dtype == "i8") {
+      std::memcpy(&out[i], p, 8);
     } else {
-      int64_t v;
-      std::memcpy(&v, a.data.data() + 8 * i, 8);
-      out[i] = v;
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      if (v > uint64_t(INT64_MAX)) {
+        error = name + ": entry " + std::to_string(i) + " is " +
+                std::to_string(v) + ", beyond int64";
+        return false;
+      }
+      out[i] = static_cast<int64_t>(v);
     }
   }
   return true;
+}
+
+/// Bytes of `count` elements of `bytes` each, or 0 when that is beyond
+/// what a replay allocates (1 TiB).
+size_t checkedBytes(int64_t count, int64_t bytes) {
+  constexpr int64_t kMax = int64_t(1) << 40;
+  if (count < 0 || bytes <= 0 || count > kMax / bytes)
+    return 0;
+  return static_cast<size_t>(count * bytes);
 }
 
 } // namespace
@@ -154,6 +179,10 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   if (qsl[0] != 0)
     return fail("query_start_loc[0] is " + std::to_string(qsl[0]) +
                 ", expected 0");
+  for (int64_t b = 0; b <= B; ++b)
+    if (qsl[b] < 0 || qsl[b] > INT32_MAX)
+      return fail("query_start_loc[" + std::to_string(b) + "] is " +
+                  std::to_string(qsl[b]) + ", expected [0, 2^31 - 1]");
   for (int64_t b = 0; b < B; ++b) {
     if (qsl[b + 1] < qsl[b])
       return fail("query_start_loc decreases at " + std::to_string(b + 1));
@@ -186,6 +215,19 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   if (static_cast<int64_t>(slots.size()) < T)
     return fail("slot_mapping: " + std::to_string(slots.size()) +
                 " entries, the step has " + std::to_string(T) + " tokens");
+  // Each token stores its own row: a slot used twice in one step is a
+  // race between the two stores (on a GPU, they run at once).
+  std::map<int64_t, int64_t> firstToken;
+  for (int64_t t = 0; t < T; ++t) {
+    if (slots[t] < 0)
+      continue;
+    auto [it, fresh] = firstToken.emplace(slots[t], t);
+    if (!fresh)
+      return fail("slot_mapping: slot " + std::to_string(slots[t]) +
+                  " appears for tokens " + std::to_string(it->second) +
+                  " and " + std::to_string(t) +
+                  " (each token stores its own row)");
+  }
 
   // The cache.
   const npy::Array &cacheArray = inputs["cache"];
@@ -197,6 +239,22 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                 "', expected a uint16 (or uint8) array of "
                 "whole pages of " +
                 std::to_string(sig.pageBytes) + " bytes");
+  // A 4-D cache of unpadded pages names its geometry: a block size other
+  // than the layer's (the engine's N) is refused rather than read with the
+  // wrong rows.
+  if (cacheArray.shape.size() == 4 && cacheArray.itemBytes == 2 &&
+      sig.pageBytes == layout.pageBytes() &&
+      (cacheArray.shape[1] != layout.headsPerRank ||
+       cacheArray.shape[2] != layout.blockSize ||
+       cacheArray.shape[3] != layout.headSize))
+    return fail("cache: shape " + cacheArray.shapeString() +
+                ", expected (num_blocks, " +
+                std::to_string(layout.headsPerRank) + ", " +
+                std::to_string(layout.blockSize) + ", " +
+                std::to_string(layout.headSize) +
+                "): the layer's block size N "
+                "is " +
+                std::to_string(layout.blockSize) + " (--block-size sets it)");
 
   // Inputs are read and checked before the (slower) compilation. Checked
   // mode adds a status buffer as the last argument.
@@ -204,6 +262,7 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
   compile.checked = true;
   compile.addStatus = true;
   compile.fusion = options.fusion.empty() ? "none" : options.fusion;
+  compile.threads = options.threads;
   if (!program.compile(compile, error))
     return fail(error);
 
@@ -235,10 +294,15 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
       m.strides.assign(rank, 1);
       for (size_t r = rank; r-- > 0;) {
         m.sizes[r] = arg.shape[r] == kDynamic ? 0 : arg.shape[r];
-        m.strides[r] = count;
-        count *= std::max<int64_t>(1, m.sizes[r]);
+        m.strides[r] = arg.strides[r] == kDynamic ? count : arg.strides[r];
+        count = checkedBytes(count, std::max<int64_t>(1, m.sizes[r]));
       }
-      m.data = bytesOf(count * elementBytes(arg.element));
+      m.offset = arg.offset == kDynamic ? 0 : arg.offset;
+      size_t bytes = checkedBytes(count, elementBytes(arg.element));
+      if (bytes == 0)
+        return fail(operandName(arg, suffix) + ": " + arg.type +
+                    ": too large for a replay");
+      m.data = bytesOf(bytes);
       continue;
     }
     switch (arg.role) {
@@ -290,22 +354,33 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                           : std::vector<int64_t>{T, row};
       m.strides = rank == 3 ? std::vector<int64_t>{stride, w, 1}
                             : std::vector<int64_t>{stride, 1};
-      uint8_t *data = bytesOf((offset + T * stride) * 2);
-      m.data = data;
-      if (arg.role == ArgRole::Output) {
-        tokenStride[i] = stride;
-        break;
-      }
       const npy::Array &x = inputs[xName];
-      int64_t rest = 1;
-      for (size_t r = 1; r < x.shape.size(); ++r)
-        rest *= x.shape[r];
-      if (x.itemBytes != 2 || x.shape.empty() || x.shape[0] != T || rest != row)
+      // Exactly (T, H, w) or (T, H*w): a transposed x has the same count.
+      if (x.itemBytes != 2 || (x.shape != std::vector<int64_t>{T, H, w} &&
+                               x.shape != std::vector<int64_t>{T, row}))
         return fail(xName + ": shape " + x.shapeString() + " of dtype '" +
                     x.dtype + "', expected uint16 (" + std::to_string(T) +
                     ", " + std::to_string(H) + ", " + std::to_string(w) +
                     ") or (" + std::to_string(T) + ", " + std::to_string(row) +
                     ")");
+      int64_t elements = 0;
+      size_t bytes = stride < row || offset < 0 ||
+                             __builtin_mul_overflow(T, stride, &elements) ||
+                             __builtin_add_overflow(elements, offset, &elements)
+                         ? 0
+                         : checkedBytes(elements, 2);
+      if (bytes == 0 && T > 0)
+        return fail(operandName(arg, suffix) + ": " + arg.type +
+                    " with offset " + std::to_string(offset) +
+                    " and token stride " + std::to_string(stride) + " for " +
+                    std::to_string(T) + " tokens of " + std::to_string(row) +
+                    " elements: not a buffer a replay can allocate");
+      uint8_t *data = bytesOf(bytes);
+      m.data = data;
+      if (arg.role == ArgRole::Output) {
+        tokenStride[i] = stride;
+        break;
+      }
       for (int64_t t = 0; t < T; ++t)
         std::memcpy(data + (offset + t * stride) * 2,
                     x.data.data() + t * row * 2, row * 2);
@@ -334,18 +409,26 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
     }
   }
 
+  // The static sizes, strides and offsets of the IR against the tensors,
+  // and the alignment contract, before the kernel touches anything.
+  if (!program.checkArguments(call, error))
+    return fail(error);
   program.invoke(call);
   if (status[0] != 0) {
-    static const char *kinds[] = {"?", "slot", "block id",
-                                  "logical block beyond the block table",
-                                  "token_seq entry"};
-    int64_t kind = status[1] >= 0 && status[1] <= 4 ? status[1] : 0;
+    static const char *kinds[] = {
+        "?",        "slot",
+        "block id", "logical block beyond the block table",
+        "slot",     "token_seq entry"};
+    int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
+    std::string limit =
+        kind == 4 ? ", not its own slot block_table[b][p / N] * N + p % N = "
+                  : ", limit ";
     return fail(op.name + " (op " + std::to_string(options.opIndex) +
                 "): the checked kernel rejected " + std::to_string(status[0]) +
                 " accesses (first: " + kinds[kind] + " " +
                 std::to_string(status[3]) + " of token " +
-                std::to_string(status[2]) + ", limit " +
-                std::to_string(status[4]) + "); no output written");
+                std::to_string(status[2]) + limit + std::to_string(status[4]) +
+                "); no output written");
   }
 
   if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))

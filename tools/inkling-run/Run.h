@@ -4,6 +4,7 @@
 #define INKLING_TOOLS_INKLING_RUN_RUN_H
 
 #include "inkling/ExecutionEngine/LayerProgram.h"
+#include "inkling/Runtime/CachePlan.h"
 
 #include <cstdint>
 #include <string>
@@ -18,6 +19,9 @@ struct ServeOptions {
   double budgetMB = 64;
   exec::CompileOptions compile;
   double compileSeconds = 0; ///< Filled by the caller.
+  /// Threads the CPU kernels run on (compile.threads resolved; 0 on the
+  /// GPU, where it does not apply). For the report.
+  int cpuThreads = 0;
   uint64_t seed = 1;
   int64_t steps = 400;
   int64_t maxBatch = 16;
@@ -41,6 +45,13 @@ struct ServeOptions {
   double preemptRate = 0.01;
   double forkRate = 0.01;
   bool prefixCaching = true;
+  /// The runtime's prefix policy (window, snapshots, every-block) and its
+  /// snapshot interval S in blocks.
+  std::string prefixPolicy = "snapshots";
+  int64_t snapshotEvery = 8;
+  /// Probability that a request with a shared prompt names its end as a
+  /// cache point.
+  double cachePointRate = 0;
   bool check = true;
   bool json = false;
   bool progress = true;
@@ -50,6 +61,15 @@ struct ServeOptions {
 };
 
 class Executor;
+
+/// The runtime's cache plan that inkling-run serves through: `layers` sconv
+/// layers "layers.<l>.sconv" with the bind's layout and page (the
+/// cross-layer layout when the bind holds several layers' pages) for
+/// `budgetMB`, plus (--print-plan) attention layers "layers.<i>.attn" at
+/// `attentionBlockSizes` with the layout's KV heads and head_dim.
+StatusOr<CachePlan>
+planCache(const exec::LayerSignature &sig, int64_t layers, double budgetMB,
+          const std::vector<int64_t> &attentionBlockSizes = {});
 
 /// Serves the workload through the runtime and the layer's kernels, which
 /// `executor` runs; prints the report. Returns the process exit code.
@@ -62,6 +82,7 @@ struct ReplayOptions {
   std::vector<std::string> inputs; ///< name=file.npy
   std::string outputDir;
   std::string fusion;
+  int threads = 0; ///< CompileOptions::threads
 };
 
 /// Runs one sconv op on .npy tensors and writes its outputs as .npy.

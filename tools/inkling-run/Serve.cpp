@@ -21,6 +21,7 @@
 #include "Executor.h"
 #include "Run.h"
 
+#include "inkling/Runtime/CachePlan.h"
 #include "inkling/Runtime/SequenceManager.h"
 
 #include "llvm/Support/JSON.h"
@@ -37,6 +38,7 @@
 #include <memory>
 #include <random>
 #include <unistd.h>
+#include <unordered_set>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -204,6 +206,7 @@ struct Request {
   int64_t target = 0;
   int64_t computed = 0;
   int64_t admitOrder = 0;
+  int64_t cachePoint = 0; ///< The shared prompt's end, if named; else 0.
   bool preempted = false;
   /// --async: the sampled token the runtime has not been given yet.
   bool tokenPending = false;
@@ -227,7 +230,15 @@ struct Stats {
   int64_t arrivals = 0, finished = 0, preemptions = 0, oobPreemptions = 0,
           resumes = 0, prefixHits = 0, prefixHitTokens = 0, forks = 0,
           blockCopies = 0;
+  /// What an unbounded every-block cache would hit on the same admissions,
+  /// from the requests' token chains alone (not the runtime).
+  int64_t prefixHitTokensIdeal = 0;
   int64_t peakBlocks = 0, baselinePeakBlocks = 0;
+  /// Blocks held between steps (after commit; cached blocks not counted)
+  /// and snapshot blocks during a step.
+  int64_t peakIdleBlocks = 0, peakSnapshotBlocks = 0;
+  /// The most blocks one sequence held between steps (checked runs).
+  int64_t peakIdleSequenceBlocks = 0;
   int64_t outputsChecked = 0, cacheValuesChecked = 0;
   int64_t paddingTokens = 0;
   int64_t mismatches = 0;
@@ -337,7 +348,25 @@ private:
   std::vector<int64_t> slots_;
   std::vector<int32_t> tokenSeq_;
   std::vector<int64_t> status_;
+  /// The runtime's cache plan: one allocation per plan tensor (per layer,
+  /// or with cross-layer pages one for all), layer l's view at its byte
+  /// offset with the plan's block stride.
+  CachePlan plan_;
   std::vector<std::unique_ptr<Aligned>> caches_;
+  int64_t layerPage_ = 0; ///< Bytes of a layer's page inside a block.
+  int64_t blockStrideBytes_ = 0;
+  bool crossLayer() const {
+    return plan_.layoutKind == CacheLayoutKind::CrossLayer;
+  }
+  uint8_t *layerBase(int64_t layer) const {
+    const LayerView &view = plan_.layers[layer];
+    return caches_[view.tensor]->data + view.byteOffset;
+  }
+  /// Layer l's buffer runs to the end of its tensor.
+  int64_t layerBytes(int64_t layer) const {
+    const LayerView &view = plan_.layers[layer];
+    return plan_.tensors[view.tensor].bytes - view.byteOffset;
+  }
   /// Per block: the step after which its pages were last brought to the
   /// host for the checker.
   std::vector<int64_t> hostPageStep_;
@@ -356,6 +385,15 @@ private:
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<Request *> batch_;
   std::vector<std::vector<int32_t>> sharedPrefixes_;
+  /// The ideal cache: the chain hash of every whole block any request has
+  /// computed (chain[(j+1)N - 1] for block j).
+  std::unordered_set<uint64_t> idealBlocks_;
+  int64_t idealHit(const Request &r) const {
+    for (int64_t p = (int64_t(r.tokens.size()) - 1) / N_ * N_; p > 0; p -= N_)
+      if (idealBlocks_.count(r.chain[p - 1]))
+        return p;
+    return 0;
+  }
   int64_t nextNumber_ = 0, nextAdmit_ = 0;
   std::vector<uint16_t> scratch_, zeros_, expected_;
   std::vector<float> acc_;
@@ -391,23 +429,53 @@ int Server::setUp() {
                   "it dynamic");
   }
 
-  // The memory budget: cache bytes across layers.
-  int64_t budgetBytes = static_cast<int64_t>(opt_.budgetMB * 1024 * 1024);
-  numBlocks_ = budgetBytes / (opt_.layers * sig_.pageBytes);
-  int64_t perSequence = 4 + (opt_.lookahead + N_ - 1) / N_;
+  // Cross-layer pages: the bind's block stride holds every layer's page.
+  if (crossLayer() && sig_.crossLayers != opt_.layers)
+    return fail(opt_.modelPath + ": the sconv.bind of @" + sig_.function +
+                " holds the pages of " + std::to_string(sig_.crossLayers) +
+                " layers in a block, but " + std::to_string(opt_.layers) +
+                " layers are served");
+  // The memory budget: the runtime's cache plan of the layers.
+  StatusOr<CachePlan> plan = planCache(sig_, opt_.layers, opt_.budgetMB);
+  if (!plan) {
+    char budget[64];
+    std::snprintf(budget, sizeof(budget), "--budget-mb=%g: ", opt_.budgetMB);
+    return fail(budget + plan.status().message());
+  }
+  plan_ = std::move(*plan);
+  numBlocks_ = plan_.numBlocks;
+  layerPage_ = plan_.pageBytes;
+  blockStrideBytes_ = plan_.layers[0].blockStrideBytes;
+  // The plan binds the IR: its views must be the bind's memref.
+  for (const LayerView &view : plan_.layers)
+    if (view.blockStrideBytes != sig_.pageBytes ||
+        view.strides[0] != sig_.blockStride ||
+        view.shape[2] != layout.blockSize)
+      return fail(opt_.modelPath + ": the cache plan's view of " + view.name +
+                  " (block stride " + std::to_string(view.blockStrideBytes) +
+                  " bytes, block size " + std::to_string(view.shape[2]) +
+                  ") is not the sconv.bind of @" + sig_.function +
+                  " (page_bytes " + std::to_string(sig_.pageBytes) +
+                  ", block size " + std::to_string(layout.blockSize) + ")");
+  // A sequence holds at most span(W-1) + span(W-1+L) blocks during a step
+  // (SequenceManager.h), span(m) = ceil((m-1)/N) + 1.
+  int64_t perSequence =
+      SequenceManager::maxBlocksPerSequence(layout, opt_.lookahead);
   if (numBlocks_ < perSequence + 1) {
     char text[512];
     std::snprintf(
         text, sizeof(text),
         "--budget-mb=%g: too small for one sequence: %lld blocks of %lld bytes "
-        "x %lld layers fit, a sequence needs %lld (4 + ceil(lookahead %lld / "
-        "%lld)) plus the null block, at least %.3g MiB",
+        "x %lld layers fit, a sequence needs %lld (the blocks of W-1 = %lld "
+        "and "
+        "W-1 + lookahead %lld positions at block size %lld) plus the null "
+        "block, at least %.3g MiB",
         opt_.budgetMB, static_cast<long long>(numBlocks_),
-        static_cast<long long>(sig_.pageBytes),
-        static_cast<long long>(opt_.layers),
-        static_cast<long long>(perSequence),
+        static_cast<long long>(plan_.pageBytes),
+        static_cast<long long>(plan_.layers.size()),
+        static_cast<long long>(perSequence), static_cast<long long>(W_ - 1),
         static_cast<long long>(opt_.lookahead), static_cast<long long>(N_),
-        double((perSequence + 1) * opt_.layers * sig_.pageBytes) / (1 << 20));
+        double((perSequence + 1) * plan_.bytesPerBlock) / (1 << 20));
     return fail(text);
   }
   SequenceManagerConfig config;
@@ -415,6 +483,8 @@ int Server::setUp() {
   config.numBlocks = numBlocks_;
   config.lookahead = opt_.lookahead;
   config.enablePrefixCaching = opt_.prefixCaching;
+  config.prefixPolicy = *parsePrefixPolicy(opt_.prefixPolicy);
+  config.snapshotEvery = opt_.snapshotEvery;
   auto manager = SequenceManager::create(config);
   if (!manager)
     return fail(opt_.modelPath + ": the runtime rejects the layout of @" +
@@ -452,12 +522,12 @@ int Server::setUp() {
                 buffers.status().toString());
   stepBuffers_ = std::make_unique<StepBuffers>(std::move(*buffers));
 
-  // One cache per layer, poisoned (bf16 NaN) so that a read of a row that
-  // was never written shows.
+  // One allocation per plan tensor, poisoned (bf16 NaN) so that a read of
+  // a row that was never written shows.
   hostPageStep_.assign(numBlocks_, -1);
-  for (int64_t l = 0; l < opt_.layers; ++l) {
-    caches_.push_back(std::make_unique<Aligned>(numBlocks_ * sig_.pageBytes));
-    std::memset(caches_.back()->data, 0xff, numBlocks_ * sig_.pageBytes);
+  for (const PlanTensor &tensor : plan_.tensors) {
+    caches_.push_back(std::make_unique<Aligned>(tensor.bytes));
+    std::memset(caches_.back()->data, 0xff, tensor.bytes);
   }
 
   // Stream inputs and outputs (shared by the layers), weights and biases
@@ -476,8 +546,21 @@ int Server::setUp() {
     if (arg.role == ArgRole::Input || arg.role == ArgRole::Output) {
       int64_t row = rowElements(*arg.stream);
       geometry_[i] = streamGeometry(arg, row);
-      size_t elements =
-          geometry_[i].offset + maxTokens * geometry_[i].tokenStride;
+      // A static token stride or offset of the IR sizes the buffer: check
+      // the product before it overflows (1 TiB at most).
+      int64_t elements = 0;
+      if (geometry_[i].offset < 0 || geometry_[i].tokenStride < row ||
+          __builtin_mul_overflow(maxTokens, geometry_[i].tokenStride,
+                                 &elements) ||
+          __builtin_add_overflow(elements, geometry_[i].offset, &elements) ||
+          elements > (int64_t(1) << 39))
+        return fail(opt_.modelPath + ": argument " + std::to_string(i) + " (" +
+                    arg.type + "): token stride " +
+                    std::to_string(geometry_[i].tokenStride) + " and offset " +
+                    std::to_string(geometry_[i].offset) + " for " +
+                    std::to_string(maxTokens) +
+                    " tokens (--token-budget): not a buffer inkling-run can "
+                    "allocate");
       argData_[i] = std::make_unique<Aligned>(elements * 2);
       std::memset(argData_[i]->data, 0, elements * 2);
     } else if (arg.role == ArgRole::Weights || arg.role == ArgRole::Bias) {
@@ -529,7 +612,7 @@ int Server::addBuffers() {
             add(tokenSeq_.data(), tokenSeq_.size() * sizeof(int32_t)) &&
             add(status_.data(), status_.size() * sizeof(int64_t));
   for (size_t l = 0; ok && l < caches_.size(); ++l)
-    ok = add(caches_[l]->data, numBlocks_ * sig_.pageBytes);
+    ok = add(caches_[l]->data, plan_.tensors[l].bytes);
   for (size_t i = 0; ok && i < argData_.size(); ++i)
     if (argData_[i])
       ok = add(argData_[i]->data, argData_[i]->size);
@@ -549,6 +632,8 @@ std::unique_ptr<Request> Server::newRequest() {
         sharedPrefixes_[uniform(0, sharedPrefixes_.size() - 1)];
     r->tokens = prefix;
     length = std::max<int64_t>(length, prefix.size() + 1);
+    if (chance(opt_.cachePointRate))
+      r->cachePoint = prefix.size();
   }
   while (static_cast<int64_t>(r->tokens.size()) < length)
     r->tokens.push_back(randomToken());
@@ -612,6 +697,7 @@ void Server::admit() {
         internalError("longestCachedPrefix", hit.status());
         std::exit(1);
       }
+      stats_.prefixHitTokensIdeal += idealHit(*r);
       if (Status s = manager_->resume(r->id, *hit); !s) {
         internalError("resume", s);
         std::exit(1);
@@ -637,7 +723,9 @@ void Server::admit() {
       internalError("longestCachedPrefix", hit.status());
       std::exit(1);
     }
-    auto id = manager_->addSequence(r->tokens, *hit);
+    stats_.prefixHitTokensIdeal += idealHit(*r);
+    auto id = manager_->addSequence(r->tokens.data(), r->tokens.size(), *hit,
+                                    &r->cachePoint, r->cachePoint > 0 ? 1 : 0);
     if (!id) {
       internalError("addSequence", id.status());
       std::exit(1);
@@ -749,8 +837,8 @@ bool Server::invokeLayer(int64_t layer) {
     m.offset = 0;
     switch (arg.role) {
     case ArgRole::Cache:
-      m.data = caches_[layer]->data;
-      m.sizes = {numBlocks_ * sig_.pageBytes};
+      m.data = layerBase(layer);
+      m.sizes = {layerBytes(layer)};
       m.strides = {1};
       break;
     case ArgRole::QueryStartLoc:
@@ -817,10 +905,13 @@ bool Server::invokeLayer(int64_t layer) {
   if (!executorOk("the layer", exec_.invoke(call_)))
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
-    static const char *kinds[] = {"?", "slot", "block id",
+    static const char *kinds[] = {"?",
+                                  "slot",
+                                  "block id",
                                   "logical block beyond the block table",
+                                  "slot that is not the token's own",
                                   "token_seq entry"};
-    int64_t kind = status_[1] >= 0 && status_[1] <= 4 ? status_[1] : 0;
+    int64_t kind = status_[1] >= 0 && status_[1] <= 5 ? status_[1] : 0;
     failure_ = "step " + std::to_string(step_) + ", layer " +
                std::to_string(layer) + ": the checked kernel rejected " +
                std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +
@@ -968,6 +1059,8 @@ bool Server::commitBatch() {
       r->chain.push_back(extendChain(r->chain, r->tokens.size(), token));
       r->tokens.push_back(token);
     }
+    for (int64_t j = c / N_; j < next / N_; ++j)
+      idealBlocks_.insert(r->chain[(j + 1) * N_ - 1]);
     r->computed = next;
     r->scheduled = false;
     stats_.tokens += n;
@@ -1022,6 +1115,8 @@ bool Server::checkCache() {
                        std::to_string(r->computed);
       return false;
     }
+    stats_.peakIdleSequenceBlocks =
+        std::max<int64_t>(stats_.peakIdleSequenceBlocks, info->blocks.size());
     int64_t c = r->computed;
     for (int64_t q = std::max<int64_t>(0, c - hist); q < c; ++q) {
       int64_t logical = q / N_, physical = -1;
@@ -1045,14 +1140,13 @@ bool Server::checkCache() {
         for (auto &cache : caches_)
           if (!executorOk(
                   "reading the cache back",
-                  exec_.download(cache->data + physical * sig_.pageBytes,
-                                 sig_.pageBytes)))
+                  exec_.download(cache->data + physical * blockStrideBytes_,
+                                 blockStrideBytes_)))
             return false; // mismatch_ stays empty: not a mismatch
         hostPageStep_[physical] = step_;
       }
       for (int64_t l = 0; l < opt_.layers; ++l) {
-        const auto *cache =
-            reinterpret_cast<const uint16_t *>(caches_[l]->data);
+        const auto *cache = reinterpret_cast<const uint16_t *>(layerBase(l));
         for (Stream stream : kAllStreams) {
           if (!sig_.inserted[static_cast<int>(stream)])
             continue;
@@ -1060,7 +1154,8 @@ bool Server::checkCache() {
           gen_.row(r->chain[q], l, stream, scratch_.data(),
                    rowElements(stream));
           for (int64_t h = 0; h < H; ++h) {
-            const uint16_t *rowPtr = cache + physical * sig_.blockStride +
+            const uint16_t *rowPtr = cache +
+                                     physical * plan_.layers[l].strides[0] +
                                      (h * N_ + q % N_) * D + range.offset;
             const uint16_t *expected = scratch_.data() + h * range.width;
             if (std::memcmp(rowPtr, expected, range.width * 2) == 0)
@@ -1130,8 +1225,8 @@ bool Server::injectFault(Fault fault) {
             stream = s;
             break;
           }
-        auto *cacheData = reinterpret_cast<uint16_t *>(caches_[0]->data);
-        uint16_t &value = cacheData[m.physical * sig_.blockStride +
+        auto *cacheData = reinterpret_cast<uint16_t *>(layerBase(0));
+        uint16_t &value = cacheData[m.physical * plan_.layers[0].strides[0] +
                                     (q % N_) * sig_.layout.headSize +
                                     sig_.layout.range(stream).offset + 2];
         if (!executorOk("injecting the fault", exec_.download(&value, 2)))
@@ -1211,14 +1306,16 @@ int Server::run() {
     info_ = *built;
     stats_.paddingTokens += info_.numPaddedTokens - info_.numTokens;
     poisonPadding();
-    // Copy-on-write pages, in every layer's cache, before the kernels.
+    // Copy-on-write pages, in every layer's cache, before the kernels (with
+    // cross-layer pages one copy of the block moves every layer's page).
     for (int64_t i = 0; i < info_.numCopies; ++i) {
       int32_t src = copies_[2 * i], dst = copies_[2 * i + 1];
       for (auto &cache : caches_)
-        if (!executorOk("copy-on-write",
-                        exec_.copyCacheBytes(cache->data + dst * sig_.pageBytes,
-                                             cache->data + src * sig_.pageBytes,
-                                             sig_.pageBytes)))
+        if (!executorOk(
+                "copy-on-write",
+                exec_.copyCacheBytes(cache->data + dst * blockStrideBytes_,
+                                     cache->data + src * blockStrideBytes_,
+                                     blockStrideBytes_)))
           return report(1);
     }
     stats_.blockCopies += info_.numCopies;
@@ -1227,6 +1324,8 @@ int Server::run() {
     // sequence, what the others hold).
     stats_.peakBlocks =
         std::max<int64_t>(stats_.peakBlocks, manager_->pool().numHeldBlocks());
+    stats_.peakSnapshotBlocks =
+        std::max(stats_.peakSnapshotBlocks, manager_->numSnapshotBlocks());
     int64_t baseline = 0;
     for (Request *r : running_) {
       if (r->scheduled) {
@@ -1272,6 +1371,8 @@ int Server::run() {
     auto t2 = Clock::now();
     if (!commitBatch())
       return 1;
+    stats_.peakIdleBlocks = std::max<int64_t>(stats_.peakIdleBlocks,
+                                              manager_->pool().numHeldBlocks());
     ++stats_.steps;
     auto t3 = Clock::now();
     stats_.schedule += seconds(t2, t3);
@@ -1334,6 +1435,7 @@ int Server::report(int exitCode) {
         {"launches", exec_.launches()},
         {"layers", opt_.layers},
         {"fusion", fusion},
+        {"threads", opt_.cpuThreads},
         {"checked", opt_.compile.checked},
         {"check", opt_.check},
         {"async", opt_.async},
@@ -1341,7 +1443,11 @@ int Server::report(int exitCode) {
         {"padding_tokens", stats_.paddingTokens},
         {"seed", static_cast<int64_t>(opt_.seed)},
         {"num_blocks", numBlocks_},
-        {"page_bytes", sig_.pageBytes},
+        {"page_bytes", blockStrideBytes_},
+        {"kernel", W_},
+        {"block_size", N_},
+        {"cross_layer", crossLayer()},
+        {"layer_page_bytes", layerPage_},
         {"steps", stats_.steps},
         {"tokens", stats_.tokens},
         {"prefill_tokens", stats_.prefillTokens},
@@ -1355,6 +1461,10 @@ int Server::report(int exitCode) {
         {"resumes", stats_.resumes},
         {"prefix_hits", stats_.prefixHits},
         {"prefix_hit_tokens", stats_.prefixHitTokens},
+        {"prefix_hit_tokens_ideal", stats_.prefixHitTokensIdeal},
+        {"prefix_policy", opt_.prefixPolicy},
+        {"snapshot_every", opt_.snapshotEvery},
+        {"cache_point_rate", opt_.cachePointRate},
         {"forks", stats_.forks},
         {"block_copies", stats_.blockCopies},
         {"mismatches", stats_.mismatches},
@@ -1362,6 +1472,11 @@ int Server::report(int exitCode) {
         {"cache_values_checked", stats_.cacheValuesChecked},
         {"peak_blocks", stats_.peakBlocks},
         {"baseline_peak_blocks", stats_.baselinePeakBlocks},
+        {"peak_idle_blocks", stats_.peakIdleBlocks},
+        {"peak_snapshot_blocks", stats_.peakSnapshotBlocks},
+        {"peak_idle_sequence_blocks", stats_.peakIdleSequenceBlocks},
+        {"max_blocks_between_steps", manager_->maxBlocksBetweenSteps()},
+        {"max_blocks_per_sequence", manager_->maxBlocksPerSequence()},
         {"time_s", std::move(time)},
         {"tokens_per_s", tokensPerS},
         {"kernel_tokens_per_s", kernelTokensPerS},
@@ -1372,18 +1487,29 @@ int Server::report(int exitCode) {
     return exitCode;
   }
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
-  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s, %s\n",
+  std::string threads =
+      opt_.cpuThreads > 0 ? ", " + std::to_string(opt_.cpuThreads) +
+                                (opt_.cpuThreads == 1 ? " thread" : " threads")
+                          : "";
+  std::printf("inkling-run: %s @%s, %lld layers, fusion %s%s, %s%s\n",
               opt_.modelPath.c_str(), sig_.function.c_str(), ll(opt_.layers),
               fusion, opt_.compile.checked ? ", checked" : "",
-              exec_.description().c_str());
+              exec_.description().c_str(), threads.c_str());
   std::printf("  layout         kv_heads %lld, head_dim %lld, hidden %lld, "
-              "kernel %lld, tp %lld: H %lld, D %lld, page %lld bytes\n",
+              "kernel %lld, tp %lld: H %lld, N %lld, D %lld, page %lld bytes\n",
               ll(layout.config.kvHeads), ll(layout.config.headDim),
               ll(layout.config.hidden), ll(layout.config.kernel),
-              ll(layout.config.tp), ll(layout.headsPerRank),
-              ll(layout.headSize), ll(sig_.pageBytes));
-  std::printf("  cache          %g MiB: %lld blocks per layer (block 0 null)\n",
-              opt_.budgetMB, ll(numBlocks_));
+              ll(layout.config.tp), ll(layout.headsPerRank), ll(N_),
+              ll(layout.headSize), ll(layerPage_));
+  if (crossLayer())
+    std::printf("  cache          %g MiB: %lld blocks of %lld layers' pages "
+                "side by side (block stride %lld bytes; block 0 null)\n",
+                opt_.budgetMB, ll(numBlocks_), ll(plan_.layers.size()),
+                ll(blockStrideBytes_));
+  else
+    std::printf("  cache          %g MiB: %lld blocks per layer (block 0 "
+                "null)\n",
+                opt_.budgetMB, ll(numBlocks_));
   std::printf("  steps          %lld\n", ll(stats_.steps));
   if (opt_.async || opt_.padTokens > 0)
     std::printf("  step contract  %s%lld padding tokens (--pad-tokens=%lld)\n",
@@ -1399,9 +1525,11 @@ int Server::report(int exitCode) {
               ll(stats_.arrivals), ll(stats_.finished), ll(stats_.forks),
               ll(stats_.preemptions), ll(stats_.oobPreemptions),
               ll(stats_.resumes));
-  std::printf("  prefix cache   %lld hits, %lld tokens not recomputed; %lld "
+  std::printf("  prefix cache   %s policy: %lld hits, %lld tokens not "
+              "recomputed (an unbounded every-block cache: %lld); %lld "
               "copy-on-write pages\n",
-              ll(stats_.prefixHits), ll(stats_.prefixHitTokens),
+              opt_.prefixPolicy.c_str(), ll(stats_.prefixHits),
+              ll(stats_.prefixHitTokens), ll(stats_.prefixHitTokensIdeal),
               ll(stats_.blockCopies));
   bool silu = std::any_of(sig_.convs.begin(), sig_.convs.end(),
                           [](const ConvInfo &conv) { return conv.silu; });
@@ -1414,8 +1542,16 @@ int Server::report(int exitCode) {
   else
     std::printf("  mismatches     not checked (--no-check)\n");
   std::printf("  peak blocks    %lld (window-only) vs %lld "
-              "(allocate-the-whole-chunk)\n",
-              ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks));
+              "(allocate-the-whole-chunk); %lld held between steps, %lld "
+              "snapshot blocks in a step\n",
+              ll(stats_.peakBlocks), ll(stats_.baselinePeakBlocks),
+              ll(stats_.peakIdleBlocks), ll(stats_.peakSnapshotBlocks));
+  if (opt_.check)
+    std::printf("  per sequence   %lld blocks at most between steps (bound "
+                "%lld = ceil((W-2)/N) + 1); bound during a step %lld\n",
+                ll(stats_.peakIdleSequenceBlocks),
+                ll(manager_->maxBlocksBetweenSteps()),
+                ll(manager_->maxBlocksPerSequence()));
   std::printf(
       "  time           compile %.2f s, schedule %.2f s, inputs %.2f s, "
       "kernels %.2f s, checking %.2f s\n",
@@ -1440,4 +1576,35 @@ int run::serve(const LayerSignature &signature, Executor &executor,
                const ServeOptions &options) {
   Server server(signature, executor, options);
   return server.run();
+}
+
+StatusOr<CachePlan>
+inkling::run::planCache(const LayerSignature &sig, int64_t layers,
+                        double budgetMB,
+                        const std::vector<int64_t> &attentionBlockSizes) {
+  // The bind's block stride holds `crossLayers` pages: a layer's page is
+  // its share (the layout's page, or a padded one the IR was compiled for).
+  bool cross = sig.crossLayers > 1;
+  int64_t layerPage = cross ? sig.pageBytes / sig.crossLayers : sig.pageBytes;
+  CacheRegistry registry;
+  for (int64_t l = 0; l < layers; ++l)
+    if (Status status = registry.addSconvLayer(
+            "layers." + std::to_string(l) + ".sconv", sig.layout, layerPage);
+        !status)
+      return status;
+  // Attention beside them (--print-plan): the layer's KV heads and head_dim.
+  for (size_t i = 0; i < attentionBlockSizes.size(); ++i) {
+    AttentionLayerSpec attention;
+    attention.blockSize = attentionBlockSizes[i];
+    attention.numKvHeads = sig.layout.headsPerRank;
+    attention.headSize = sig.layout.config.headDim;
+    attention.dtypeBytes = sig.layout.elementBytes;
+    if (Status status = registry.addAttentionLayer(
+            "layers." + std::to_string(i) + ".attn", attention);
+        !status)
+      return status;
+  }
+  return registry.plan(static_cast<int64_t>(budgetMB * 1024 * 1024),
+                       cross ? CacheLayoutKind::CrossLayer
+                             : CacheLayoutKind::PerLayer);
 }

@@ -16,12 +16,15 @@
 
 #include "Executor.h"
 #include "Run.h"
+#include "inkling/Runtime/SequenceManager.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <unistd.h>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -72,14 +75,40 @@ cl::opt<std::string>
            cl::desc("conv-insert, packed-inserts or none (default: the "
                     "inkling-lower-to-cpu pipeline's default)"),
            cl::cat(model));
+cl::opt<int64_t> minParallelIterations(
+    "min-parallel-iterations",
+    cl::desc("With threads: a loop nest forks only for steps of at least "
+             "this many (token, head) pairs (default 64)"),
+    cl::init(64), cl::cat(model));
 cl::opt<bool> checked("checked",
                       cl::desc("Compile in checked mode: bad slot or block ids "
                                "are reported through a status buffer"),
                       cl::cat(model));
 cl::opt<double> budgetMB("budget-mb",
-                         cl::desc("Cache memory across layers in MiB; "
-                                  "blocks = budget / (layers * page bytes)"),
+                         cl::desc("Cache memory across layers in MiB; the "
+                                  "runtime's cache plan makes it blocks"),
                          cl::init(64), cl::cat(model));
+cl::opt<int64_t>
+    blockSize("block-size",
+              cl::desc("Cache block size N, tokens per block (default: the "
+                       "layout's; the serving engine's choice, independent "
+                       "of the kernel)"),
+              cl::init(0), cl::cat(model));
+cl::opt<bool>
+    crossLayer("cross-layer",
+               cl::desc("Cross-layer pages: one allocation, a block holds "
+                        "every layer's page side by side (block stride = "
+                        "layers x page, layer l at byte l x page)"),
+               cl::cat(model));
+cl::opt<bool> printPlan("print-plan",
+                        cl::desc("Print the runtime's cache plan for the "
+                                 "layers and --budget-mb, and exit"),
+                        cl::cat(model));
+cl::list<int64_t> planAttention(
+    "plan-attention", cl::CommaSeparated, cl::cat(model),
+    cl::desc("With --print-plan: attention layers beside the sconv layers at "
+             "these block sizes (the layout's KV heads and head_dim, bf16)"),
+    cl::value_desc("N,..."));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("Print the function's argument roles and sconv "
                                "ops (the --replay indices) and exit"),
@@ -142,6 +171,19 @@ cl::opt<double> forkRate("fork-rate", cl::init(0.01), cl::cat(workload),
                                   "sequence (parallel sampling)"));
 cl::opt<bool> noPrefixCaching("no-prefix-caching", cl::cat(workload),
                               cl::desc("Disable the runtime's prefix cache"));
+cl::opt<std::string> prefixPolicy(
+    "prefix-policy", cl::init("snapshots"), cl::cat(workload),
+    cl::desc("What prefill stores for prefix hits: window (its final window "
+             "only), snapshots (also the block before each chunk end, every "
+             "S-th block boundary and cache points) or every-block"));
+cl::opt<int64_t> snapshotEvery(
+    "snapshot-every", cl::init(8), cl::cat(workload),
+    cl::desc("S: the snapshots policy also snapshots every S-th block "
+             "boundary (S in [1, 2^20])"));
+cl::opt<double> cachePointRate(
+    "cache-point-rate", cl::init(0), cl::cat(workload),
+    cl::desc("Probability that a request with a shared prompt names its end "
+             "as a cache point"));
 cl::opt<bool> noCheck("no-check", cl::cat(workload),
                       cl::desc("Skip the reference checks (timing)"));
 cl::opt<bool> json("json", cl::cat(workload),
@@ -168,13 +210,13 @@ cl::opt<std::string> outputs("outputs", cl::cat(replayCat),
                              cl::value_desc("DIR"));
 
 int listModel(const LayerSignature &sig) {
-  std::printf("@%s: layout kv_heads %lld, head_dim %lld, hidden %lld, kernel "
-              "%lld, tp %lld, page_bytes %lld\n",
-              sig.function.c_str(), (long long)sig.layout.config.kvHeads,
-              (long long)sig.layout.config.headDim,
-              (long long)sig.layout.config.hidden,
-              (long long)sig.layout.config.kernel,
-              (long long)sig.layout.config.tp, (long long)sig.pageBytes);
+  std::printf(
+      "@%s: layout kv_heads %lld, head_dim %lld, hidden %lld, kernel "
+      "%lld, tp %lld, block_size %lld, page_bytes %lld\n",
+      sig.function.c_str(), (long long)sig.layout.config.kvHeads,
+      (long long)sig.layout.config.headDim, (long long)sig.layout.config.hidden,
+      (long long)sig.layout.config.kernel, (long long)sig.layout.config.tp,
+      (long long)sig.layout.blockSize, (long long)sig.pageBytes);
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
     std::printf("  argument %zu: %s%s%s : %s\n", i,
@@ -196,6 +238,18 @@ int listModel(const LayerSignature &sig) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // libLLVM registers an internal `-threads` option of its own, so this
+  // tool's `--threads` is registered once that one is out of the way (a
+  // global cl::opt of the same name would abort at load time).
+  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
+    llvmThreads->removeArgument();
+  cl::opt<int> threads(
+      "threads",
+      cl::desc("CPU threads for the layer's loop nests (OpenMP): 0 (default), "
+               "every core (OMP_NUM_THREADS if set); 1, the calling thread "
+               "alone. Steps of fewer than --min-parallel-iterations "
+               "(token, head) pairs run on one thread either way"),
+      cl::init(0), cl::cat(model));
   cl::HideUnrelatedOptions({&model, &workload, &replayCat});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -207,12 +261,25 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "gpu")
     return run::fail("--device=" + device + ": expected cpu or gpu");
+  if (threads < 0 || threads > 4096)
+    return run::fail("--threads=" + std::to_string(threads) +
+                     ": expected 0 (every core) to 4096");
+  if (minParallelIterations < 0)
+    return run::fail("--min-parallel-iterations=" +
+                     std::to_string(minParallelIterations) +
+                     ": expected >= 0");
   bool gpu = device == "gpu";
 
   std::string error;
   auto program = LayerProgram::load(modelPath, entry, error);
   if (!program)
     return run::fail(error);
+  if (blockSize < 0)
+    return run::fail("--block-size=" + std::to_string(blockSize) +
+                     ": expected a block size >= 1");
+  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
+    return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
+                     error);
   const LayerSignature &sig = program->signature();
   if (listOps)
     return listModel(sig);
@@ -222,55 +289,121 @@ int main(int argc, char **argv) {
       return run::fail("--replay runs on the CPU; drop --device=gpu");
     if (outputs.empty())
       return run::fail("--replay needs --outputs=DIR");
+    if (crossLayer)
+      return run::fail("--cross-layer serves a workload; --replay runs one "
+                       "layer's op (use --block-size for its geometry)");
     run::ReplayOptions options;
     options.modelPath = modelPath;
     options.opIndex = replayOp;
     options.inputs.assign(inputs.begin(), inputs.end());
     options.outputDir = outputs;
     options.fusion = fusion;
+    options.threads = threads;
     return run::replay(*program, options);
   }
   if (!inputs.empty() || !outputs.empty())
     return run::fail("--inputs and --outputs go with --replay=OP");
 
+  // Every option is range-checked before any arithmetic on it (products
+  // of these bounds fit int64 and the allocations they size); the error
+  // names the option and the value as given.
+  auto intIn = [](const char *name, int64_t value, int64_t lo, int64_t hi,
+                  const char *note = "") {
+    if (value >= lo && value <= hi)
+      return true;
+    run::fail(std::string("--") + name + "=" + std::to_string(value) +
+              ": expected an integer in [" + std::to_string(lo) + ", " +
+              std::to_string(hi) + "]" + note);
+    return false;
+  };
+  auto realIn = [](const char *name, double value, double lo, double hi,
+                   bool openLo = false) {
+    if (std::isfinite(value) && (openLo ? value > lo : value >= lo) &&
+        value <= hi)
+      return true;
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "--%s=%g: expected a number in %c%.17g, %.17g]", name, value,
+                  openLo ? '(' : '[', lo, hi);
+    run::fail(text);
+    return false;
+  };
+  constexpr int64_t kMaxTokens = int64_t(1) << 20;
+  if (!intIn("layers", layers, 0, 1024,
+             " (0: the module's inkling.num_layers, else 2)") ||
+      !realIn("budget-mb", budgetMB, 0, 1 << 20, /*openLo=*/true) ||
+      !intIn("steps", steps, 0, int64_t(1) << 30) ||
+      !intIn("max-batch", maxBatch, 1, 4096) ||
+      !intIn("token-budget", tokenBudget, 1, kMaxTokens) ||
+      !intIn("max-chunk", maxChunk, 1, kMaxTokens) ||
+      !intIn("min-prompt", minPrompt, 1, kMaxTokens) ||
+      !intIn("max-prompt", maxPrompt, minPrompt, kMaxTokens) ||
+      !intIn("min-output", minOutput, 1, kMaxTokens) ||
+      !intIn("max-output", maxOutput, minOutput, kMaxTokens) ||
+      !intIn("vocab", vocab, 1, int64_t(1) << 30) ||
+      !intIn("lookahead", lookahead, 0, 16) ||
+      !intIn("pad-tokens", padTokens, 0, kMaxTokens) ||
+      !realIn("arrival-rate", arrivalRate, 0, 1024) ||
+      !intIn("shared-prefixes", sharedPrefixes, 0, 4096) ||
+      !realIn("spec-rate", specRate, 0, 1) ||
+      !realIn("preempt-rate", preemptRate, 0, 1) ||
+      !realIn("fork-rate", forkRate, 0, 1) ||
+      !realIn("shared-prefix-rate", sharedPrefixRate, 0, 1))
+    return 1;
+  // The caches live in host memory (also with --device=gpu: the checker's
+  // copies): a budget beyond it would only thrash or fail later.
+  double physicalMB = double(sysconf(_SC_PHYS_PAGES)) *
+                      double(sysconf(_SC_PAGE_SIZE)) / (1 << 20);
+  if (physicalMB > 0 && budgetMB > physicalMB) {
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "--budget-mb=%g: more than this machine's memory (%.0f MiB)",
+                  double(budgetMB), physicalMB);
+    return run::fail(text);
+  }
   run::ServeOptions options;
   options.modelPath = modelPath;
+  // Without --layers: the module's count, else the bind's cross-layer
+  // count, else 2.
   options.layers =
-      layers > 0 ? int64_t(layers) : sig.numLayers.value_or(int64_t(2));
-  if (layers < 0 || options.layers < 1)
-    return run::fail("--layers=" + std::to_string(options.layers) +
-                     ": expected at least 1");
-  auto need = [](bool ok, const std::string &what) {
-    if (!ok)
-      run::fail(what);
-    return ok;
-  };
-  if (!need(budgetMB > 0, "--budget-mb must be positive") ||
-      !need(steps >= 0, "--steps must be >= 0") ||
-      !need(maxBatch >= 1, "--max-batch must be >= 1") ||
-      !need(tokenBudget >= 1, "--token-budget must be >= 1") ||
-      !need(maxChunk >= 1, "--max-chunk must be >= 1") ||
-      !need(minPrompt >= 1 && minPrompt <= maxPrompt,
-            "--min-prompt and --max-prompt: need 1 <= min <= max") ||
-      !need(minOutput >= 1 && minOutput <= maxOutput,
-            "--min-output and --max-output: need 1 <= min <= max") ||
-      !need(vocab >= 1 && vocab <= (int64_t(1) << 30),
-            "--vocab must be in [1, 2^30]") ||
-      !need(lookahead >= 0 && lookahead <= 16,
-            "--lookahead must be in [0, 16]") ||
-      !need(padTokens >= 0 && padTokens <= (int64_t(1) << 20),
-            "--pad-tokens must be in [0, 2^20]") ||
-      !need(arrivalRate >= 0, "--arrival-rate must be >= 0") ||
-      !need(sharedPrefixes >= 0, "--shared-prefixes must be >= 0") ||
-      !need(specRate >= 0 && specRate <= 1 && preemptRate >= 0 &&
-                preemptRate <= 1 && forkRate >= 0 && forkRate <= 1 &&
-                sharedPrefixRate >= 0 && sharedPrefixRate <= 1,
-            "--spec-rate, --preempt-rate, --fork-rate and "
-            "--shared-prefix-rate are probabilities in [0, 1]"))
+      layers > 0 ? int64_t(layers)
+                 : sig.numLayers.value_or(sig.crossLayers > 1 ? sig.crossLayers
+                                                              : int64_t(2));
+  if (options.layers < 1 || options.layers > 1024)
+    return run::fail(
+        modelPath + ": inkling.num_layers = " + std::to_string(options.layers) +
+        ": expected an integer in [1, 1024] (or pass --layers)");
+  if (crossLayer && !program->setCacheGeometry(0, options.layers, error))
+    return run::fail("--cross-layer: " + error);
+  if (!planAttention.empty() && !printPlan)
+    return run::fail("--plan-attention goes with --print-plan");
+  if (printPlan) {
+    std::vector<int64_t> attention(planAttention.begin(), planAttention.end());
+    StatusOr<CachePlan> plan =
+        run::planCache(sig, options.layers, budgetMB, attention);
+    if (!plan)
+      return run::fail("--print-plan: " + plan.status().message());
+    std::fputs(plan->describe().c_str(), stdout);
+    return 0;
+  }
+  if (!std::isfinite(cachePointRate) || cachePointRate < 0 ||
+      cachePointRate > 1)
+    return run::fail("--cache-point-rate=" + std::to_string(cachePointRate) +
+                     " is a probability in [0, 1]");
+  if (snapshotEvery < 1 || snapshotEvery > kMaxSnapshotEvery)
+    return run::fail("--snapshot-every=" + std::to_string(snapshotEvery) +
+                     " must be in [1, 2^20] blocks");
+  if (StatusOr<PrefixPolicy> policy = parsePrefixPolicy(prefixPolicy);
+      !policy) {
+    llvm::errs() << "inkling-run: --prefix-policy: "
+                 << policy.status().message() << "\n";
     return 1;
+  }
   options.budgetMB = budgetMB;
   options.compile.checked = checked;
   options.compile.fusion = fusion;
+  options.compile.threads = threads;
+  options.compile.minParallelIterations = minParallelIterations;
   options.seed = seed;
   options.steps = steps;
   options.maxBatch = maxBatch;
@@ -291,6 +424,9 @@ int main(int argc, char **argv) {
   options.preemptRate = preemptRate;
   options.forkRate = forkRate;
   options.prefixCaching = !noPrefixCaching;
+  options.prefixPolicy = prefixPolicy;
+  options.snapshotEvery = snapshotEvery;
+  options.cachePointRate = cachePointRate;
   options.check = !noCheck;
   options.json = json;
   options.progress = !noProgress;
@@ -310,6 +446,8 @@ int main(int argc, char **argv) {
     executor = run::createGpuExecutor(*program, gpuOptions, error);
   } else if (program->compile(options.compile, error)) {
     executor = run::createCpuExecutor(*program);
+    options.cpuThreads = threads > 0 ? int(threads)
+                                     : LayerProgram::defaultThreadCount();
   }
   if (!executor)
     return run::fail(error);

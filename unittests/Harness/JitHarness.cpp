@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <omp.h>
 #include <sstream>
 
 using namespace inkling;
@@ -29,7 +30,10 @@ std::string harness::layoutAttr(const LayoutConfig &c) {
   std::ostringstream os;
   os << "#sconv.layout<kv_heads = " << c.kvHeads << ", head_dim = " << c.headDim
      << ", hidden = " << c.hidden << ", kernel = " << c.kernel
-     << ", tp = " << c.tp << ">";
+     << ", tp = " << c.tp;
+  if (c.blockSize != 0 && c.blockSize != c.kernel)
+    os << ", block_size = " << c.blockSize;
+  os << ">";
   return os.str();
 }
 
@@ -198,6 +202,10 @@ harness::compile(const std::string &source,
   options.checked = compileOptions.checked;
   options.fusion = compileOptions.fusion;
   options.splitStreams = compileOptions.splitStreams;
+  options.threads = compileOptions.threads;
+  options.minParallelIterations = compileOptions.minParallelIterations;
+  options.streamingStoresMinIterations =
+      compileOptions.streamingStoresMinIterations;
   options.emitCInterface = true;
   buildLowerToCPUPipeline(pm, options);
   if (mlir::failed(pm.run(*module))) {
@@ -224,6 +232,8 @@ harness::compile(const std::string &source,
   }
   return std::move(*engine);
 }
+
+int harness::defaultThreadCount() { return omp_get_max_threads(); }
 
 void *harness::lookupFunction(mlir::ExecutionEngine &engine,
                               const std::string &name) {

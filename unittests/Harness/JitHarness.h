@@ -163,7 +163,17 @@ struct CompileOptions {
   bool checked = false;
   sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
   bool splitStreams = true;
+  /// The pipeline's `threads` (1: no OpenMP) and `min-parallel-iterations`.
+  int threads = 1;
+  int64_t minParallelIterations = 64;
+  /// The pipeline's `streaming-stores-min-iterations`.
+  int64_t streamingStoresMinIterations = 4096;
 };
+
+/// The OpenMP runtime's default team size (OMP_NUM_THREADS, else the
+/// cores): what `threads = 0` gives. (Also what makes the harness's users
+/// load libomp, whose __kmpc_* entry points the threaded JIT code calls.)
+int defaultThreadCount();
 
 /// Parses `source`, lowers it with `inkling-lower-to-cpu` (`options`) and
 /// JITs it at -O3. On failure returns null

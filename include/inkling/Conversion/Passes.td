@@ -42,17 +42,24 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
     multiple of 8 gets a scalar tail loop in its last chunk.
 
     Alignment contract: the base (aligned pointer) of every memref operand
-    is 16-byte aligned. Under that contract a vector access carries
-    `{alignment = 16}` when its element offset is provably a multiple of 8
-    from the static strides and offsets of the memref type (for the cache,
-    also looking through `memref.cast` to a statically strided source such
-    as `sconv.bind`); otherwise it is emitted without an alignment (still a
-    vector access, unaligned).
+    is 16-byte aligned (callers check it: `LayerProgram::checkArguments`,
+    used by inkling-run's replay and CPU serving; the JIT tests allocate
+    64-byte aligned buffers). Under that contract a vector access claims
+    the alignment its address provably has: the gcd of 8 with the static
+    offset, every stride times what its index is known to be a multiple of
+    (a chunk's channel is a multiple of 8; the flat index h*w + c only of
+    gcd(w, 8); the weights' row start (h*w + c)*W of gcd(w*W, 8)) and the
+    stream's column offset in the cache row. `{alignment = 16}` only for a
+    multiple of 8 elements, 4 or 8 bytes for a multiple of 2 or 4, none
+    (still a vector access, unaligned) otherwise. For the cache the strides
+    come from `memref.cast`'s statically strided source such as
+    `sconv.bind`. The real layout proves 16 bytes everywhere.
 
-    With `checked`, slot ids (`-1 <= slot`, `slot / N < num_blocks`) and the
-    block ids read from the block table (`0 <= id < num_blocks`, logical
-    block within the table) are guarded: an offending access is skipped (a
-    history tap reads 0) and reported. When the step has a `status` buffer,
+    With `checked`, slot ids (`-1 <= slot`, `slot / N < num_blocks`, and a
+    slot >= 0 must be the token's own, `block_table[b][p / N] * N + p % N`)
+    and the block ids read from the block table (`0 <= id < num_blocks`,
+    logical block within the table) are guarded: an offending access is
+    skipped (a history tap reads 0) and reported. When the step has a `status` buffer,
     the report goes there (`[0]` += 1 per rejected token or tap; the first
     one's kind, token, value and limit in `[1..4]`) and the host process
     continues; without one, a `cf.assert` stops the program with a message.

@@ -35,6 +35,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
+
 namespace inkling::exec {
 
 /// Element types of the arguments a layer can take.
@@ -103,7 +107,8 @@ struct LayerSignature {
   std::string function;
   std::string location; ///< of the function, for messages
   Layout layout;
-  int64_t pageBytes = 0;   ///< `page_bytes` of the bind.
+  int64_t pageBytes = 0;   ///< `page_bytes` of the bind (the block stride).
+  int64_t crossLayers = 1; ///< `layers` of the bind: pages per block stride.
   int64_t blockStride = 0; ///< Elements between blocks.
   std::vector<ArgInfo> args;
   int cache = -1, queryStartLoc = -1, numComputed = -1, blockTable = -1,
@@ -138,6 +143,12 @@ struct CompileOptions {
   std::string fusion;
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
+  /// Threads of the CPU nests (the pipeline's `threads`): 0, the OpenMP
+  /// runtime's default (OMP_NUM_THREADS, else every core); 1, no OpenMP.
+  int threads = 0;
+  /// Steps of fewer (token, head) pairs than this run on the calling thread
+  /// (the pipeline's `min-parallel-iterations`).
+  int64_t minParallelIterations = 64;
 };
 
 /// The GPU target of `compileKernels` (the `inkling-lower-to-nvvm` options).
@@ -170,12 +181,30 @@ public:
   /// function cannot be driven.
   static std::unique_ptr<LayerProgram>
   load(const std::string &path, const std::string &entry, std::string &error);
+  /// The same from IR text in memory; `name` stands for the file in
+  /// messages and locations.
+  static std::unique_ptr<LayerProgram> fromSource(const std::string &source,
+                                                  const std::string &name,
+                                                  const std::string &entry,
+                                                  std::string &error);
 
   const LayerSignature &signature() const;
+
+  /// The threads `CompileOptions::threads = 0` gives: the OpenMP runtime's
+  /// default team size.
+  static int defaultThreadCount();
 
   /// Removes every sconv op of the function but `ops[index]` (before
   /// compile). The signature keeps every argument; the others are unused.
   bool keepOnlyOp(int64_t index, std::string &error);
+
+  /// Rewrites the cache geometry before compile: block size N (0: the
+  /// layout's) in every layout and cache type of the function, and with
+  /// `layers` > 1 cross-layer pages (the bind's block stride holds `layers`
+  /// pages; the host passes layer l the allocation from byte l * page on;
+  /// 1: a page per block; 0: as the IR's bind says). A layer's page keeps
+  /// its padding. The signature is analyzed again. Errors name the value.
+  bool setCacheGeometry(int64_t blockSize, int64_t layers, std::string &error);
 
   /// Lowers and JIT-compiles the function (once). May add a Status argument
   /// (see CompileOptions::addStatus).
@@ -190,12 +219,27 @@ public:
   bool compileKernels(const CompileOptions &options, const KernelTarget &target,
                       KernelFiles &bundle, std::string &error);
 
+  /// Checks `args` against the signature, as every caller of invoke()
+  /// should first: one entry per argument, of its rank, sizes >= 0 and
+  /// equal to the type's static sizes, strides and offset equal to its
+  /// static ones, and a data pointer 16-byte aligned for the cache and the
+  /// bf16 tensors (the kernels' alignment contract: their 16-byte vector
+  /// accesses assume it), element-aligned for the metadata. The error names
+  /// the argument, its type and the value.
+  bool checkArguments(const std::vector<MemRefArg> &args,
+                      std::string &error) const;
+
   /// Calls the compiled function; `args` has one entry per argument of the
-  /// signature, with as many sizes and strides as the argument's rank.
+  /// signature, with as many sizes and strides as the argument's rank (see
+  /// checkArguments).
   void invoke(const std::vector<MemRefArg> &args);
 
 private:
   LayerProgram();
+  static std::unique_ptr<LayerProgram>
+  fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+             const std::string &path, const std::string &entry,
+             std::string &error);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

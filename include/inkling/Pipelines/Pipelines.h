@@ -66,6 +66,33 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "the CPU, where a plain per-stream loop vectorizes; off gives the "
           "GPU's loop over the concatenated chunks"),
       llvm::cl::init(true)};
+  Option<int> threads{
+      *this, "threads",
+      llvm::cl::desc(
+          "Threads for the outer (token, head) loop of each nest, through "
+          "OpenMP (convert-scf-to-openmp; the program then needs LLVM's "
+          "OpenMP runtime, libomp). 1 (default): no OpenMP, the nests run "
+          "on the calling thread; 0: the OpenMP runtime's default "
+          "(OMP_NUM_THREADS, else every core); N > 1: N threads. The results "
+          "are the same bits for every value"),
+      llvm::cl::init(1)};
+  Option<int64_t> minParallelIterations{
+      *this, "min-parallel-iterations",
+      llvm::cl::desc(
+          "With threads != 1: a nest forks its threads only when it has at "
+          "least this many (token, head) iterations, decided at run time on "
+          "each call (the omp.parallel `if` clause); smaller steps run on the "
+          "calling thread without a fork (docs/fusion.md measures it)"),
+      llvm::cl::init(64)};
+  Option<int64_t> streamingStoresMinIterations{
+      *this, "streaming-stores-min-iterations",
+      llvm::cl::desc(
+          "A nest of at least this many (token, head) iterations stores its "
+          "outputs and cache rows with non-temporal stores (no read for "
+          "ownership, no cache pollution: a prefill's megabytes); smaller "
+          "steps keep ordinary stores, decided at run time on each call "
+          "(inkling-cpu-streaming-stores). 0: never"),
+      llvm::cl::init(4096)};
 };
 
 /// Appends the CPU lowering to `pm` (anchored on `builtin.module`): the

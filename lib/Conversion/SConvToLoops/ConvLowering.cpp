@@ -37,29 +37,28 @@ struct ConvStream {
 /// One stream of a conv, with what the lowering knows about its alignment.
 struct ConvPart {
   ConvPart(const inkling::Layout &layout, const ConvStream &s,
-           bool cacheRowsAligned)
+           MemRefType cacheType)
       : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
         out(s.out, range.width), weights(s.weights), bias(s.bias) {
-    cacheAligned = cacheRowsAligned && staticMultiple(range.offset, kLanes);
-    biasAligned =
-        bias && rowsAligned(cast<MemRefType>(bias.getType())) &&
-        staticMultiple(
-            cast<MemRefType>(bias.getType()).getStridesAndOffset().second,
-            kLanes) &&
-        staticMultiple(range.width, kLanes);
+    cacheAlign = loops::cacheAlign(cacheType, range.offset);
+    // bias[h*w + c].
+    if (bias)
+      biasAlign = accessAlign(cast<MemRefType>(bias.getType()),
+                              {flatIndexMultiple(range.width)});
     // [H*w, W] row-major: the weights of 8 consecutive channels are 8*W
     // consecutive elements; load them at once and deinterleave per tap.
-    // (8 channels start at element ch*W, a multiple of 8 past the offset.)
-    weightsAligned = staticMultiple(
-        cast<MemRefType>(weights.getType()).getStridesAndOffset().second,
-        kLanes);
+    // They start at element (h*w + c)*W of the flattened weights: a
+    // multiple of 8 only when w*W is (head h starts at h*w*W).
+    // (The flat index is that of weights[h*w + c, 0].)
+    weightsAlign = accessAlign(cast<MemRefType>(weights.getType()),
+                               {flatIndexMultiple(range.width), 0});
   }
 
   inkling::StreamRange range;
   StreamOperand x, out;
   Value weights, bias;
   Value flatWeights; ///< [H*w*W], created before the nest.
-  bool cacheAligned, biasAligned, weightsAligned;
+  llvm::MaybeAlign cacheAlign, biasAlign, weightsAlign;
 };
 
 LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
@@ -73,7 +72,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   inkling::Layout layout = layoutAttr.getDerived();
   const int64_t kernel = layout.config.kernel;
   const int64_t blockSize = layout.blockSize;
-  bool cacheRowsAligned = rowsAligned(staticCacheType(cache));
+  MemRefType cacheType = staticCacheType(cache);
 
   SmallVector<inkling::StreamRange> ranges;
   for (const ConvStream &s : streams)
@@ -81,11 +80,10 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   SmallVector<ConvPart> parts;
   SmallVector<int64_t> widths;
   for (unsigned i : orderByOffset(ranges)) {
-    parts.emplace_back(layout, streams[i], cacheRowsAligned);
+    parts.emplace_back(layout, streams[i], cacheType);
     widths.push_back(ranges[i].width);
   }
 
-  Value qslBuf = step.getQueryStartLoc();
   Value numComputedBuf = step.getNumComputed();
   Value blockTable = step.getBlockTable();
   Value slots = step.getSlotMapping();
@@ -103,105 +101,27 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     part.flatWeights = memref::CollapseShapeOp::create(
         rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
 
-  Value tokenSeqBuf = step.getTokenSeq();
-
-  // Largest b < B with qsl[b] <= t (binary search; empty sequences resolve
-  // to the later, non-empty one). Only without a token_seq operand.
-  auto searchSequence = [&](OpBuilder &b, Location loc, Value t) -> Value {
-    Type idx = b.getIndexType();
-    auto loop = scf::WhileOp::create(
-        b, loc, TypeRange{idx, idx}, ValueRange{cIndex(b, loc, 0), batch},
-        [&](OpBuilder &b, Location loc, ValueRange lohi) {
-          Value span = arith::SubIOp::create(b, loc, lohi[1], lohi[0]);
-          Value more =
-              cmp(b, loc, arith::CmpIPredicate::sgt, span, cIndex(b, loc, 1));
-          scf::ConditionOp::create(b, loc, more, lohi);
-        },
-        [&](OpBuilder &b, Location loc, ValueRange lohi) {
-          Value mid = arith::DivUIOp::create(
-              b, loc, add(b, loc, lohi[0], lohi[1]), cIndex(b, loc, 2));
-          Value start = toIndex(
-              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{mid}));
-          Value le = cmp(b, loc, arith::CmpIPredicate::sle, start, t);
-          Value lo = arith::SelectOp::create(b, loc, le, mid, lohi[0]);
-          Value hi = arith::SelectOp::create(b, loc, le, lohi[1], mid);
-          scf::YieldOp::create(b, loc, ValueRange{lo, hi});
-        });
-    return loop.getResult(0);
-  };
-
   // Per (t, h): whether t is live (a real token; in checked mode also one
-  // whose token_seq entry holds it), the sequence b of t, its first token
-  // and num_computed, the position p of t; with and_insert, t's slot.
+  // whose token_seq entry holds it), the sequence b of t (from token_seq
+  // when the step has it, else a search), its first token and
+  // num_computed, the position p of t; with and_insert, t's slot.
   // Padding tokens load none of the sequence's metadata.
   Value live, seq, seqStart, computed, position;
   SlotInfo slot;
   auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
-    Value isReal =
-        cmp(b, loc, arith::CmpIPredicate::slt, t, emitRealTokens(b, loc, step));
-    auto meta = scf::IfOp::create(
-        b, loc, isReal,
-        [&](OpBuilder &b, Location loc) {
-          Value s, first, ok = arith::ConstantIntOp::create(b, loc, 1, 1);
-          if (!tokenSeqBuf) {
-            s = searchSequence(b, loc, t);
-          } else {
-            Value entry =
-                memref::LoadOp::create(b, loc, tokenSeqBuf, ValueRange{t});
-            s = toIndex(b, loc, entry);
-            if (checked) {
-              // The entry must name a sequence of the step holding t.
-              Value inRange = cmp(b, loc, arith::CmpIPredicate::ult, s, batch);
-              s = arith::SelectOp::create(b, loc, inRange, s,
-                                          cIndex(b, loc, 0));
-              first = toIndex(
-                  b, loc,
-                  memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
-              Value end =
-                  toIndex(b, loc,
-                          memref::LoadOp::create(
-                              b, loc, qslBuf,
-                              ValueRange{add(b, loc, s, cIndex(b, loc, 1))}));
-              ok = arith::AndIOp::create(
-                  b, loc, inRange,
-                  arith::AndIOp::create(
-                      b, loc, cmp(b, loc, arith::CmpIPredicate::sle, first, t),
-                      cmp(b, loc, arith::CmpIPredicate::slt, t, end)));
-              Value bad = arith::XOrIOp::create(
-                  b, loc, ok, arith::ConstantIntOp::create(b, loc, 1, 1));
-              emitReport(
-                  b, loc,
-                  arith::AndIOp::create(b, loc, bad,
-                                        cmp(b, loc, arith::CmpIPredicate::eq, h,
-                                            cIndex(b, loc, 0))),
-                  status, CheckKind::TokenSeq, t, entry, batch,
-                  opName + " (checked): a token_seq entry is not the "
-                           "sequence (below B) whose tokens hold the token");
-            }
-          }
-          if (!first)
-            first = toIndex(
-                b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
-          Value done = toIndex(
-              b, loc,
-              memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{s}));
-          scf::YieldOp::create(b, loc, ValueRange{ok, s, first, done});
-        },
-        [&](OpBuilder &b, Location loc) {
-          Value zero = cIndex(b, loc, 0);
-          scf::YieldOp::create(
-              b, loc,
-              ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1), zero, zero,
-                         zero});
-        });
-    live = meta.getResult(0);
-    seq = meta.getResult(1);
-    seqStart = meta.getResult(2);
-    computed = meta.getResult(3);
-    position =
-        add(b, loc, computed, arith::SubIOp::create(b, loc, t, seqStart));
+    Value reporter;
+    if (checked)
+      reporter = cmp(b, loc, arith::CmpIPredicate::eq, h, cIndex(b, loc, 0));
+    SequenceInfo sequence =
+        emitTokenSequence(b, loc, step, batch, t, checked, reporter, opName);
+    live = sequence.live;
+    seq = sequence.seq;
+    seqStart = sequence.start;
+    computed = sequence.computed;
+    position = sequence.position;
     if (insert) {
-      slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
+      slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit,
+                      &sequence, blockTable);
       maskPaddingSlot(b, loc, slot, live);
     }
   };
@@ -213,7 +133,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
     auto loadTap = [&](OpBuilder &b, Location loc, Value physical) {
       Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col},
-                          lanes, part.cacheAligned && lanes > 1);
+                          lanes, part.cacheAlign);
       return extToF32(b, loc, v, lanes);
     };
     if (!checked) {
@@ -276,7 +196,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     Value acc = part.bias
                     ? extToF32(b, loc,
                                loadLanes(b, loc, part.bias, ValueRange{channel},
-                                         lanes, part.biasAligned && lanes > 1),
+                                         lanes, part.biasAlign),
                                lanes)
                     : splatF32(b, loc, 0.0f, lanes);
     // The weights of these channels, per tap.
@@ -292,7 +212,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
       Value all =
           loadLanes(b, loc, part.flatWeights,
                     ValueRange{mul(b, loc, channel, cIndex(b, loc, kernel))},
-                    lanes * kernel, part.weightsAligned);
+                    lanes * kernel, part.weightsAlign);
       for (int64_t j = 0; j < kernel; ++j) {
         Value wj = all;
         if (kernel > 1) {
@@ -308,8 +228,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
       scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
         Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
         storeLanes(b, loc, xRaw, cache,
-                   ValueRange{slot.block, h, slot.row, col},
-                   part.cacheAligned && lanes > 1);
+                   ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
         scf::YieldOp::create(b, loc);
       });
     }
@@ -341,9 +260,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                     scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
                   },
                   [&](OpBuilder &b, Location loc) {
-                    Value n = cIndex(b, loc, blockSize);
-                    Value logical = arith::DivUIOp::create(b, loc, q, n);
-                    Value row = arith::RemUIOp::create(b, loc, q, n);
+                    auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
                     Value history =
                         emitHistory(b, loc, part, t, h, c, lanes, logical, row);
                     scf::YieldOp::create(b, loc, history);
@@ -387,7 +304,6 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         });
   };
 
-  std::string message = slotMessage(op);
   emitNest(
       rewriter, loc, tokens, layout.headsPerRank, widths, splitStreams,
       [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
@@ -395,10 +311,8 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         const ConvPart &part = parts[i];
         // One report per bad slot, token and stream, as the inserts do.
         if (insert && checked)
-          emitReport(b, loc,
-                     arith::AndIOp::create(b, loc, slot.bad,
-                                           isReporter(b, loc, h, chunk)),
-                     status, CheckKind::Slot, t, slot.slot, slotLimit, message);
+          emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
+                          status, t, slotLimit);
         emitChunk(b, loc, chunk, part.range.width,
                   [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                     lanesBody(b, loc, part, t, h, c, lanes);

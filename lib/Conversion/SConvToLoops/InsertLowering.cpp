@@ -29,7 +29,7 @@ namespace {
 struct InsertPart {
   inkling::StreamRange range;
   StreamOperand x;
-  bool cacheAligned;
+  llvm::MaybeAlign cacheAlign;
 };
 
 LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
@@ -42,7 +42,7 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
   Location loc = op->getLoc();
   inkling::Layout layout = layoutAttr.getDerived();
   int64_t blockSize = layout.blockSize;
-  bool cacheRowsAligned = rowsAligned(staticCacheType(cache));
+  MemRefType cacheType = staticCacheType(cache);
 
   SmallVector<inkling::StreamRange> ranges;
   for (sconv::Stream stream : streams)
@@ -50,9 +50,8 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
   SmallVector<InsertPart> parts;
   SmallVector<int64_t> widths;
   for (unsigned i : orderByOffset(ranges)) {
-    parts.push_back(
-        {ranges[i], StreamOperand(inputs[i], ranges[i].width),
-         cacheRowsAligned && staticMultiple(ranges[i].offset, kLanes)});
+    parts.push_back({ranges[i], StreamOperand(inputs[i], ranges[i].width),
+                     cacheAlign(cacheType, ranges[i].offset)});
     widths.push_back(ranges[i].width);
   }
 
@@ -60,7 +59,7 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
   Value status = step.getStatus();
   Value tokens = memref::DimOp::create(rewriter, loc, inputs.front(), 0);
   Value slotLimit = emitSlotLimit(rewriter, loc, cache, blockSize);
-  std::string message = slotMessage(op);
+  Value batch = memref::DimOp::create(rewriter, loc, step.getNumComputed(), 0);
 
   SlotInfo slot;
   emitNest(
@@ -71,10 +70,8 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
         // One report per token and stream (head 0, the stream's chunk 0):
         // the count is that of the separate inserts.
         if (checked)
-          emitReport(b, loc,
-                     arith::AndIOp::create(b, loc, slot.bad,
-                                           isReporter(b, loc, h, chunk)),
-                     status, CheckKind::Slot, t, slot.slot, slotLimit, message);
+          emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
+                          status, t, slotLimit);
         scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
           emitChunk(b, loc, chunk, part.range.width,
                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
@@ -83,16 +80,27 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
                           add(b, loc, c, cIndex(b, loc, part.range.offset));
                       storeLanes(b, loc, v, cache,
                                  ValueRange{slot.block, h, slot.row, col},
-                                 part.cacheAligned && lanes > 1);
+                                 part.cacheAlign);
                     });
           scf::YieldOp::create(b, loc);
         });
       },
       [&](OpBuilder &b, Location loc, Value t, Value) {
-        slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit);
-        maskPaddingSlot(b, loc, slot,
-                        cmp(b, loc, arith::CmpIPredicate::slt, t,
-                            emitRealTokens(b, loc, step)));
+        if (!checked) {
+          slot = emitSlot(b, loc, slots, t, blockSize, false, slotLimit);
+          maskPaddingSlot(b, loc, slot,
+                          cmp(b, loc, arith::CmpIPredicate::slt, t,
+                              emitRealTokens(b, loc, step)));
+          return;
+        }
+        // A bad token_seq entry is reported by the step's convs (once per
+        // token, as without inserts); here it only stores nothing.
+        SequenceInfo sequence =
+            emitTokenSequence(b, loc, step, batch, t, /*checked=*/true,
+                              /*reporter=*/{}, op->getName().getStringRef());
+        slot = emitSlot(b, loc, slots, t, blockSize, true, slotLimit, &sequence,
+                        step.getBlockTable());
+        maskPaddingSlot(b, loc, slot, sequence.live);
       });
   rewriter.eraseOp(op);
   return success();

@@ -19,6 +19,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <tuple>
+
+#include <numeric>
 
 namespace inkling::loops {
 
@@ -33,7 +38,10 @@ enum class CheckKind : int64_t {
   Slot = 1,
   BlockId = 2,
   LogicalBlock = 3,
-  TokenSeq = 4
+  /// A slot in range that is not block_table[b][p / N] * N + p % N.
+  SlotNotTokens = 4,
+  /// A token_seq entry that is not the sequence (below B) holding the token.
+  TokenSeq = 5
 };
 
 constexpr const char *kNoStepMessage =
@@ -95,27 +103,27 @@ inline Value splatF32(OpBuilder &b, Location loc, float value, int64_t lanes) {
                              b.getF32FloatAttr(value).getValue()));
 }
 
-/// Loads `lanes` consecutive elements of the innermost dim (a scalar for 1).
+/// Loads `lanes` consecutive elements of the innermost dim (a scalar for 1),
+/// claiming `align` (see accessAlign) for a vector.
 inline Value loadLanes(OpBuilder &b, Location loc, Value memref,
-                       ValueRange indices, int64_t lanes, bool aligned) {
+                       ValueRange indices, int64_t lanes,
+                       llvm::MaybeAlign align) {
   if (lanes == 1)
     return memref::LoadOp::create(b, loc, memref, indices);
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  return vector::LoadOp::create(
-      b, loc, VectorType::get({lanes}, element), memref, indices,
-      /*nontemporal=*/false,
-      aligned ? llvm::MaybeAlign(kAlignBytes) : llvm::MaybeAlign());
+  return vector::LoadOp::create(b, loc, VectorType::get({lanes}, element),
+                                memref, indices,
+                                /*nontemporal=*/false, align);
 }
 
 inline void storeLanes(OpBuilder &b, Location loc, Value value, Value memref,
-                       ValueRange indices, bool aligned) {
+                       ValueRange indices, llvm::MaybeAlign align) {
   if (!isa<VectorType>(value.getType())) {
     memref::StoreOp::create(b, loc, value, memref, indices);
     return;
   }
   vector::StoreOp::create(b, loc, value, memref, indices, /*nontemporal=*/false,
-                          aligned ? llvm::MaybeAlign(kAlignBytes)
-                                  : llvm::MaybeAlign());
+                          align);
 }
 
 inline Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes) {
@@ -126,24 +134,46 @@ inline Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes) {
 // Alignment facts
 //===----------------------------------------------------------------------===//
 
-inline bool staticMultiple(int64_t v, int64_t m) {
-  return !ShapedType::isDynamic(v) && v % m == 0;
-}
-
-/// True when, given a 16-byte aligned base, the element at any index whose
-/// innermost component is a multiple of 8 is 16-byte aligned: the offset and
-/// every stride except the innermost (unit) one are static multiples of 8.
-inline bool rowsAligned(MemRefType type) {
+/// The largest divisor of kLanes that every element offset
+/// `offset + sum_k(i_k * stride_k)` of `type` provably has when index k is a
+/// multiple of `indexMultiples[k]` (1: anything, 0: always 0). A dynamic
+/// offset proves nothing; a dynamic stride keeps only its index's multiple.
+inline int64_t offsetMultiple(MemRefType type,
+                              ArrayRef<int64_t> indexMultiples) {
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)))
-    return false;
-  if (!staticMultiple(offset, kLanes))
-    return false;
-  for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
-    if (!staticMultiple(stride, kLanes))
-      return false;
-  return true;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset))
+    return 1;
+  int64_t multiple = std::gcd(kLanes, offset);
+  for (auto [stride, index] : llvm::zip_equal(strides, indexMultiples)) {
+    int64_t term = ShapedType::isDynamic(stride) ? index : stride * index;
+    multiple = std::gcd(multiple, term);
+  }
+  return multiple;
+}
+
+/// The alignment a vector access to `type` at such indices may claim, under
+/// the contract that the base (aligned pointer) of every memref operand is
+/// 16-byte aligned (stated in the pass description; checked where buffers
+/// enter a JIT-ed layer by LayerProgram::checkArguments, which inkling-run's
+/// replay and CPU serving call; cuMemAlloc gives 256-byte aligned device
+/// buffers). kAlignBytes only for offsets that are multiples of 8 elements;
+/// else the proven power of two (4 or 8 bytes); none when only the
+/// element's own alignment is known (the lowering's default: an unaligned
+/// vector).
+inline llvm::MaybeAlign accessAlign(MemRefType type,
+                                    ArrayRef<int64_t> indexMultiples) {
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t bytes = offsetMultiple(type, indexMultiples) * elementBytes;
+  if (bytes <= elementBytes)
+    return llvm::MaybeAlign();
+  return llvm::MaybeAlign(std::min<uint64_t>(kAlignBytes, bytes));
+}
+
+/// What an index `h * width + c` (c a multiple of kLanes) is a multiple of.
+inline int64_t flatIndexMultiple(int64_t width) {
+  return std::gcd(kLanes, width);
 }
 
 /// The most static type known for `cache`: a `memref.cast` (e.g. from the
@@ -168,12 +198,16 @@ inline MemRefType staticCacheType(Value cache) {
 struct StreamOperand {
   Value memref;
   int64_t width;
-  bool aligned; ///< Chunk-start accesses are provably 16-byte aligned.
+  /// What a chunk-start access may claim: [t, h, c] or [t, h*w + c] with c
+  /// a multiple of kLanes.
+  llvm::MaybeAlign align;
 
   StreamOperand(Value memref, int64_t width) : memref(memref), width(width) {
     auto type = cast<MemRefType>(memref.getType());
-    aligned = rowsAligned(type) &&
-              (type.getRank() == 3 || staticMultiple(width, kLanes));
+    if (type.getRank() == 3)
+      align = accessAlign(type, {1, 1, kLanes});
+    else
+      align = accessAlign(type, {1, flatIndexMultiple(width)});
   }
 
   SmallVector<Value> indices(OpBuilder &b, Location loc, Value token,
@@ -187,15 +221,20 @@ struct StreamOperand {
   Value load(OpBuilder &b, Location loc, Value token, Value head, Value channel,
              int64_t lanes) const {
     return loadLanes(b, loc, memref, indices(b, loc, token, head, channel),
-                     lanes, aligned && lanes > 1);
+                     lanes, align);
   }
 
   void store(OpBuilder &b, Location loc, Value value, Value token, Value head,
              Value channel) const {
     storeLanes(b, loc, value, memref, indices(b, loc, token, head, channel),
-               aligned);
+               align);
   }
 };
+
+/// What a chunk-start access to the cache at column `offset + c` may claim.
+inline llvm::MaybeAlign cacheAlign(MemRefType cacheType, int64_t offset) {
+  return accessAlign(cacheType, {1, 1, 1, std::gcd(kLanes, offset)});
+}
 
 //===----------------------------------------------------------------------===//
 // The chunk loop
@@ -396,6 +435,22 @@ inline Value isReporter(OpBuilder &b, Location loc, Value head, Value channel) {
 // The step's slot of a token (inserts)
 //===----------------------------------------------------------------------===//
 
+/// (q / N, q % N) of a non-negative index q (a position or a slot) for
+/// any block size N: a shift and a mask when N is a power of two (the
+/// common engine choices), else a division.
+inline std::pair<Value, Value> emitBlockAndRow(OpBuilder &b, Location loc,
+                                               Value q, int64_t blockSize) {
+  if (llvm::isPowerOf2_64(blockSize)) {
+    Value shift = cIndex(b, loc, llvm::Log2_64(blockSize));
+    Value mask = cIndex(b, loc, blockSize - 1);
+    return {arith::ShRUIOp::create(b, loc, q, shift),
+            arith::AndIOp::create(b, loc, q, mask)};
+  }
+  Value n = cIndex(b, loc, blockSize);
+  return {arith::DivUIOp::create(b, loc, q, n),
+          arith::RemUIOp::create(b, loc, q, n)};
+}
+
 /// The number of slots of the cache, as i64: a valid slot is below it.
 inline Value emitSlotLimit(OpBuilder &b, Location loc, Value cache,
                            int64_t blockSize) {
@@ -403,33 +458,112 @@ inline Value emitSlotLimit(OpBuilder &b, Location loc, Value cache,
   return toI64(b, loc, mul(b, loc, numBlocks, cIndex(b, loc, blockSize)));
 }
 
-/// Where token t is stored: `valid` (slot >= 0, and in checked mode below
-/// the limit), `bad` (checked mode: slot < -1 or beyond the cache), the
-/// cache block and row.
-struct SlotInfo {
-  Value slot, valid, bad, block, row;
+/// The sequence b of token t (the largest b < B with qsl[b] <= t: a binary
+/// search; empty sequences resolve to the later, non-empty one), its first
+/// token, its num_computed and the position p of t.
+struct SequenceInfo {
+  Value seq, start, computed, position;
+  /// Null: a real token (the search). Else whether t is live: a real token
+  /// (t < qsl[B]) and, checked, one whose token_seq entry holds it; the
+  /// other fields are 0 for a token that is not (see emitTokenSequence).
+  Value live;
 };
 
+inline SequenceInfo emitSequence(OpBuilder &b, Location loc, Value qslBuf,
+                                 Value numComputedBuf, Value batch, Value t) {
+  Type idx = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, loc, TypeRange{idx, idx}, ValueRange{cIndex(b, loc, 0), batch},
+      [&](OpBuilder &b, Location loc, ValueRange lohi) {
+        Value span = arith::SubIOp::create(b, loc, lohi[1], lohi[0]);
+        Value more =
+            cmp(b, loc, arith::CmpIPredicate::sgt, span, cIndex(b, loc, 1));
+        scf::ConditionOp::create(b, loc, more, lohi);
+      },
+      [&](OpBuilder &b, Location loc, ValueRange lohi) {
+        Value mid = arith::DivUIOp::create(
+            b, loc, add(b, loc, lohi[0], lohi[1]), cIndex(b, loc, 2));
+        Value start = toIndex(
+            b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{mid}));
+        Value le = cmp(b, loc, arith::CmpIPredicate::sle, start, t);
+        Value lo = arith::SelectOp::create(b, loc, le, mid, lohi[0]);
+        Value hi = arith::SelectOp::create(b, loc, le, lohi[1], mid);
+        scf::YieldOp::create(b, loc, ValueRange{lo, hi});
+      });
+  SequenceInfo info;
+  info.seq = loop.getResult(0);
+  info.start = toIndex(
+      b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{info.seq}));
+  info.computed = toIndex(
+      b, loc,
+      memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{info.seq}));
+  info.position =
+      add(b, loc, info.computed, arith::SubIOp::create(b, loc, t, info.start));
+  return info;
+}
+
+/// Where token t is stored: `valid` (slot >= 0, and in checked mode below
+/// the limit and the token's own slot), `bad` (checked mode: slot < -1 or
+/// beyond the cache), `notTokens` (checked mode: in range, but not
+/// block_table[b][p / N] * N + p % N: it would overwrite a row that other
+/// tokens or the convs read, and fused and unfused programs would
+/// disagree), `expected` (that slot, -1 when p / N is beyond the table),
+/// the cache block and row.
+struct SlotInfo {
+  Value slot, valid, bad, notTokens, expected, block, row;
+};
+
+/// `sequence` and `blockTable` are needed in checked mode only.
 inline SlotInfo emitSlot(OpBuilder &b, Location loc, Value slots, Value token,
-                         int64_t blockSize, bool checked, Value slotLimit) {
+                         int64_t blockSize, bool checked, Value slotLimit,
+                         const SequenceInfo *sequence = nullptr,
+                         Value blockTable = {}) {
   SlotInfo info;
   info.slot = memref::LoadOp::create(b, loc, slots, ValueRange{token});
   Value slot = info.slot;
   info.valid = cmp(b, loc, arith::CmpIPredicate::sge, slot, cI64(b, loc, 0));
+  Value n = cIndex(b, loc, blockSize);
   if (checked) {
+    Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
     Value inRange = cmp(b, loc, arith::CmpIPredicate::slt, slot, slotLimit);
     info.bad = arith::OrIOp::create(
         b, loc, cmp(b, loc, arith::CmpIPredicate::slt, slot, cI64(b, loc, -1)),
-        arith::AndIOp::create(
-            b, loc, info.valid,
-            arith::XOrIOp::create(b, loc, inRange,
-                                  arith::ConstantIntOp::create(b, loc, 1, 1))));
+        arith::AndIOp::create(b, loc, info.valid,
+                              arith::XOrIOp::create(b, loc, inRange, yes)));
     info.valid = arith::AndIOp::create(b, loc, info.valid, inRange);
+    // The token's own slot: block_table[b][p / N] * N + p % N.
+    Value logical =
+        arith::DivUIOp::create(b, loc, sequence->position, n).getResult();
+    Value width = memref::DimOp::create(b, loc, blockTable, 1);
+    Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, width);
+    // A padding token reads no block table row.
+    if (sequence->live)
+      inTable = arith::AndIOp::create(b, loc, inTable, sequence->live);
+    auto expected = scf::IfOp::create(
+        b, loc, inTable,
+        [&](OpBuilder &b, Location loc) {
+          Value id =
+              toI64(b, loc,
+                    memref::LoadOp::create(b, loc, blockTable,
+                                           ValueRange{sequence->seq, logical}));
+          Value row = toI64(
+              b, loc, arith::RemUIOp::create(b, loc, sequence->position, n));
+          scf::YieldOp::create(
+              b, loc,
+              add(b, loc, mul(b, loc, id, cI64(b, loc, blockSize)), row));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, cI64(b, loc, -1));
+        });
+    info.expected = expected.getResult(0);
+    Value own = cmp(b, loc, arith::CmpIPredicate::eq, slot, info.expected);
+    info.notTokens = arith::AndIOp::create(
+        b, loc, info.valid, arith::XOrIOp::create(b, loc, own, yes));
+    info.valid = arith::AndIOp::create(b, loc, info.valid, own);
   }
-  Value index = toIndex(b, loc, slot);
-  Value n = cIndex(b, loc, blockSize);
-  info.block = arith::DivSIOp::create(b, loc, index, n);
-  info.row = arith::RemSIOp::create(b, loc, index, n);
+  // Only used where valid (slot >= 0): unsigned division is exact there.
+  std::tie(info.block, info.row) =
+      emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
   return info;
 }
 
@@ -451,6 +585,89 @@ inline void maskPaddingSlot(OpBuilder &b, Location loc, SlotInfo &info,
   info.valid = arith::AndIOp::create(b, loc, info.valid, isReal);
   if (info.bad)
     info.bad = arith::AndIOp::create(b, loc, info.bad, isReal);
+  if (info.notTokens)
+    info.notTokens = arith::AndIOp::create(b, loc, info.notTokens, isReal);
+}
+
+/// The sequence of token t for a nest, with `live` set: loaded only for a
+/// real token (padding tokens read no metadata of a sequence), from the
+/// step's token_seq when it has one (no search) and else by emitSequence.
+/// Checked, a token_seq entry must name a sequence of the step holding t;
+/// one that does not makes t not live and, where `reporter` is given, is
+/// reported (kind 5; value: the entry, limit: B).
+inline SequenceInfo emitTokenSequence(OpBuilder &b, Location loc,
+                                      sconv::StepOp step, Value batch, Value t,
+                                      bool checked, Value reporter,
+                                      StringRef opName) {
+  Value qslBuf = step.getQueryStartLoc();
+  Value numComputedBuf = step.getNumComputed();
+  Value tokenSeqBuf = step.getTokenSeq();
+  Value isReal =
+      cmp(b, loc, arith::CmpIPredicate::slt, t, emitRealTokens(b, loc, step));
+  auto meta = scf::IfOp::create(
+      b, loc, isReal,
+      [&](OpBuilder &b, Location loc) {
+        Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+        if (!tokenSeqBuf) {
+          SequenceInfo found =
+              emitSequence(b, loc, qslBuf, numComputedBuf, batch, t);
+          scf::YieldOp::create(
+              b, loc, ValueRange{ok, found.seq, found.start, found.computed});
+          return;
+        }
+        Value entry =
+            memref::LoadOp::create(b, loc, tokenSeqBuf, ValueRange{t});
+        Value s = toIndex(b, loc, entry), first;
+        if (checked) {
+          // The entry must name a sequence of the step holding t.
+          Value inRange = cmp(b, loc, arith::CmpIPredicate::ult, s, batch);
+          s = arith::SelectOp::create(b, loc, inRange, s, cIndex(b, loc, 0));
+          first = toIndex(
+              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+          Value end =
+              toIndex(b, loc,
+                      memref::LoadOp::create(
+                          b, loc, qslBuf,
+                          ValueRange{add(b, loc, s, cIndex(b, loc, 1))}));
+          ok = arith::AndIOp::create(
+              b, loc, inRange,
+              arith::AndIOp::create(
+                  b, loc, cmp(b, loc, arith::CmpIPredicate::sle, first, t),
+                  cmp(b, loc, arith::CmpIPredicate::slt, t, end)));
+          if (reporter) {
+            Value bad = arith::XOrIOp::create(
+                b, loc, ok, arith::ConstantIntOp::create(b, loc, 1, 1));
+            emitReport(b, loc, arith::AndIOp::create(b, loc, bad, reporter),
+                       step.getStatus(), CheckKind::TokenSeq, t, entry, batch,
+                       (opName + " (checked): a token_seq entry is not the "
+                                 "sequence (below B) whose tokens hold the "
+                                 "token")
+                           .str());
+          }
+        } else {
+          first = toIndex(
+              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+        }
+        Value done = toIndex(
+            b, loc,
+            memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{s}));
+        scf::YieldOp::create(b, loc, ValueRange{ok, s, first, done});
+      },
+      [&](OpBuilder &b, Location loc) {
+        Value zero = cIndex(b, loc, 0);
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1), zero, zero,
+                       zero});
+      });
+  SequenceInfo info;
+  info.live = meta.getResult(0);
+  info.seq = meta.getResult(1);
+  info.start = meta.getResult(2);
+  info.computed = meta.getResult(3);
+  info.position =
+      add(b, loc, info.computed, arith::SubIOp::create(b, loc, t, info.start));
+  return info;
 }
 
 /// The message of a rejected slot for `op` (checked mode).
@@ -459,6 +676,22 @@ inline std::string slotMessage(Operation *op) {
           " (checked): a slot_mapping entry is below -1 or addresses a block "
           "at or beyond the cache's num_blocks")
       .str();
+}
+
+/// Reports a rejected slot of token t once (when `reporter`): out of range
+/// (kind 1; limit: num_blocks * N) or not the token's own (kind 4; limit:
+/// the expected slot).
+inline void emitSlotReports(OpBuilder &b, Location loc, Operation *op,
+                            const SlotInfo &slot, Value reporter, Value status,
+                            Value token, Value slotLimit) {
+  emitReport(b, loc, arith::AndIOp::create(b, loc, slot.bad, reporter), status,
+             CheckKind::Slot, token, slot.slot, slotLimit, slotMessage(op));
+  emitReport(b, loc, arith::AndIOp::create(b, loc, slot.notTokens, reporter),
+             status, CheckKind::SlotNotTokens, token, slot.slot, slot.expected,
+             (op->getName().getStringRef() +
+              " (checked): a slot_mapping entry is neither -1 nor the token's "
+              "own slot block_table[b][p / N] * N + p % N")
+                 .str());
 }
 
 //===----------------------------------------------------------------------===//

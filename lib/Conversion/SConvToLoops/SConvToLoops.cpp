@@ -55,13 +55,24 @@ struct BindLowering : OpRewritePattern<BindOp> {
         memref::ViewOp::create(rewriter, loc, flatType, buffer,
                                cIndex(rewriter, loc, 0), ValueRange{elements});
     SmallVector<OpFoldResult> sizes, strides;
-    if (cacheType.isDynamicDim(0))
-      sizes.push_back(
-          arith::DivUIOp::create(rewriter, loc, bytes,
-                                 cIndex(rewriter, loc, op.getPageBytes()))
-              .getResult());
-    else
+    if (cacheType.isDynamicDim(0)) {
+      // The blocks whose unpadded page lies inside the buffer
+      // (Layout::blocksInBuffer): (bytes - page) / stride + 1, or 0.
+      Value page = cIndex(rewriter, loc, layout.pageBytes());
+      Value fits = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::uge, bytes, page);
+      Value count = arith::AddIOp::create(
+          rewriter, loc,
+          arith::DivUIOp::create(
+              rewriter, loc, arith::SubIOp::create(rewriter, loc, bytes, page),
+              cIndex(rewriter, loc, op.getPageBytes())),
+          cIndex(rewriter, loc, 1));
+      sizes.push_back(arith::SelectOp::create(rewriter, loc, fits, count,
+                                              cIndex(rewriter, loc, 0))
+                          .getResult());
+    } else {
       sizes.push_back(rewriter.getIndexAttr(cacheType.getDimSize(0)));
+    }
     for (int64_t dim : cacheType.getShape().drop_front())
       sizes.push_back(rewriter.getIndexAttr(dim));
     for (int64_t stride : cacheType.getStridesAndOffset().first)

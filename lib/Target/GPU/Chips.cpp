@@ -55,6 +55,14 @@ struct CheckTargetPass
     : inkling::gpu::impl::CheckTargetPassBase<CheckTargetPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (!llvm::is_contained({"isa", "bin", "fatbin", "llvm", "offloading"},
+                            llvm::StringRef(format))) {
+      getOperation().emitError()
+          << "GPU format '" << format
+          << "': expected isa, bin, fatbin, llvm or offloading";
+      signalPassFailure();
+      return;
+    }
     if (inkling::gpu::isKnownNVPTXChip(chip))
       return;
     getOperation().emitError()

@@ -3,27 +3,43 @@
 #l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 !cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
 
-// With a status buffer: a slot is stored only when 0 <= slot < num_blocks*N;
-// one lane per token (head 0, chunk 0) reports slot < -1 or slot >= the
-// limit: an atomic count, then the first report's kind, token, slot, limit.
+// With a status buffer: a slot is stored only when 0 <= slot < num_blocks*N
+// and it is the token's own slot, block_table[b][p / N] * N + p % N (b and
+// p from a binary search of query_start_loc); one lane per token (head 0,
+// chunk 0) reports slot < -1 or slot >= the limit (kind 1), or another
+// slot (kind 4): an atomic count, then the first report's kind, token,
+// slot, limit.
 // CHECK-LABEL: func @insert_status
 // CHECK-SAME:    %[[STATUS:[a-z0-9]+]]: memref<5xi64>
 // CHECK:         %[[BLOCKS:.+]] = memref.dim %{{.*}}, %{{.*}} : memref<?x8x4x2048xbf16
 // CHECK:         %[[SLOTS:.+]] = arith.muli %[[BLOCKS]], %{{.*}} : index
 // CHECK:         %[[LIMIT:.+]] = arith.index_cast %[[SLOTS]] : index to i64
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
-// CHECK:           %[[SLOT:.+]] = memref.load
+// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %[[T]], %{{.*}} : index
+// CHECK:           scf.while
+// CHECK:           %[[SLOT:.+]] = memref.load %{{.*}}[%[[T]]] : memref<?xi64>
 // CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
 // CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %[[LIMIT]] : i64
-// CHECK:           %[[INCACHE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
-// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
-// CHECK:           %[[VALID:.+]] = arith.andi %[[INCACHE]], %[[REAL]] : i1
+// CHECK:           %[[INRANGE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// A padding token reads no block table row for its own slot.
+// CHECK:           %[[ASK:.+]] = arith.andi %{{.*}}, %[[REAL]] : i1
+// CHECK:           %[[OWN:.+]] = scf.if %[[ASK]] -> (i64) {
+// CHECK:             memref.load %{{.*}} : memref<?x?xi32>
+// CHECK:             arith.muli %{{.*}}, %c4_i64 : i64
+// CHECK:           } else {
+// CHECK:             scf.yield %c-1_i64 : i64
+// CHECK:           %[[EQ:.+]] = arith.cmpi eq, %[[SLOT]], %[[OWN]] : i64
+// CHECK:           %[[MINE:.+]] = arith.andi %[[INRANGE]], %[[EQ]] : i1
+// CHECK:           %[[VALID:.+]] = arith.andi %[[MINE]], %[[REAL]] : i1
 // CHECK:           scf.parallel
 // CHECK:             scf.if %{{.*}} {
 // CHECK:               %[[OLD:.+]] = memref.atomic_rmw addi %{{.*}}, %[[STATUS]][%{{.*}}] : (i64, memref<5xi64>) -> i64
 // CHECK:               %[[FIRST:.+]] = arith.cmpi eq, %[[OLD]], %{{.*}} : i64
 // CHECK:               scf.if %[[FIRST]] {
 // CHECK-COUNT-4:         memref.store %{{.*}}, %[[STATUS]]
+// CHECK:             scf.if %{{.*}} {
+// CHECK:               memref.atomic_rmw addi %{{.*}}, %[[STATUS]]
+// CHECK:               memref.store %c4_i64, %[[STATUS]][%c1]
 // CHECK:             scf.if %[[VALID]] {
 // CHECK:               vector.store
 func.func @insert_status(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
@@ -96,9 +112,12 @@ func.func @insert_assert(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECK:           %[[SLOT:.+]] = memref.load %{{.*}} : memref<?xi64>
 // CHECK:           %[[NONNEG:.+]] = arith.cmpi sge, %[[SLOT]], %{{.*}} : i64
 // CHECK:           %[[BELOW:.+]] = arith.cmpi slt, %[[SLOT]], %{{.*}} : i64
-// CHECK:           %[[INCACHE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
-// CHECK:           %[[VALID:.+]] = arith.andi %[[INCACHE]], %[[REAL]] : i1
+// CHECK:           %[[INRANGE:.+]] = arith.andi %[[NONNEG]], %[[BELOW]] : i1
+// CHECK:           %[[EQ:.+]] = arith.cmpi eq, %[[SLOT]], %{{.*}} : i64
+// CHECK:           %[[MINE:.+]] = arith.andi %[[INRANGE]], %[[EQ]] : i1
+// CHECK:           %[[VALID:.+]] = arith.andi %[[MINE]], %[[REAL]] : i1
 // CHECK:           scf.parallel
+// CHECK:             memref.atomic_rmw addi
 // CHECK:             memref.atomic_rmw addi
 // CHECK:             scf.if %[[VALID]] {
 // CHECK:               vector.store

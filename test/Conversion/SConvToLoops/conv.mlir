@@ -46,8 +46,8 @@
 // CHECK:               scf.if %{{.*}} -> (vector<8xf32>) {
 // CHECK:                 scf.yield %[[ZERO]]
 // CHECK:               } else {
-// CHECK:                 %[[LOGICAL:.+]] = arith.divui
-// CHECK:                 %[[ROW:.+]] = arith.remui
+// CHECK:                 %[[LOGICAL:.+]] = arith.shrui
+// CHECK:                 %[[ROW:.+]] = arith.andi
 // CHECK:                 %[[COL:.+]] = arith.addi %{{.*}}, %[[C256]]
 // CHECK:                 %[[BLOCK:.+]] = memref.load %{{.*}}[%[[META]]#0, %[[LOGICAL]]] : memref<?x?xi32>
 // CHECK:                 %[[BLOCKIDX:.+]] = arith.index_cast %[[BLOCK]]
@@ -102,5 +102,30 @@ func.func @conv_bias_silu(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
   sconv.conv %x, %w bias %b history %cache[k] layout #real step %step into %y
       activation silu {residual = false}
       : memref<?x8x128xbf16>, memref<1024x4xbf16>, !cache, memref<1024xbf16> -> memref<?x8x128xbf16>
+  return
+}
+
+// Alignment from proof (issue 13's layout: kv_heads 4, head_dim 24, hidden
+// 72, kernel 3; attn is 18 channels per head at column 48). The weights of
+// head h start at element h*18*3: a multiple of 2 only, so the 24-element
+// weight load claims 4 bytes; so do x (channel h*18 + c) and out. The cache
+// column 48 + c and its static strides are multiples of 8: 16 bytes.
+// CHECK-LABEL: func @conv_odd_widths
+// CHECK:         vector.load %{{.*}}[%{{.*}}] {alignment = 4 : i64} : memref<216xbf16>, vector<24xbf16>
+// CHECK:         vector.load %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<?x72xbf16>, vector<8xbf16>
+// CHECK:         vector.load %{{.*}} {alignment = 16 : i64} : memref<?x4x3x128xbf16, strided<[1536, 384, 128, 1]>>, vector<8xbf16>
+// CHECK:         vector.store %{{.*}} {alignment = 4 : i64} : memref<?x72xbf16>, vector<8xbf16>
+// CHECK-NOT:     alignment = 16 : i64} : memref<216xbf16>
+func.func @conv_odd_widths(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+                           %nc: memref<?xi32>, %bt: memref<?x?xi32>,
+                           %slots: memref<?xi64>, %x: memref<?x72xbf16>,
+                           %w: memref<72x3xbf16>, %y: memref<?x72xbf16>) {
+  %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 4, head_dim = 24, hidden = 72, kernel = 3, tp = 1> page_bytes 3072
+      : memref<?xi8> -> memref<?x4x3x128xbf16, strided<[1536, 384, 128, 1]>>
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  sconv.conv %x, %w history %cache[attn] layout #sconv.layout<kv_heads = 4, head_dim = 24, hidden = 72, kernel = 3, tp = 1> step %step into %y
+      : memref<?x72xbf16>, memref<72x3xbf16>, memref<?x4x3x128xbf16, strided<[1536, 384, 128, 1]>> -> memref<?x72xbf16>
   return
 }

@@ -24,8 +24,8 @@
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
 // CHECK:           %[[SLOT:.+]] = memref.load
 // CHECK:           %[[STORED:.+]] = arith.cmpi sge, %[[SLOT]]
-// CHECK:           %[[BLOCK:.+]] = arith.divsi
-// CHECK:           %[[ROW:.+]] = arith.remsi
+// CHECK:           %[[BLOCK:.+]] = arith.shrui
+// CHECK:           %[[ROW:.+]] = arith.andi
 // CHECK:           %[[VALID:.+]] = arith.andi %[[STORED]], %{{.*}} : i1
 // CHECK:           scf.parallel (%[[CH:.+]]) = (%{{.*}}) to (%[[C160]])
 // CHECK:             arith.cmpi slt, %[[CH]], %[[C16]]

@@ -18,8 +18,8 @@
 // CHECK:           %[[SLOT:.+]] = memref.load %{{.*}}[%[[T]]] : memref<?xi64>
 // CHECK:           %[[STORED:.+]] = arith.cmpi sge, %[[SLOT]], %[[C0_I64]] : i64
 // CHECK:           %[[IDX:.+]] = arith.index_cast %[[SLOT]] : i64 to index
-// CHECK:           %[[BLOCK:.+]] = arith.divsi %[[IDX]], %{{.*}} : index
-// CHECK:           %[[ROW:.+]] = arith.remsi %[[IDX]], %{{.*}} : index
+// CHECK:           %[[BLOCK:.+]] = arith.shrui %[[IDX]], %{{.*}} : index
+// CHECK:           %[[ROW:.+]] = arith.andi %[[IDX]], %{{.*}} : index
 // A padding token (t >= qsl[B], the last entry of qsl) stores nothing.
 // CHECK:           %[[LASTIDX:.+]] = arith.subi %{{.*}}, %{{.*}} : index
 // CHECK:           %[[REALTOKENS:.+]] = memref.load %[[QSL]][%[[LASTIDX]]] : memref<?xi32>
@@ -109,7 +109,8 @@ func.func @insert_scalar_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 
 // Width 10 at offset 26 (head_dim 8, hidden 20, kv_heads 2: mlp): one vector
 // chunk and a 2-channel scalar tail. Neither the input rows (10 wide) nor
-// the cache column 26 are multiples of 8: no alignment is claimed.
+// the cache column 26 are multiples of 8, only of 2: 4 bytes are claimed,
+// never 16.
 // CHECK-LABEL: func @insert_vector_and_tail
 // CHECK-DAG:     %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.+]] = arith.constant 2 : index
@@ -121,8 +122,8 @@ func.func @insert_scalar_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECK:                 memref.load
 // CHECK:                 memref.store
 // CHECK:             } else {
-// CHECK:               vector.load %{{.*}}] : memref<?x2x10xbf16>, vector<8xbf16>
-// CHECK:               vector.store %{{.*}}] : memref<?x2x2x64xbf16, strided<[256, 128, 64, 1]>>, vector<8xbf16>
+// CHECK:               vector.load %{{.*}}] {alignment = 4 : i64} : memref<?x2x10xbf16>, vector<8xbf16>
+// CHECK:               vector.store %{{.*}}] {alignment = 4 : i64} : memref<?x2x2x64xbf16, strided<[256, 128, 64, 1]>>, vector<8xbf16>
 func.func @insert_vector_and_tail(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
                                   %nc: memref<?xi32>, %bt: memref<?x?xi32>,
                                   %slots: memref<?xi64>, %mlp: memref<?x2x10xbf16>) {

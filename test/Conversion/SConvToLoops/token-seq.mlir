@@ -64,11 +64,11 @@ func.func @fused_token_seq(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 
 // Checked: an entry that is not below B, or whose sequence does not hold
 // the token (qsl[b] <= t < qsl[b+1]), is reported once per token (head 0)
-// as kind 4 with the token, the entry and B; the token is then treated as
+// as kind 5 with the token, the entry and B; the token is then treated as
 // padding (its output is its input; nothing is read through the entry).
 // CHECKED-LABEL: func @conv_token_seq_checked
 // CHECKED-SAME:    %[[QSL:[a-z0-9]+]]: memref<?xi32>, %[[NC:[a-z0-9]+]]: memref<?xi32>, %{{[a-z0-9]+}}: memref<?x?xi32>, %{{[a-z0-9]+}}: memref<?xi64>, %[[SEQ:[a-z0-9]+]]: memref<?xi32>, %[[STATUS:[a-z0-9]+]]: memref<5xi64>
-// CHECKED-DAG:     %[[C4:.+]] = arith.constant 4 : i64
+// CHECKED-DAG:     %[[C5:.+]] = arith.constant 5 : i64
 // CHECKED-DAG:     %[[B:.+]] = memref.dim %[[NC]], %{{.*}} : memref<?xi32>
 // CHECKED-NOT:     scf.while
 // CHECKED:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
@@ -83,7 +83,7 @@ func.func @fused_token_seq(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECKED:             %[[HOLDS:.+]] = arith.andi
 // CHECKED:             %[[OK:.+]] = arith.andi %[[INRANGE]], %[[HOLDS]] : i1
 // CHECKED:             memref.atomic_rmw addi %{{.*}}, %[[STATUS]]
-// CHECKED:               memref.store %[[C4]], %[[STATUS]]
+// CHECKED:               memref.store %[[C5]], %[[STATUS]]
 // CHECKED:             memref.load %[[NC]][%[[SAFE]]]
 // CHECKED:             scf.yield %[[OK]], %[[SAFE]], %{{.*}}, %{{.*}} : i1, index, index, index
 // CHECKED:           } else {

@@ -57,6 +57,32 @@ func.func private @f() attributes {l = #sconv.layout<kv_heads = 1, head_dim = 46
 
 // -----
 
+// expected-error @+1 {{invalid sconv layout: block_size must be >= 1, got 0}}
+func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 0>}
+
+// -----
+
+// expected-error @+1 {{invalid sconv layout: block_size must be >= 1, got -3}}
+func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = -3>}
+
+// -----
+
+// The page H*N*D*2 grows with N: 8 * 2^26 * 2048 * 2 bytes is 2^41.
+// expected-error @+1 {{invalid sconv layout: layout too large: the page of kv_heads (8), head_dim (128), hidden (4096), block_size (67108864) exceeds 2^40 bytes}}
+func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 67108864>}
+
+// -----
+
+// expected-error @+1 {{expected 'block_size' or 'dtype' (once each, in that order), found 'dtype'}}
+func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, dtype = bf16, dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{expected 'block_size' or 'dtype' (once each, in that order), found 'block_size'}}
+func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, dtype = bf16, block_size = 8>}
+
+// -----
+
 // The parameters are written in a fixed order.
 // expected-error @+1 {{expected 'head_dim'}}
 func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, hidden = 4096, head_dim = 128, kernel = 4, tp = 1>}
@@ -66,6 +92,36 @@ func.func private @f() attributes {l = #sconv.layout<kv_heads = 8, hidden = 4096
 //===----------------------------------------------------------------------===//
 // sconv.bind
 //===----------------------------------------------------------------------===//
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @bind_cross_layer_stride(%buffer: memref<?xi8>) {
+  // expected-error @+1 {{'sconv.bind' op attribute 'page_bytes': the block stride of 262144 bytes cannot hold layers (3) pages of 131072 bytes}}
+  %c = sconv.bind %buffer layout #l page_bytes 262144 layers 3
+      : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[131072, 8192, 2048, 1]>>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @bind_cross_layer_count(%buffer: memref<?xi8>) {
+  // expected-error @+1 {{'sconv.bind' op attribute 'layers': expected a layer count in [1, 2^20], found 0}}
+  %c = sconv.bind %buffer layout #l page_bytes 131072 layers 0
+      : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>
+func.func @bind_block_size_type(%buffer: memref<?xi8>) {
+  // expected-error @+1 {{'sconv.bind' op result 'cache': expected 'memref<?x8x16x2048xbf16, strided<[262144, 32768, 2048, 1]>>'}}
+  %c = sconv.bind %buffer layout #l page_bytes 524288
+      : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[262144, 8192, 2048, 1]>>
+  return
+}
+
+// -----
 
 #l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 func.func @bind_buffer_type(%buffer: memref<?xi16>) {
@@ -215,6 +271,18 @@ func.func @insert_cache_shape(%k: memref<?x8x128xbf16>, %step: !sconv.step,
   // expected-error @+1 {{'sconv.insert' op operand 'cache': expected shape [?, 8, 4, 2048], found [?, 8, 4, 1024]}}
   sconv.insert %k into %cache[k] layout #l step %step
       : memref<?x8x128xbf16>, memref<?x8x4x1024xbf16, strided<[?, 4096, 1024, 1]>>
+  return
+}
+
+// -----
+
+// A cache bound at another block size than the op's layout says.
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 8>
+func.func @insert_cache_block_size(%k: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  // expected-error @+1 {{'sconv.insert' op operand 'cache': block size N (dim 2 = 4) differs from the layout's block_size (8)}}
+  sconv.insert %k into %cache[k] layout #l step %step
+      : memref<?x8x128xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
   return
 }
 
@@ -424,6 +492,39 @@ func.func @conv_in_place(%k: memref<?x8x128xbf16>, %w: memref<1024x4xbf16>,
   sconv.conv %k, %w history %cache[k] layout #l step %step into %k
       : memref<?x8x128xbf16>, memref<1024x4xbf16>,
         memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+// The same buffer through memref.cast is still x.
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @conv_in_place_through_cast(%k: memref<?x8x128xbf16>, %w: memref<1024x4xbf16>,
+    %step: !sconv.step, %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  %static = memref.cast %k : memref<?x8x128xbf16> to memref<4x8x128xbf16>
+  %y = memref.cast %static : memref<4x8x128xbf16> to memref<?x8x128xbf16>
+  // expected-error @+1 {{'sconv.conv' op operand 'out' must not be operand 'x'}}
+  sconv.conv %k, %w history %cache[k] layout #l step %step into %y
+      : memref<?x8x128xbf16>, memref<1024x4xbf16>,
+        memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<?x8x128xbf16>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @fused_out_is_input_through_cast(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %wk: memref<1024x4xbf16>, %yk: memref<?x8x128xbf16>, %step: !sconv.step,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  %yv = memref.cast %k : memref<?x8x128xbf16> to memref<?x8x128xbf16, strided<[1024, 128, 1]>>
+  %y = memref.cast %yv : memref<?x8x128xbf16, strided<[1024, 128, 1]>> to memref<?x8x128xbf16>
+  // expected-error @+1 {{'sconv.fused_conv' op operand 'outs[1]' must not be an input}}
+  sconv.fused_conv %k, %v weights %wk, %wk history %cache[k, v] layout #l step %step
+      into %yk, %y
+      : memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>,
+        (memref<?x8x128xbf16>, memref<?x8x128xbf16>),
+        (memref<1024x4xbf16>, memref<1024x4xbf16>)
+        -> (memref<?x8x128xbf16>, memref<?x8x128xbf16>)
   return
 }
 

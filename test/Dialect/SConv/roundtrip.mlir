@@ -7,6 +7,8 @@
 #l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 
 // CHECK: #[[LAYOUT:.+]] = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+// CHECK: #[[LAYOUT_N16:.+]] = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>
+// CHECK: #[[LAYOUT_N1:.+]] = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 1>
 // CHECK: #[[LAYOUT_TP2:.+]] = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 2>
 
 // CHECK-LABEL: func @bind
@@ -24,6 +26,39 @@ func.func @bind(%buffer: memref<?xi8>) -> memref<?x8x4x2048xbf16, strided<[65536
 func.func @bind_padded_static(%buffer: memref<1048576xi8>) {
   %cache = sconv.bind %buffer layout #l page_bytes 262144
       : memref<1048576xi8> -> memref<4x8x4x2048xbf16, strided<[131072, 8192, 2048, 1]>>
+  return
+}
+
+// The engine's block size N, independent of the kernel: printed only when
+// it differs from the kernel (block_size = kernel prints as before).
+// CHECK-LABEL: func @bind_block_size
+// CHECK: sconv.bind %{{.*}} layout #[[LAYOUT_N16]] page_bytes 524288 : memref<?xi8> -> memref<?x8x16x2048xbf16, strided<[262144, 32768, 2048, 1]>>
+// CHECK: sconv.bind %{{.*}} layout #[[LAYOUT]] page_bytes 131072 :
+func.func @bind_block_size(%buffer: memref<?xi8>) {
+  %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+      head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>
+      page_bytes 524288
+      : memref<?xi8> -> memref<?x8x16x2048xbf16, strided<[262144, 32768, 2048, 1]>>
+  %same = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+      head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 4>
+      page_bytes 131072
+      : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
+  return
+}
+
+// Cross-layer pages: a block holds 32 layers' pages side by side.
+// CHECK-LABEL: func @bind_cross_layer
+// CHECK: sconv.bind %{{.*}} layout #[[LAYOUT]] page_bytes 4194304 layers 32 : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[2097152, 8192, 2048, 1]>>
+// CHECK: sconv.bind %{{.*}} layout #[[LAYOUT_N1]] page_bytes 98304 layers 3 : memref<?xi8> -> memref<?x8x1x2048xbf16, strided<[49152, 2048, 2048, 1]>>
+func.func @bind_cross_layer(%buffer: memref<?xi8>) {
+  %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+      head_dim = 128, hidden = 4096, kernel = 4, tp = 1> page_bytes 4194304
+      layers 32
+      : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[2097152, 8192, 2048, 1]>>
+  %n1 = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+      head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 1,
+      dtype = bf16> page_bytes 98304 layers 3
+      : memref<?xi8> -> memref<?x8x1x2048xbf16, strided<[49152, 2048, 2048, 1]>>
   return
 }
 

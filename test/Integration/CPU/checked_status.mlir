@@ -7,7 +7,8 @@
 // Token 0 (sequence 0, decode at position 2): slot 9 is beyond the 3 * 2
 // slots; its history tap (position 1) goes through block 7: out of range.
 // Token 1 (sequence 1, prefill at 0): slot -5 is below -1.
-// Token 2 (sequence 1, position 1): slot 2 (block 1, row 0), stored.
+// Token 2 (sequence 1, position 1): slot 3 (block 1, row 1: its own slot
+// block_table[1][0] * N + 1), stored.
 
 #l = #sconv.layout<kv_heads = 1, head_dim = 3, hidden = 4, kernel = 2, tp = 1>
 !cache = memref<3x1x2x16xbf16, strided<[32, 32, 16, 1]>>
@@ -17,7 +18,7 @@ memref.global "private" constant @w : memref<3x2xbf16> = dense<[[1.0, 1.0], [1.0
 memref.global "private" constant @qsl : memref<3xi32> = dense<[0, 1, 3]>
 memref.global "private" constant @nc : memref<2xi32> = dense<[2, 0]>
 memref.global "private" constant @bt : memref<2x2xi32> = dense<[[7, 7], [1, 0]]>
-memref.global "private" constant @slots : memref<3xi64> = dense<[9, -5, 2]>
+memref.global "private" constant @slots : memref<3xi64> = dense<[9, -5, 3]>
 
 func.func private @printMemrefI64(memref<*xi64>) attributes {llvm.emit_c_interface}
 func.func private @printMemrefBF16(memref<*xbf16>) attributes {llvm.emit_c_interface}
@@ -83,9 +84,9 @@ func.func @main() {
 // CHECK-NEXT: [8, 10, 12]
 // CHECK-NEXT: [18, 21, 24]
 // Two rejected slots: the first is token 0's slot 9 against the limit of
-// 6 slots. Only token 2 was stored (block 1, row 0); 99 elsewhere.
+// 6 slots. Only token 2 was stored (block 1, row 1); 99 elsewhere.
 // CHECK-LABEL: == insert status
 // CHECK: [2,  1,  0,  9,  6]
 // CHECK: [99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99]
-// CHECK-NEXT: [7, 8, 9, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99]
+// CHECK-NEXT: [99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 7, 8, 9, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99]
 // CHECK-NEXT: [99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99]

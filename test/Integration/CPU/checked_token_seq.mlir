@@ -2,7 +2,7 @@
 // RUN:   -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
 
 // The checked lowering with token_seq: an entry that is not below B, or
-// whose sequence does not hold the token, is reported (kind 4: token, entry,
+// whose sequence does not hold the token, is reported (kind 5: token, entry,
 // B) and the token's output is its input, as for padding; padding tokens
 // are never checked. Layout: H = 1, k = [0, 3), kernel 2.
 // Token 0 (sequence 0, position 0): entry 0, fine: y = x + x (tap -1 is 0).
@@ -60,9 +60,9 @@ func.func @main() {
   return
 }
 
-// Two rejected entries; the first: kind 4, token 1, entry 5, B = 2.
+// Two rejected entries; the first: kind 5, token 1, entry 5, B = 2.
 // CHECK-LABEL: == conv status
-// CHECK: [2,  4,  1,  5,  2]
+// CHECK: [2,  5,  1,  5,  2]
 // CHECK: [2, 4, 6]
 // CHECK-NEXT: [4, 5, 6]
 // CHECK-NEXT: [7, 8, 9]

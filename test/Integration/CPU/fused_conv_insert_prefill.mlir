@@ -4,6 +4,10 @@
 // are listed out of row order on purpose.)
 // RUN: inkling-opt %s --inkling-lower-to-cpu | mlir-runner -e main -entry-point-result=void \
 // RUN:   -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
+// The same on OpenMP threads, forking on every nest (the same bits):
+// RUN: inkling-opt %s --inkling-lower-to-cpu="threads=2 min-parallel-iterations=1" \
+// RUN:   | mlir-runner -e main -entry-point-result=void \
+// RUN:   -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%libomp | FileCheck %s
 
 // Prefill from position 0: taps before position 0 read 0, the others the
 // step's own tokens; then the tokens are inserted: only the last W-1 are

@@ -20,7 +20,7 @@
 // A budget too small for one sequence.
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --budget-mb=1 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BUDGET
-// BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (4 + ceil(lookahead 3 / 4)) plus the null block, at least 1.5 MiB
+// BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (the blocks of W-1 = 3 and W-1 + lookahead 3 positions at block size 4) plus the null block, at least 1.5 MiB
 // BUDGET-NOT: {{.}}
 //
 // An argument the runner cannot give a role.
@@ -48,7 +48,37 @@
 // FUSION: inkling-run: --fusion=fast: unknown strategy (conv-insert, packed-inserts, none)
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --min-prompt=9 --max-prompt=8 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PROMPT
-// PROMPT: inkling-run: --min-prompt and --max-prompt: need 1 <= min <= max
+// PROMPT: inkling-run: --max-prompt=8: expected an integer in [9, 1048576]
+// Issue 13: each option is range-checked before any arithmetic; the error
+// names the option and the value as given.
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --layers=-5 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LAYERS
+// LAYERS: inkling-run: --layers=-5: expected an integer in [0, 1024] (0: the module's inkling.num_layers, else 2)
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --layers=36028797018963968 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LAYERS55
+// LAYERS55: inkling-run: --layers=36028797018963968: expected an integer in [0, 1024]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --arrival-rate=inf 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=RATE
+// RATE: inkling-run: --arrival-rate=inf: expected a number in [0, 1024]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --budget-mb=inf 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BUDGETINF
+// BUDGETINF: inkling-run: --budget-mb=inf: expected a number in (0, 1048576]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --budget-mb=1048576 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BUDGETRAM
+// BUDGETRAM: inkling-run: --budget-mb=1.04858e+06: more than this machine's memory ({{[0-9]+}} MiB)
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --max-batch=1000000000000 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BATCH
+// BATCH: inkling-run: --max-batch=1000000000000: expected an integer in [1, 4096]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --token-budget=4000000000 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOKENS
+// TOKENS: inkling-run: --token-budget=4000000000: expected an integer in [1, 1048576]
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --shared-prefixes=1000000000 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PREFIXES
+// PREFIXES: inkling-run: --shared-prefixes=1000000000: expected an integer in [0, 4096]
+// RUN: not inkling-run /dev/zero 2>&1 | FileCheck %s --check-prefix=DEVZERO
+// DEVZERO: inkling-run: /dev/zero: cannot read the file: not a regular file
+// RUN: not inkling-run %t 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// DIRECTORY: inkling-run: {{.*}}: cannot read the file: not a regular file
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --device=tpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DEVICE
 // DEVICE: inkling-run: --device=tpu: expected cpu or gpu

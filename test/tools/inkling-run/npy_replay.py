@@ -22,7 +22,7 @@ def bf16(value):
 
 
 def write(path, descr, shape, values):
-    fmt = {"<u2": "H", "<i4": "i", "<i8": "q"}[descr]
+    fmt = {"<u2": "H", "<i4": "i", "<i8": "q", "<u4": "I", "<u8": "Q"}[descr]
     header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
         descr, ", ".join("%d" % s for s in shape) if len(shape) != 1
         else "%d," % shape[0])
@@ -41,16 +41,22 @@ def read(path):
     return data[10:10 + n].decode("latin1").strip(), data[10 + n:]
 
 
-def gen(out):
+def gen(out, n=4):
+    """n: the block size N (inkling-run --block-size), independent of W."""
+    global N
+    N = n
     os.makedirs(out, exist_ok=True)
     rng = random.Random(7)
-    blocks = 8
+    # Two sequences: 3 tokens at positions 5..7 (history 2..4; position 5 not
+    # stored), 2 tokens at positions 0..1. Row 0 maps logical block j to
+    # 2 * cols - j, row 1 to j + 1 (cols columns cover positions 0..7).
+    cols = 7 // N + 1
+    blocks = max(8, 2 * cols + 2)
     cache = [rng.randint(-3, 3) for _ in range(blocks * H * N * D)]
-    # Two sequences: 3 tokens at positions 5..7 (history 2..4 in blocks 3
-    # and 5; position 5 not stored), 2 tokens at positions 0..1 (block 6).
     qsl, nc = [0, 3, 5], [5, 0]
-    bt = [3, 5, 0, 6, 0, 0]
-    slots = [-1, 5 * N + 2, 5 * N + 3, 6 * N + 0, 6 * N + 1]
+    bt = [2 * cols - j for j in range(cols)] + [j + 1 for j in range(cols)]
+    slot = lambda b, p: bt[b * cols + p // N] * N + p % N
+    slots = [-1, slot(0, 6), slot(0, 7), slot(1, 0), slot(1, 1)]
     seqs = [(0, 5, 3), (1, 0, 2)]  # (row, num_computed, tokens)
     T = 5
     x = [[[rng.randint(-3, 3) for c in range(HD)] for h in range(H)]
@@ -74,7 +80,7 @@ def gen(out):
                         elif q >= computed:
                             tap = x[qsl[b] + q - computed][h][c]
                         else:
-                            tap = cache_at(bt[b * 3 + q // N], h, q % N, c)
+                            tap = cache_at(bt[b * cols + q // N], h, q % N, c)
                         acc += w[h * HD + c][j] * tap
                     y[t][h][c] = x[t][h][c] + acc  # residual
     new_cache = list(cache)
@@ -91,7 +97,7 @@ def gen(out):
           [bf16(v) for v in cache])
     write(os.path.join(out, "qsl.npy"), "<i4", [3], qsl)
     write(os.path.join(out, "nc.npy"), "<i4", [2], nc)
-    write(os.path.join(out, "bt.npy"), "<i4", [2, 3], bt)
+    write(os.path.join(out, "bt.npy"), "<i4", [2, cols], bt)
     write(os.path.join(out, "slots.npy"), "<i8", [5], slots)
     write(os.path.join(out, "x.npy"), "<u2", [T, H, HD],
           [bf16(v) for v in flat(x)])
@@ -103,7 +109,30 @@ def gen(out):
           [bf16(v) for v in new_cache])
     # Bad inputs.
     write(os.path.join(out, "bad_slots.npy"), "<i8", [5],
-          [-1, 99 * N, 5 * N + 3, 6 * N, 6 * N + 1])
+          [-1, 99 * N, slot(0, 7), slot(1, 0), slot(1, 1)])
+    # x transposed: the element count of (5, 2, 8), the shape (5, 8, 2).
+    write(os.path.join(out, "x_transposed.npy"), "<u2", [T, HD, H],
+          [bf16(v) for v in flat(x)])
+    # Token 2 stores into token 1's slot: a race on a GPU.
+    write(os.path.join(out, "slots_repeated.npy"), "<i8", [5],
+          [-1, slot(0, 6), slot(0, 6), slot(1, 0), slot(1, 1)])
+    # Token 1 (position 6) stores into the row of position 4, a history row
+    # the convs read, not its own slot.
+    write(os.path.join(out, "slots_not_own.npy"), "<i8", [5],
+          [-1, slot(0, 4), slot(0, 7), slot(1, 0), slot(1, 1)])
+    # Unsigned metadata: 0xFFFFFFFF is 4294967295, not -1.
+    write(os.path.join(out, "bt_u4.npy"), "<u4", [2, cols],
+          [0xFFFFFFFF] + bt[1:])
+    write(os.path.join(out, "slots_u8.npy"), "<u8", [5],
+          [2 ** 64 - 1, slot(0, 6), slot(0, 7), slot(1, 0), slot(1, 1)])
+    # A header that names 'descr' twice.
+    header = ("{'descr': '<i4', 'descr': '<i8', 'fortran_order': False, "
+              "'shape': (3,), }")
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(os.path.join(out, "dup_key.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
+        f.write(header.encode("latin1") + struct.pack("<3i", 0, 3, 5))
+    os.makedirs(os.path.join(out, "a_directory.npy"), exist_ok=True)
     with open(os.path.join(out, "not_npy.npy"), "wb") as f:
         f.write(b"PK\x03\x04 this is a zip file")
     with open(os.path.join(out, "x.npy"), "rb") as f:
@@ -143,6 +172,6 @@ def cmp(a, b):
 
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
-        gen(sys.argv[2])
+        gen(sys.argv[2], *(int(a) for a in sys.argv[3:4]))
     else:
         sys.exit(cmp(sys.argv[2], sys.argv[3]))

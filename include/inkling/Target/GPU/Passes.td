@@ -23,10 +23,17 @@ def CheckTargetPass : Pass<"inkling-gpu-check-target", "mlir::ModuleOp"> {
     layer.mlir:1:1: error: GPU target sm_999: not a chip LLVM's NVPTX backend
     knows (e.g. sm_80, sm_90)
     ```
+
+    It also checks the serialization format: `gpu-module-to-binary` reports
+    an unknown one without failing, so the pipeline would exit 0 and write
+    its output anyway.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "The chip the pipeline targets">,
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "The format gpu-module-to-binary will produce (isa, bin, fatbin "
+           "or llvm)">,
   ];
 }
 

@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/CastInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace inkling::sconv;
@@ -125,7 +127,7 @@ MemRefType BindOp::getCacheType(LayoutAttr layout, int64_t pageBytes) {
 void BindOp::build(OpBuilder &builder, OperationState &state, Value buffer,
                    LayoutAttr layout, int64_t pageBytes) {
   build(builder, state, getCacheType(layout, pageBytes), buffer, layout,
-        builder.getI64IntegerAttr(pageBytes));
+        builder.getI64IntegerAttr(pageBytes), /*layers=*/nullptr);
 }
 
 Value BindOp::getViewSource() { return getBuffer(); }
@@ -143,6 +145,19 @@ LogicalResult BindOp::verify() {
   if (!blockStride.isOk())
     return emitOpError() << "attribute 'page_bytes': "
                          << blockStride.status().message();
+  inkling::Layout derived = getLayout().getDerived();
+  if (std::optional<int64_t> layers = getLayers()) {
+    // Cross-layer pages: the block stride holds the pages of all layers.
+    if (*layers < 1 || *layers > (int64_t(1) << 20))
+      return emitOpError() << "attribute 'layers': expected a layer count in "
+                              "[1, 2^20], found "
+                           << *layers;
+    if (static_cast<int64_t>(getPageBytes()) / *layers < derived.pageBytes())
+      return emitOpError() << "attribute 'page_bytes': the block stride of "
+                           << getPageBytes() << " bytes cannot hold layers ("
+                           << *layers << ") pages of " << derived.pageBytes()
+                           << " bytes";
+  }
   MemRefType expected = getCacheType(getLayout(), getPageBytes());
   MemRefType found = getCache().getType();
   int64_t bufferBytes = bufferType.getDimSize(0);
@@ -150,7 +165,7 @@ LogicalResult BindOp::verify() {
   bool blocksMatch =
       ShapedType::isDynamic(foundBlocks) ||
       (!ShapedType::isDynamic(bufferBytes) &&
-       foundBlocks == bufferBytes / static_cast<int64_t>(getPageBytes()));
+       foundBlocks == derived.blocksInBuffer(bufferBytes, getPageBytes()));
   if (found.getRank() != 4 ||
       found.getShape().drop_front() != expected.getShape().drop_front() ||
       found.getElementType() != expected.getElementType() ||
@@ -231,6 +246,18 @@ bool ConvOp::readsOnlyHistory() { return true; }
 
 SmallVector<Stream> ConvOp::getStepWrittenStreams() { return {}; }
 
+/// `v` without the casts that only retype the same memory (memref.cast,
+/// memref.memory_space_cast): an output cast from x is x.
+static Value castRoot(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(op);
+    if (!view || !isa<CastOpInterface>(op))
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
 LogicalResult ConvOp::verify() {
   LayoutAttr layout = getLayout();
   Stream stream = getStream();
@@ -251,7 +278,7 @@ LogicalResult ConvOp::verify() {
     return emitOpError() << "operand 'out': expected the shape of 'x' ("
                          << xType << "), found " << outType;
   // Taps read other tokens' inputs: an in-place conv would read outputs.
-  if (getOut() == getX())
+  if (castRoot(getOut()) == castRoot(getX()))
     return emitOpError() << "operand 'out' must not be operand 'x': the conv "
                             "reads x of earlier tokens after writing out";
   return verifyTokenSeqCoversTokens(*this, getStep(), xType.getDimSize(0));
@@ -370,7 +397,9 @@ LogicalResult FusedConvOp::verify() {
                            << "': expected the shape of '"
                            << indexedName("inputs", i) << "' ("
                            << input.getType() << "), found " << out.getType();
-    if (llvm::is_contained(getInputs(), out))
+    if (llvm::any_of(getInputs(), [&](Value input) {
+          return castRoot(input) == castRoot(out);
+        }))
       return emitOpError() << "operand '" << indexedName("outs", i)
                            << "' must not be an input: the conv reads x of "
                               "earlier tokens after writing out";

@@ -84,6 +84,15 @@ LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
     return failure();
   inkling::Layout derived = layout.getDerived();
   int64_t dyn = ShapedType::kDynamic;
+  // The block size is the engine's choice, so a mismatch is the likely
+  // error: say so rather than only print both shapes.
+  if (memref->getRank() == 4 && memref->getDimSize(2) != derived.blockSize)
+    return operandError(op, name)
+           << "block size N (dim 2 = "
+           << (memref->isDynamicDim(2) ? std::string("?")
+                                       : std::to_string(memref->getDimSize(2)))
+           << ") differs from the layout's block_size (" << derived.blockSize
+           << ")";
   if (failed(checkShape(
           op, name, *memref,
           {dyn, derived.headsPerRank, derived.blockSize, derived.headSize})) ||

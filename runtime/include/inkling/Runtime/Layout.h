@@ -38,6 +38,9 @@ struct LayoutConfig {
   int64_t tp = 1;      ///< Tensor-parallel world size.
   /// Element type by its MLIR spelling; only "bf16" is supported.
   std::string elementType = "bf16";
+  /// Block size N: tokens per cache block, chosen by the serving engine
+  /// (its page unifier may scale it). 0: the kernel W.
+  int64_t blockSize = 0;
 };
 
 /// A stream's sub-range [offset, offset + width) of the packed head row D.
@@ -55,13 +58,14 @@ struct Layout {
   int64_t hiddenPerHead = 0; ///< hidden / kv_heads.
   int64_t rawWidth = 0;      ///< 2*head_dim + 2*hidden_per_head.
   int64_t headSize = 0;      ///< D: smallest power of two >= rawWidth.
-  int64_t blockSize = 0;     ///< N = kernel.
-  int64_t slidingWindow = 0; ///< = kernel.
+  int64_t blockSize = 0;     ///< N: config.blockSize, or the kernel.
+  int64_t slidingWindow = 0; ///< W = kernel.
   int64_t elementBytes = 0;  ///< 2 for bf16.
   std::array<StreamRange, kNumStreams> streams{};
 
   /// Derives the layout, or explains (naming the value) why `config` is
-  /// invalid: any size < 1, tp > kv_heads, kv_heads % tp != 0,
+  /// invalid: any size < 1 (block_size may be 0: the kernel), tp > kv_heads,
+  /// kv_heads % tp != 0,
   /// hidden % kv_heads != 0, a non-bf16 element type, or sizes whose page
   /// would overflow 64-bit arithmetic.
   static StatusOr<Layout> derive(const LayoutConfig &config);
@@ -80,6 +84,16 @@ struct Layout {
   /// size) can hold this layout and is a whole number of elements; returns
   /// the block stride in elements.
   StatusOr<int64_t> blockStrideForPageBytes(int64_t pageBytes) const;
+
+  /// Blocks of a buffer of `bufferBytes` viewed with a block stride of
+  /// `strideBytes`: those whose unpadded page lies inside it. A cross-layer
+  /// allocation hands layer l the view starting at l pages: its last block's
+  /// page ends before the stride does.
+  int64_t blocksInBuffer(int64_t bufferBytes, int64_t strideBytes) const {
+    if (bufferBytes < pageBytes() || strideBytes < 1)
+      return 0;
+    return (bufferBytes - pageBytes()) / strideBytes + 1;
+  }
 
   /// {num_blocks, H, N, D} with num_blocks as given (may be -1: dynamic).
   std::array<int64_t, 4> cacheShape(int64_t numBlocks) const {

@@ -4,12 +4,15 @@
 // equal pages. The unifier (like vLLM's unify_kv_cache_spec_page_size, with
 // the sconv backend's `indexes_kv_by_block_stride`) makes the pages agree:
 //   * the largest page wins;
-//   * a spec whose page divides it and whose block size may change scales
-//     its block size by the ratio (attention layers);
+//   * a spec whose page divides it scales its block size by the ratio (the
+//     page grows with the block size): attention layers, and the sconv
+//     cache, whose block size N is independent of the kernel;
 //   * otherwise a spec that reads through the block stride is padded: its
 //     block size stays, its block stride becomes the largest page (the sconv
-//     cache, whose block size is the kernel and must not change);
+//     cache, or an attention backend that opts in);
 //   * otherwise it is an error naming both specs.
+// A spec may pin its block size (`fixedBlockSize`): then it is padded even
+// when its page divides the largest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,13 +35,13 @@ struct CacheSpec {
   int64_t pageBytes = 0; ///< Bytes of one block, unpadded.
   /// Padding is allowed: every access goes through the block stride.
   bool readsThroughBlockStride = false;
-  /// The block size carries meaning (sconv: N = W) and must not scale.
+  /// The block size carries meaning and must not scale (pad instead).
   bool fixedBlockSize = false;
   /// A padded block stride must be a multiple of this (the element size).
   int64_t strideAlignment = 1;
 
   /// The sconv conv-state cache of `layout`: page = Layout::pageBytes(),
-  /// block size fixed to the kernel, read through the block stride.
+  /// block size N (scales), read through the block stride.
   static CacheSpec sconv(std::string name, const Layout &layout);
   /// An attention cache: page = tensorsPerPage (2: K and V; 1: MLA) *
   /// blockSize * numKvHeads * headSize * dtypeBytes.

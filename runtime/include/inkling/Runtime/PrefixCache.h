@@ -6,8 +6,9 @@
 //   hash_-1 = the cache's root seed,
 // so a key names the whole prefix [0, (j+1)N), not just the block. Only the
 // window is kept, so a sequence can resume at position p (a multiple of N)
-// when the single block p/N - 1 is cached: the conv history of p is its last
-// W-1 positions, all in that block because N = W.
+// when the blocks holding the conv history of p, its last W-1 positions, are
+// cached: blocks [max(0, p-(W-1))/N, p/N), one block when N >= W-1, up to
+// ceil((W-1)/N) when N is smaller.
 //
 // The map is open addressing with linear probing and backward-shift
 // deletion: no allocation after construction, no tombstones. It holds at most

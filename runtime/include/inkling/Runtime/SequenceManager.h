@@ -4,8 +4,9 @@
 // sconv layers (they share block ids), and produces each step's metadata
 // (DESIGN sections 3, 4 and 6).
 //
-// Positions and blocks. Block size N = kernel W (from Layout). Position p
-// lives in logical block p/N at offset p%N, slot = physical*N + p%N.
+// Positions and blocks. The block size N (the serving engine's choice,
+// from Layout) is independent of the kernel W. Position p lives in logical
+// block p/N at offset p%N, slot = physical*N + p%N.
 //
 // A step of a sequence with num_computed c scheduling n tokens processes
 // [c, p1), p1 = c+n. Its conv reads history [max(0, c-(W-1)), c) through the
@@ -14,10 +15,13 @@
 // earlier tokens of the chunk get slot -1 (the conv reads them from x).
 // commit(k) accepts k of the n tokens (c' = c+k, at most `lookahead`
 // rejected) and, at once, returns every block that does not cover the next
-// step's history [c'-(W-1), c') to the pool. Hence:
-//   * between steps a sequence holds at most 2 blocks (<= 2 + ceil(L/W));
-//   * during a step at most 2 more plus the stored range's blocks:
-//     maxBlocksPerSequence() = 4 + ceil(L/N).
+// step's history [c'-(W-1), c') to the pool. With span(m) = the most blocks
+// m consecutive positions touch = ceil((m-1)/N) + 1 (span(0) = 0):
+//   * between steps a sequence holds at most span(W-1) blocks
+//     (maxBlocksBetweenSteps(): 2 for 1 < W-1 <= N, 1 + ceil((W-2)/N) for
+//     smaller N);
+//   * during a step at most span(W-1) + span(W-1+L) (the history blocks
+//     plus the stored range's): maxBlocksPerSequence().
 //
 // Sharing. Fork and prefix hits share blocks by reference count, and a
 // shared block is never written. The only block a step can both read and
@@ -55,12 +59,34 @@ namespace inkling {
 /// repeats only after 2^31 - 1 later sequences in it).
 using SequenceId = int64_t;
 
+/// What a prefill stores beyond its window, so that later requests can
+/// resume there (DESIGN section 6, "Snapshots").
+///   * Window: only the window [st, p1) (resumable points are rare: a chunk's
+///     final window seldom holds the history of a block boundary).
+///   * Snapshots: also the history of the last block boundary before each
+///     chunk's end, of every S-th block boundary (S = snapshotEvery), and of
+///     the block boundaries before the engine's cache points.
+///   * EveryBlock: the history of every block boundary (vLLM's behaviour).
+/// Snapshot blocks are registered at commit and go straight to the
+/// evictable queue: cached, never held between steps.
+enum class PrefixPolicy : uint8_t { Window, Snapshots, EveryBlock };
+const char *prefixPolicyName(PrefixPolicy policy);
+/// "window", "snapshots" or "every-block"; InvalidArgument naming `name`.
+StatusOr<PrefixPolicy> parsePrefixPolicy(const std::string &name);
+
+/// Limits of the per-request inputs of prefix caching.
+inline constexpr int64_t kMaxSnapshotEvery = int64_t(1) << 20; ///< blocks
+inline constexpr int64_t kMaxExtraKeyBytes = 4096;
+
 struct SequenceManagerConfig {
-  Layout layout;         ///< Gives N = W (block size, sliding window).
+  Layout layout;         ///< Gives N (block size) and W (sliding window).
   int64_t numBlocks = 0; ///< Pool size including the null block 0.
   int64_t lookahead = 0; ///< Max rejected speculative tokens per step.
   bool enablePrefixCaching = true;
   uint64_t prefixSeed = kDefaultPrefixSeed; ///< Root of the hash chains.
+  PrefixPolicy prefixPolicy = PrefixPolicy::Snapshots;
+  /// Snapshots: every S-th block boundary, S in [1, kMaxSnapshotEvery].
+  int64_t snapshotEvery = 8;
 };
 
 enum class SequenceState : uint8_t {
@@ -87,6 +113,9 @@ struct SequenceInfo {
   /// where >= numComputed - (W-1)).
   int64_t validFrom = 0;
   std::vector<MappedBlock> blocks; ///< Held blocks by logical index.
+  /// Snapshot blocks of the pending step (stored below storeFrom, released
+  /// to the cache at commit), by logical index.
+  std::vector<MappedBlock> snapshotBlocks;
   bool hasCopy = false;
   BlockCopy copy; ///< The pending copy-on-write; src is held until commit.
 };
@@ -108,8 +137,9 @@ struct StepInfo {
 
 class SequenceManager {
 public:
-  /// Validates the config: layout kernel >= 2 (a kernel of 1 has no conv
-  /// state), numBlocks in [2, 2^31), lookahead in [0, 1024].
+  /// Validates the config: layout kernel in [2, 4096] (a kernel of 1 has no
+  /// conv state), block size in [1, 65536], numBlocks in [2, 2^31),
+  /// lookahead in [0, 1024].
   static StatusOr<std::unique_ptr<SequenceManager>>
   create(const SequenceManagerConfig &config);
 
@@ -120,8 +150,9 @@ public:
 
   /// Adds a sequence with its prompt's token ids. startPosition 0 computes
   /// the prompt from scratch; a positive startPosition resumes at a prefix
-  /// hit (a multiple of N, <= numTokens, whose block p/N - 1 is cached; see
-  /// longestCachedPrefix) and takes a reference on that one block.
+  /// hit (a multiple of N, <= numTokens, whose history blocks
+  /// [max(0, p-(W-1))/N, p/N) are cached; see longestCachedPrefix) and takes
+  /// a reference on each of those blocks.
   StatusOr<SequenceId> addSequence(const int32_t *tokens, int64_t numTokens,
                                    int64_t startPosition = 0);
   StatusOr<SequenceId> addSequence(const std::vector<int32_t> &tokens,
@@ -129,6 +160,18 @@ public:
     return addSequence(tokens.data(), static_cast<int64_t>(tokens.size()),
                        startPosition);
   }
+
+  /// addSequence with the engine's per-request prefix-caching inputs:
+  /// `cachePoints` (strictly increasing positions in [1, numTokens], e.g.
+  /// the end of a rendered system prompt) make prefill snapshot the block
+  /// boundary at or before each; `extraKeys` (at most kMaxExtraKeyBytes
+  /// bytes: cache salt, adapter id, multimodal hashes) seed the hash chain,
+  /// so requests with different keys never share a block. A startPosition
+  /// must be a hit under the same keys (longestCachedPrefix with them).
+  StatusOr<SequenceId>
+  addSequence(const int32_t *tokens, int64_t numTokens, int64_t startPosition,
+              const int64_t *cachePoints, int64_t numCachePoints,
+              const uint8_t *extraKeys = nullptr, int64_t numExtraKeyBytes = 0);
 
   /// Appends known token ids (e.g. the token sampled by the last step).
   Status appendTokens(SequenceId id, const int32_t *tokens, int64_t count);
@@ -206,11 +249,23 @@ public:
   StatusOr<int64_t> longestCachedPrefix(SequenceId id, int64_t maxLength) const;
 
   /// The largest p <= min(maxLength, numTokens), p a positive multiple of N,
-  /// such that block p/N - 1 of `tokens` is cached; 0 if none (or caching is
-  /// off). The engine intersects the result with its attention groups.
+  /// such that the blocks [max(0, p-(W-1))/N, p/N) of `tokens` are cached; 0
+  /// if none (or caching is off). The engine intersects the result with its
+  /// attention groups.
   StatusOr<int64_t> longestCachedPrefix(const int32_t *tokens,
                                         int64_t numTokens,
                                         int64_t maxLength) const;
+  /// The same under a request's extra keys (see addSequence).
+  StatusOr<int64_t> longestCachedPrefix(const int32_t *tokens,
+                                        int64_t numTokens, int64_t maxLength,
+                                        const uint8_t *extraKeys,
+                                        int64_t numExtraKeyBytes) const;
+
+  /// Switches the snapshot policy (steps scheduled from now on); snapshotEvery
+  /// in [1, kMaxSnapshotEvery]. InvalidArgument naming the value otherwise.
+  Status setPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery);
+  /// The snapshot blocks that sequences hold now (only during a step).
+  int64_t numSnapshotBlocks() const { return numSnapshotBlocks_; }
 
   // --- Steps
   // -------------------------------------------------------------------
@@ -236,10 +291,19 @@ public:
   const SequenceManagerConfig &config() const { return config_; }
   int64_t blockSize() const { return blockSize_; }
   int64_t lookahead() const { return lookahead_; }
-  /// Blocks a sequence can hold during a step: 4 + ceil(L/N).
+  /// Blocks a sequence can hold during a step: span(W-1) + span(W-1+L).
   int64_t maxBlocksPerSequence() const { return maxHeld_; }
+  /// Snapshot blocks a sequence can hold during a step, on top of
+  /// maxBlocksPerSequence(): 0 (window); maxBlocksPerSequence() + S *
+  /// ceil((W-1)/N) (snapshots: beyond it the lowest are dropped); unbounded
+  /// (every-block: the chunk's blocks, like vLLM). Snapshot blocks only take
+  /// free blocks and are cached, not held, once the step commits.
+  int64_t maxSnapshotBlocks() const;
   /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
   int64_t maxBlocksBetweenSteps() const;
+  /// The during-a-step bound for a layout and lookahead, before a manager
+  /// exists (to size a pool): span(W-1) + span(W-1+L).
+  static int64_t maxBlocksPerSequence(const Layout &layout, int64_t lookahead);
 
   const BlockPool &pool() const { return pool_; }
   const PrefixCache &prefixCache() const { return cache_; }
@@ -328,12 +392,24 @@ private:
   const int32_t *tailTokens(const Sequence &seq) const {
     return tails_.data() + slotOf(seq) * blockSize_;
   }
+  // The cached blocks a resume at a block boundary p takes: logical
+  // [first, first + count) = the blocks of the W-1 positions before p.
+  struct ResumeBlocks {
+    int64_t first = 0;
+    int32_t count = 0;
+    std::vector<int32_t> physical;
+  };
   Status checkStartPosition(const HashChain &chain, int64_t numTokens,
-                            int64_t startPosition, int32_t &block) const;
+                            int64_t startPosition, ResumeBlocks &blocks) const;
+  // The first logical block of the W-1 history positions of `position`.
+  int64_t firstHistoryBlock(int64_t position) const;
+  // The first block whose history-relevant positions are all valid.
+  int64_t firstCacheableBlock(const Sequence &seq) const;
   void appendTokensUnchecked(Sequence &seq, const int32_t *tokens,
                              int64_t count);
   void hashTail(Sequence &seq);
-  void startAt(Sequence &seq, int64_t startPosition, int32_t block);
+  void startAt(Sequence &seq, int64_t startPosition,
+               const ResumeBlocks &blocks);
   void releaseAll(Sequence &seq);
   void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
   void releaseOutsideHistory(Sequence &seq, int64_t lo, int64_t hi);
@@ -343,12 +419,15 @@ private:
     bool overlap = false, copyOnWrite = false;
     int64_t newEntries = 0, needed = 0;
   };
-  SchedulePlan planSchedule(const Sequence &seq, int64_t numTokens) const;
+  // storeFrom >= 0 overrides the window's start (a snapshot next to it).
+  SchedulePlan planSchedule(const Sequence &seq, int64_t numTokens,
+                            int64_t storeFrom = -1) const;
   Status checkSchedule(const Sequence &seq, SequenceId id, int64_t numTokens,
                        SchedulePlan &plan) const;
   Status checkCommit(const Sequence &seq, SequenceId id, int64_t numAccepted,
                      const int32_t *newTokens, int64_t numNewTokens) const;
-  Status scheduleGeneral(SequenceId id, int64_t numTokens);
+  // reserve: free blocks snapshots must leave (for later batch entries).
+  Status scheduleGeneral(SequenceId id, int64_t numTokens, int64_t reserve = 0);
   Status commitGeneral(SequenceId id, int64_t numAccepted,
                        const int32_t *newTokens, int64_t numNewTokens);
   Status scheduleError(const Sequence &seq, SequenceId id,
@@ -356,10 +435,31 @@ private:
   Status commitError(const Sequence &seq, SequenceId id, int64_t numAccepted,
                      const int32_t *newTokens, int64_t numNewTokens) const;
   int32_t newSlot();
+  // Snapshots of a step: position ranges [from, to) below the window (to a
+  // block boundary) and their blocks.
+  struct SnapshotRange {
+    int32_t from = 0, to = 0;
+  };
+  struct SnapshotPlan {
+    std::vector<SnapshotRange> ranges; // descending while planned
+    int64_t blocks = 0;
+  };
+  // Plans a step's snapshots into `snap` (may lower plan.storeFrom to cover
+  // one next to the window), leaving out boundaries already cached and,
+  // lowest first, what does not fit in `budget` free blocks.
+  void planSnapshots(const Sequence &seq, int64_t numTokens, SchedulePlan &plan,
+                     SnapshotPlan &snap, int64_t budget) const;
+  void releaseSnapshots(Sequence &seq);
+  void registerSnapshots(Sequence &seq, int64_t oldValidFrom,
+                         int64_t oldComputed);
+  uint64_t seedOf(const Sequence &seq) const { return seeds_[seq.slot]; }
 
-  // Division by N for positions < 2^31 with a multiply (Lemire et al.,
-  // "Faster remainder by direct computation"): a step does several.
+  // Division by N for positions < 2^31: a shift when N is a power of two
+  // (the magic below does not exist for N = 1), else a multiply (Lemire et
+  // al., "Faster remainder by direct computation"): a step does several.
   int64_t blockOf(int64_t position) const {
+    if (blockShift_ >= 0)
+      return position >> blockShift_;
     return static_cast<int64_t>((static_cast<__uint128_t>(divMagic_) *
                                  static_cast<uint32_t>(position)) >>
                                 64);
@@ -371,6 +471,7 @@ private:
   int64_t lookahead_ = 0; // L
   int64_t maxHeld_ = 0;
   uint64_t divMagic_ = 0;
+  int blockShift_ = -1; // log2(N) when N is a power of two, else -1
   BlockPool pool_;
   PrefixCache cache_;
   std::vector<Sequence> seqs_;
@@ -379,6 +480,17 @@ private:
   std::vector<int32_t> tails_;    // blockSize_ per slot
   std::vector<HashChain> chains_; // per slot
   std::vector<int32_t> freeSlots_;
+  // Per slot: chain root (prefix seed and extra keys), cache points, and
+  // the snapshot ranges and blocks of a pending step.
+  std::vector<uint64_t> seeds_;
+  std::vector<int32_t> hitFrom_; // the prefix hit a sequence started at
+  std::vector<std::vector<int32_t>> cachePoints_;
+  std::vector<std::vector<SnapshotRange>> snapRanges_;
+  std::vector<std::vector<MappedBlock>> snapBlocks_;
+  int64_t numSnapshotBlocks_ = 0;
+  mutable SnapshotPlan snapScratch_;
+  mutable std::vector<int64_t> boundScratch_;
+  std::vector<int64_t> batchNeeds_;
   int64_t numLive_ = 0;
   uint64_t buildStamp_ = 0;
   std::vector<Sequence *> batch_; // buildStep's validated rows

@@ -93,6 +93,14 @@ public:
       rewriteRow(row, blocks, count);
   }
 
+  /// Row `row`'s entries beside its window for this step: the snapshot
+  /// blocks a prefill stores into (below the window, each logical column
+  /// outside it), so that every stored slot is block_table[b][p / N] * N +
+  /// p % N. Nulls the previous step's extras first (except columns of
+  /// `window`, the row's current window). Call after writeRow.
+  void writeExtras(int64_t row, const MappedBlock *window, int32_t windowCount,
+                   const MappedBlock *extras, size_t count);
+
   /// Nulls every row in [firstRow, lastNumRows()); call after the rows of a
   /// step, then finishStep.
   void clearRowsFrom(int64_t firstRow);
@@ -110,6 +118,8 @@ private:
   // Per row: the count and the recorded entries (sorted) of its window.
   std::vector<int32_t> rowCounts_;
   std::vector<MappedBlock> rowBlocks_;
+  // Per row: the columns writeExtras wrote last (usually none).
+  std::vector<std::vector<int32_t>> rowExtras_;
   int64_t lastRows_ = 0;
   int64_t lastTokens_ = 0;
 };

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define INKLING_RUNTIME_API_VERSION 1
+#define INKLING_RUNTIME_API_VERSION 2
 
 typedef int32_t inkling_status_t;
 enum {
@@ -78,6 +78,10 @@ typedef struct {
   int64_t kernel;
   int64_t tp;
   const char *element_type; /* NULL means "bf16", the only supported type */
+  /* Block size N, tokens per cache block: the serving engine's choice,
+     independent of the kernel (the page unifier may scale it); 0 means the
+     kernel. Added in API version 2. */
+  int64_t block_size;
 } inkling_layout_config_t;
 
 /* Stream order: 0 k, 1 v, 2 attn, 3 mlp. */
@@ -207,6 +211,25 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
+/* Prefix policy (steps scheduled from now on): "window", "snapshots" (the
+   default) or "every-block"; snapshot_every (S) in [1, 2^20] blocks. */
+INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
+    inkling_manager_t *manager, const char *policy, int64_t snapshot_every);
+/* inkling_add_sequence with the request's prefix-caching inputs: cache
+   points (strictly increasing positions in [1, num_tokens]; prefill
+   snapshots the block boundary at or before each) and extra keys (at most
+   4096 bytes: cache salt, adapter id, multimodal hashes; they seed the hash
+   chain, so requests with other keys never share a block). */
+INKLING_API inkling_status_t inkling_add_sequence_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t start_position, const int64_t *cache_points,
+    int64_t num_cache_points, const uint8_t *extra_keys,
+    int64_t num_extra_key_bytes, int64_t *out_sequence);
+/* inkling_longest_cached_prefix under a request's extra keys. */
+INKLING_API inkling_status_t inkling_longest_cached_prefix_with_keys(
+    inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
+    int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
+    int64_t *out_length);
 /* The largest resume point among the block hashes a sequence still keeps
    (its recent window); inkling_longest_cached_prefix with its token ids
    searches the whole prefix. */
@@ -302,6 +325,85 @@ INKLING_API inkling_status_t
 inkling_unify_page_sizes(const inkling_cache_spec_t *specs, int64_t num_specs,
                          inkling_unified_spec_t *out, int64_t *out_page_bytes,
                          char *error, size_t error_capacity);
+
+/* ---- Cache plan: a model's layers by name, blocks from a byte budget -----
+ * Register every cache layer under a unique, non-empty name, then plan a
+ * byte budget: one unified page (inkling_unify_page_sizes), num_blocks
+ * (block 0 the null block) and per layer its view of one allocation per
+ * plan tensor. A successful plan freezes the registry (no more layers; it
+ * may be planned again). Failed calls change nothing and keep their message
+ * in inkling_cache_registry_last_error(). Since API version 2. */
+
+typedef struct inkling_cache_registry inkling_cache_registry_t;
+typedef struct inkling_cache_plan inkling_cache_plan_t;
+
+enum { INKLING_CACHE_LAYER_SCONV = 0, INKLING_CACHE_LAYER_ATTENTION = 1 };
+enum { INKLING_CACHE_PER_LAYER = 0, INKLING_CACHE_CROSS_LAYER = 1 };
+
+typedef struct {
+  int64_t block_size;
+  int64_t num_kv_heads;
+  int64_t head_size;
+  int64_t dtype_bytes;
+  int32_t reads_through_block_stride;
+  int64_t tensors_per_page; /* 2: K and V; 1: MLA */
+} inkling_attention_layer_t;
+
+typedef struct {
+  int32_t layout; /* INKLING_CACHE_PER_LAYER or INKLING_CACHE_CROSS_LAYER */
+  int64_t budget_bytes;
+  int64_t page_bytes;      /* the unified page */
+  int64_t bytes_per_block; /* num_layers * page_bytes */
+  int64_t num_blocks;      /* including the null block 0 */
+  int64_t num_tensors;
+  int64_t num_layers;
+} inkling_cache_plan_info_t;
+
+/* Sconv views are [num_blocks, H, N, D] (rank 4); attention views
+   [num_blocks, tensors_per_page, block_size, heads, head_size] (rank 5).
+   Strides in elements; strides[0] is the block stride. */
+typedef struct {
+  const char *name; /* owned by the plan */
+  int32_t kind;     /* INKLING_CACHE_LAYER_* */
+  int64_t tensor;
+  int64_t byte_offset;
+  int64_t element_bytes;
+  int64_t block_size; /* after unification */
+  int64_t page_bytes; /* bytes a block of this layer uses */
+  int64_t block_stride_bytes;
+  int32_t adjustment; /* INKLING_PAGE_* */
+  int64_t scale;
+  int32_t rank;
+  int64_t shape[5];
+  int64_t strides[5];
+} inkling_layer_view_t;
+
+INKLING_API inkling_status_t
+inkling_cache_registry_create(inkling_cache_registry_t **out);
+INKLING_API void
+inkling_cache_registry_destroy(inkling_cache_registry_t *registry);
+INKLING_API const char *
+inkling_cache_registry_last_error(const inkling_cache_registry_t *registry);
+/* page_bytes: 0, or the page_bytes of the layer's sconv.bind when the IR
+   was compiled for a padded page (its block size is then pinned). */
+INKLING_API inkling_status_t inkling_cache_registry_add_sconv(
+    inkling_cache_registry_t *registry, const char *name,
+    const inkling_layout_config_t *config, int64_t page_bytes);
+INKLING_API inkling_status_t inkling_cache_registry_add_attention(
+    inkling_cache_registry_t *registry, const char *name,
+    const inkling_attention_layer_t *spec);
+INKLING_API inkling_status_t inkling_cache_registry_plan(
+    inkling_cache_registry_t *registry, int64_t budget_bytes, int32_t layout,
+    inkling_cache_plan_t **out);
+INKLING_API void inkling_cache_plan_destroy(inkling_cache_plan_t *plan);
+INKLING_API inkling_status_t inkling_cache_plan_info(
+    const inkling_cache_plan_t *plan, inkling_cache_plan_info_t *out);
+/* INKLING_OUT_OF_RANGE for an index outside [0, num_tensors). */
+INKLING_API inkling_status_t inkling_cache_plan_tensor_bytes(
+    const inkling_cache_plan_t *plan, int64_t tensor, int64_t *out);
+/* INKLING_OUT_OF_RANGE for an index outside [0, num_layers). */
+INKLING_API inkling_status_t inkling_cache_plan_layer(
+    const inkling_cache_plan_t *plan, int64_t layer, inkling_layer_view_t *out);
 
 /* ---- Tensor parallelism
  * --------------------------------------------------------- */

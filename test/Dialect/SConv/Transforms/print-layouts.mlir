@@ -8,6 +8,8 @@ func.func private @tp4() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 
 func.func private @tp8() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 8>}
 // A layout whose raw width is not a power of two and not 8-aligned.
 func.func private @odd() attributes {l = #sconv.layout<kv_heads = 2, head_dim = 3, hidden = 10, kernel = 3, tp = 1>}
+// The engine's block size N = 16 (W = 4): the page and the block grow with N.
+func.func private @n16() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>}
 // Used twice: printed once.
 func.func private @tp1_again() attributes {l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>}
 
@@ -62,5 +64,16 @@ func.func private @tp1_again() attributes {l = #sconv.layout<kv_heads = 8, head_
 // CHECK-NEXT:   cache_shape = [num_blocks, 2, 3, 16]
 // CHECK-NEXT:   cache_strides = [block_stride >= 96, 48, 16, 1]
 // CHECK-NEXT:   page_bytes = 192
+
+// CHECK-LABEL: sconv.layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>
+// CHECK-NEXT:   heads_per_rank = 8
+// CHECK-NEXT:   hidden_per_head = 512
+// CHECK-NEXT:   raw_width = 1280
+// CHECK-NEXT:   head_size = 2048
+// CHECK-NEXT:   block_size = 16
+// CHECK-NEXT:   sliding_window = 4
+// CHECK:        cache_shape = [num_blocks, 8, 16, 2048]
+// CHECK-NEXT:   cache_strides = [block_stride >= 262144, 32768, 2048, 1]
+// CHECK-NEXT:   page_bytes = 524288
 
 // CHECK-NOT: sconv.layout

@@ -61,11 +61,15 @@ def SConv_LayoutAttr : AttrDef<SConv_Dialect, "Layout"> {
     ```mlir
     #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
     #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 2, dtype = bf16>
+    #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1, block_size = 16>
     ```
 
-    `dtype` defaults to bf16 and is printed only when it differs; the
-    verifier rejects any other element type, sizes below 1, `tp > kv_heads`,
-    `kv_heads % tp != 0` and `hidden % kv_heads != 0`.
+    `block_size` (N, tokens per cache block) is the serving engine's choice
+    and independent of the kernel; it defaults to the kernel and is printed
+    only when it differs. `dtype` defaults to bf16 and is printed only when
+    it differs. The verifier rejects any other element type, sizes below 1,
+    `tp > kv_heads`, `kv_heads % tp != 0`, `hidden % kv_heads != 0` and a
+    page `H*N*D*2` over 2^40 bytes.
   }];
   let parameters = (ins
     "int64_t":$kvHeads,
@@ -73,6 +77,7 @@ def SConv_LayoutAttr : AttrDef<SConv_Dialect, "Layout"> {
     "int64_t":$hidden,
     "int64_t":$kernel,
     "int64_t":$tp,
+    "int64_t":$blockSize,
     "::mlir::Type":$dtype
   );
   let hasCustomAssemblyFormat = 1;
@@ -81,6 +86,12 @@ def SConv_LayoutAttr : AttrDef<SConv_Dialect, "Layout"> {
     AttrBuilder<(ins "int64_t":$kvHeads, "int64_t":$headDim,
                      "int64_t":$hidden, "int64_t":$kernel, "int64_t":$tp), [{
       return $_get($_ctxt, kvHeads, headDim, hidden, kernel, tp,
+                   /*blockSize=*/kernel, ::mlir::BFloat16Type::get($_ctxt));
+    }]>,
+    AttrBuilder<(ins "int64_t":$kvHeads, "int64_t":$headDim,
+                     "int64_t":$hidden, "int64_t":$kernel, "int64_t":$tp,
+                     "int64_t":$blockSize), [{
+      return $_get($_ctxt, kvHeads, headDim, hidden, kernel, tp, blockSize,
                    ::mlir::BFloat16Type::get($_ctxt));
     }]>
   ];
@@ -90,9 +101,10 @@ def SConv_LayoutAttr : AttrDef<SConv_Dialect, "Layout"> {
     ::inkling::Layout getDerived() const;
     /// The runtime's view of the parameters.
     ::inkling::LayoutConfig getConfig() const;
+    /// This layout with block size `blockSize` (verified; null if invalid).
+    LayoutAttr withBlockSize(int64_t blockSize) const;
 
     int64_t getHeadsPerRank() const { return getDerived().headsPerRank; }
-    int64_t getBlockSize() const { return getDerived().blockSize; }
     int64_t getHeadSize() const { return getDerived().headSize; }
     /// (offset, width) of `stream` inside the head row.
     ::inkling::StreamRange getRange(Stream stream) const;

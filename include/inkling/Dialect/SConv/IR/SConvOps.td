@@ -31,22 +31,34 @@ def SConv_BindOp : SConv_Op<"bind", [
     `page_bytes` each) to the strided cache view `[num_blocks, H, N, D]`
     with strides `[page_bytes / 2, N*D, D, 1]`. `page_bytes` may exceed the
     layout's own page `H*N*D*2` when the page was padded up to a unified page
-    size: every access goes through the block stride. The number of blocks
-    is the buffer size divided by `page_bytes` (rounded down).
+    size: every access goes through the block stride. The blocks are those
+    whose unpadded page lies inside the buffer:
+    `(buffer bytes - H*N*D*2) / page_bytes + 1` (0 if the buffer is smaller
+    than a page).
+
+    Cross-layer pages: with `layers L`, one allocation holds the pages of all
+    L layers of a block side by side (block stride `page_bytes >= L*H*N*D*2`)
+    and layer `l`'s buffer is the allocation from byte `l*H*N*D*2` on; the
+    verifier checks that the stride holds the L pages.
 
     ```mlir
     %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
         head_dim = 128, hidden = 4096, kernel = 4, tp = 1> page_bytes 131072
         : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
+    %cache = sconv.bind %buffer layout #sconv.layout<kv_heads = 8,
+        head_dim = 128, hidden = 4096, kernel = 4, tp = 1> page_bytes 4194304
+        layers 32
+        : memref<?xi8> -> memref<?x8x4x2048xbf16, strided<[2097152, 8192, 2048, 1]>>
     ```
   }];
   let arguments = (ins SConv_MemRef:$buffer,
                        SConv_LayoutAttr:$layout,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$page_bytes);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$page_bytes,
+                       OptionalAttr<I64Attr>:$layers);
   let results = (outs SConv_MemRef:$cache);
   let assemblyFormat = [{
-    $buffer `layout` $layout `page_bytes` $page_bytes attr-dict
-    `:` type($buffer) `->` type($cache)
+    $buffer `layout` $layout `page_bytes` $page_bytes (`layers` $layers^)?
+    attr-dict `:` type($buffer) `->` type($cache)
   }];
   let hasVerifier = 1;
   let builders = [
@@ -84,8 +96,8 @@ def SConv_StepOp : SConv_Op<"step", [Pure, AttrSizedOperandSegments]> {
       dependent loads, and a loop in every GPU conv kernel). Entries of
       padding tokens are not read. An entry that is not a sequence of the
       step, or not the one holding the token, is undefined behaviour in the
-      default lowering; checked mode reports it (kind 4) and the token's
-      output is `x` (as for padding).
+      default lowering; checked mode reports it (kind 5), the token's
+      output is `x` and it stores nothing (as for padding).
 
     Tokens `t >= qsl[B]` (B = the length of `num_computed`) are padding,
     e.g. of a token dimension padded to a captured graph's size: they read
@@ -100,7 +112,9 @@ def SConv_StepOp : SConv_Op<"step", [Pure, AttrSizedOperandSegments]> {
       out-of-range slot or block id instead of accessing memory out of
       bounds: `[0]` counts rejected accesses, `[1..4]` describe the first
       one (kind: 1 slot, 2 block id, 3 logical block beyond the block table,
-      4 `token_seq` entry; token; offending value; limit). The host zeroes it before the step.
+      4 a slot that is not the token's own `block_table[b][p / N] * N +
+      p % N` (limit: that slot), 5 a `token_seq` entry (limit: B); token;
+      offending value; limit). The host zeroes it before the step.
 
     The op reads nothing itself; the ops that take the step read the buffers
     (they declare the read on the step operand). Sharing one step value is

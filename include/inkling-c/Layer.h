@@ -1,0 +1,159 @@
+/*===- Layer.h - C API: compile a model's sconv layer, call it on buffers -===*\
+|*                                                                            *|
+|* For hosts without C++ or MLIR types (Python's ctypes: python/inkling/):    *|
+|* a layer function's IR (text or file) is compiled once, on the CPU by the   *|
+|* JIT or to the GPU's kernel bundle for the runtime's CUDA launcher, and     *|
+|* called on the caller's buffers. libinkling_layer.so.                       *|
+|*                                                                            *|
+|* Conventions: those of inkling_runtime.h. Every fallible call returns an    *|
+|* inkling_status_t and writes a one-line message naming the argument into    *|
+|* the caller's `error` buffer (may be NULL); nothing aborts on bad input.    *|
+|* A layer may be called from several threads: calls are serialized.         *|
+|*                                                                            *|
+|* ABI of a call: one inkling_memref_t per argument, in the function's order  *|
+|* (inklingLayerGetArg), each with the argument's rank; `data` is the first   *|
+|* element, 16-byte aligned (the kernels' vector accesses assume it; it is    *|
+|* checked); sizes and strides count elements, every static size and stride   *|
+|* of the IR's type must match. On the CPU the step metadata is checked on    *|
+|* the host before the call (query_start_loc, num_computed, the block ids of  *|
+|* every history read, every stored slot), so bad metadata is an error, not a *|
+|* wild access. On the GPU the buffers are device addresses and their values  *|
+|* are not read by the host: compile with `checked` to have the kernels       *|
+|* report bad ids.                                                            *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef INKLING_C_LAYER_H
+#define INKLING_C_LAYER_H
+
+#include "inkling/Runtime/inkling_runtime.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct inkling_layer inkling_layer_t;
+typedef struct inkling_cuda inkling_cuda_t;
+
+typedef struct {
+  /* The function to compile; NULL or "": the module's only function with a
+   * body. */
+  const char *entry;
+  /* "conv-insert", "packed-inserts" or "none"; NULL or "": the pipeline's
+   * default. */
+  const char *fusion;
+  /* Run-time checks of slot and block ids in the kernels (a status buffer
+   * the layer owns; a bad id fails the call with its value). */
+  int32_t checked;
+  /* NULL: the CPU (JIT). Otherwise the kernels are compiled for and loaded
+   * on this device. */
+  inkling_cuda_t *cuda;
+  /* GPU chip, e.g. "sm_90"; NULL or "": the device's. */
+  const char *chip;
+  /* CPU threads of the layer's loop nests (OpenMP): 0, every core
+   * (OMP_NUM_THREADS if set); 1, the calling thread alone. Steps of fewer
+   * than 64 (token, head) pairs run on the calling thread either way. */
+  int32_t threads;
+} inkling_layer_options_t;
+
+/* One argument of the layer's function. Strings and arrays live as long as
+ * the layer. */
+typedef struct {
+  const char *name;    /* unique: "cache", "query_start_loc", "num_computed",
+                          "block_table", "slot_mapping", "status", or the
+                          role and stream: "input_k", "weights_attn",
+                          "bias_mlp", "output_v" */
+  const char *role;    /* "cache", ..., "input", "weights", "bias", "output" */
+  const char *stream;  /* "k", "v", "attn", "mlp"; NULL for the others */
+  const char *element; /* "bf16", "i8", "i32", "i64" */
+  int64_t element_bytes;
+  int64_t rank;
+  const int64_t *shape;   /* rank sizes; -1 where dynamic */
+  const int64_t *strides; /* rank strides in elements; -1 where dynamic */
+  const char *type;       /* the memref type as written */
+} inkling_layer_arg_t;
+
+/* The layout the layer was compiled for (its sconv.bind). */
+typedef struct {
+  int64_t heads_per_rank; /* H */
+  int64_t head_size;      /* D */
+  int64_t block_size;     /* N */
+  int64_t kernel;         /* W */
+  int64_t page_bytes;     /* of the bind: bytes between blocks */
+  int64_t stream_offset[4], stream_width[4]; /* k, v, attn, mlp */
+} inkling_layer_layout_t;
+
+/* An argument of a call: see the ABI above. */
+typedef struct {
+  void *data;
+  int64_t rank;
+  const int64_t *sizes;
+  const int64_t *strides;
+} inkling_memref_t;
+
+/* Parses `ir` (`ir_length` bytes; `source_name` stands for the file in
+ * messages), analyzes and compiles the layer function. */
+INKLING_API inkling_status_t
+inklingLayerCreate(const char *ir, size_t ir_length, const char *source_name,
+                   const inkling_layer_options_t *options,
+                   inkling_layer_t **out, char *error, size_t error_capacity);
+/* The same from an IR file. */
+INKLING_API inkling_status_t inklingLayerCreateFromFile(
+    const char *path, const inkling_layer_options_t *options,
+    inkling_layer_t **out, char *error, size_t error_capacity);
+INKLING_API void inklingLayerDestroy(inkling_layer_t *layer);
+
+/* The function's name, its arguments (those a call passes) and layout. */
+INKLING_API const char *inklingLayerFunction(const inkling_layer_t *layer);
+INKLING_API int64_t inklingLayerNumArgs(const inkling_layer_t *layer);
+INKLING_API inkling_status_t inklingLayerGetArg(const inkling_layer_t *layer,
+                                                int64_t index,
+                                                inkling_layer_arg_t *out);
+INKLING_API void inklingLayerGetLayout(const inkling_layer_t *layer,
+                                       inkling_layer_layout_t *out);
+
+/* Runs the layer on `args` (inklingLayerNumArgs of them). On a GPU layer
+ * the launches go to `stream` (a CUstream; NULL: the default stream) and
+ * the call returns when they are enqueued (with `checked`: completed). */
+INKLING_API inkling_status_t inklingLayerCall(inkling_layer_t *layer,
+                                              const inkling_memref_t *args,
+                                              int64_t num_args, void *stream,
+                                              char *error,
+                                              size_t error_capacity);
+
+/* A CUDA driver (the runtime's launcher; libcuda.so.1 is loaded at run
+ * time). `library`: NULL for libcuda.so.1, or another driver library (the
+ * tests' fake driver). Device 0, its primary context (the one CUDA's
+ * runtime and PyTorch use). */
+INKLING_API inkling_status_t inklingCudaOpen(const char *library,
+                                             inkling_cuda_t **out, char *error,
+                                             size_t error_capacity);
+/* After every layer compiled for it. */
+INKLING_API void inklingCudaClose(inkling_cuda_t *cuda);
+/* "sm_90" etc. */
+INKLING_API const char *inklingCudaChip(const inkling_cuda_t *cuda);
+/* Device memory, for hosts without another allocator. */
+INKLING_API inkling_status_t inklingCudaAlloc(inkling_cuda_t *cuda,
+                                              size_t bytes, uint64_t *out,
+                                              char *error,
+                                              size_t error_capacity);
+INKLING_API inkling_status_t inklingCudaFree(inkling_cuda_t *cuda,
+                                             uint64_t address);
+INKLING_API inkling_status_t inklingCudaCopyToDevice(inkling_cuda_t *cuda,
+                                                     uint64_t device,
+                                                     const void *host,
+                                                     size_t bytes, char *error,
+                                                     size_t error_capacity);
+INKLING_API inkling_status_t inklingCudaCopyToHost(inkling_cuda_t *cuda,
+                                                   void *host, uint64_t device,
+                                                   size_t bytes, char *error,
+                                                   size_t error_capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INKLING_C_LAYER_H */

@@ -1,0 +1,162 @@
+//===- Passes.td - CPU passes of the inkling-lower-to-cpu pipeline -*- tablegen -*-===//
+//
+// The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions:
+// the C interface, the OpenMP threading of the loop nests, and the bf16
+// memory accesses the x86 backend cannot legalize cheaply.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_TARGET_CPU_PASSES_TD
+#define INKLING_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def EmitCInterfacePass : Pass<"inkling-emit-c-interface", "mlir::ModuleOp"> {
+  let summary = "Mark every public function with a body llvm.emit_c_interface";
+  let description = [{
+    So that the ExecutionEngine (or C code) can call the layer with one
+    memref descriptor per argument (`_mlir_ciface_<name>`). External
+    declarations and private functions are left alone.
+
+    ```mlir
+    func.func @layer(%x: memref<?x8x128xbf16>) { ... }
+    // becomes
+    func.func @layer(%x: memref<?x8x128xbf16>) attributes {llvm.emit_c_interface} { ... }
+    ```
+  }];
+}
+
+def SerializeInnerLoopsPass
+    : Pass<"inkling-cpu-serialize-inner-loops", "mlir::ModuleOp"> {
+  let summary = "Turn every scf.parallel nested in another into scf.for loops";
+  let description = [{
+    The loop lowering builds each sconv op as an outer `scf.parallel` over
+    (token, head) around inner `scf.parallel` loops over 16-byte chunks. On
+    the CPU only the outer loop is worth threads: an inner loop is one head
+    row (at most a few KiB), far below the cost of a fork. This pass rewrites
+    every `scf.parallel` that has an `scf.parallel` ancestor into a nest of
+    `scf.for` (upstream's `scf::parallelForToNestedFors`), so that
+    `convert-scf-to-openmp` afterwards makes exactly one `omp.parallel` per
+    nest instead of nested parallel regions.
+
+    ```mlir
+    scf.parallel (%t, %h) = ... {
+      scf.parallel (%c) = (%c0) to (%c16) step (%c1) { ... }
+    }
+    // becomes
+    scf.parallel (%t, %h) = ... {
+      scf.for %c = %c0 to %c16 step %c1 { ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def ParallelDispatchPass
+    : Pass<"inkling-cpu-parallel-dispatch", "mlir::ModuleOp"> {
+  let summary = "Run each loop nest sequentially or on threads, per call";
+  let description = [{
+    Decides per call, from the step's size, whether a nest runs on threads:
+    every outermost `scf.parallel` (a nest of the loop lowering) becomes an
+    `scf.if` on `iterations >= min-iterations` (the product of its trip
+    counts, computed before it). The `then` branch keeps the `scf.parallel`
+    (which `convert-scf-to-openmp` turns into a team); the `else` branch is
+    the same nest as plain `scf.for` loops (upstream
+    `scf::parallelForToNestedFors`), which no later pass parallelizes: a
+    decode step of a few tokens runs exactly the single-thread code, with no
+    fork, no join and no OpenMP call at all (an `omp.parallel if(false)`
+    still costs the runtime's serialized-region calls and the outlined
+    body's call on every nest). The two branches compute the same bits.
+
+    ```mlir
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... }
+    // becomes (min-iterations=64)
+    %big = arith.cmpi sge, %iterations, %c64 : index
+    scf.if %big {
+      scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... }
+    } else {
+      scf.for %t = %c0 to %T step %c1 {
+        scf.for %h = %c0 to %c8 step %c1 { ... }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", /*default=*/"64",
+           "Nests of fewer iterations run sequentially; 0 or 1: always the "
+           "parallel form">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def StreamingStoresPass
+    : Pass<"inkling-cpu-streaming-stores", "mlir::ModuleOp"> {
+  let summary = "Non-temporal stores in the nests of large steps";
+  let description = [{
+    A prefill step writes its outputs and cache rows once and reads neither
+    again in the step: megabytes that would only evict useful lines from the
+    caches, and that an ordinary store reads from memory before it writes
+    them (the read for ownership: one more pass over the bytes). For every
+    outermost `scf.parallel` (a nest of the loop lowering) this pass computes
+    the nest's iterations at run time (the product of its trip counts) and,
+    when they reach `min-iterations`, stores through non-temporal vector
+    stores (x86: `movntdq`), which skip the read and the caches; smaller
+    steps, whose outputs and rows the next layer or step reads back at once,
+    keep ordinary stores. Each `vector.store` in the nest becomes an `scf.if`
+    on that one loop-invariant flag (LLVM unswitches the loop on it). The
+    bits stored are the same either way.
+
+    ```mlir
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
+      vector.store %v, %y[%t, %h, %c] : memref<?x8x128xbf16>, vector<8xbf16>
+    }
+    // becomes (min-iterations=4096)
+    %big = arith.cmpi sge, %iterations, %c4096 : index
+    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
+      scf.if %big {
+        vector.store %v, %y[%t, %h, %c] {nontemporal = true} : ...
+      } else {
+        vector.store %v, %y[%t, %h, %c] : ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", /*default=*/"4096",
+           "Stream the stores of nests with at least this many iterations; "
+           "0: never">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def BF16MemoryAsI16Pass
+    : Pass<"inkling-bf16-memory-as-i16", "mlir::ModuleOp"> {
+  let summary = "Move bf16 through memory as i16 bits in the LLVM dialect";
+  let description = [{
+    Every `llvm.load` of bf16 (or a vector of bf16) loads i16 and bitcasts,
+    every `llvm.store` of bf16 bitcasts and stores i16. The bits are the
+    same; what changes is that LLVM's InstCombine folds the bitcast pairs
+    away, so no bf16 value is left for the x86 backend to legalize. (A bf16
+    value that lives across basic blocks, such as the input a fused conv both
+    convolves and stores under `slot >= 0`, would be legalized through f32
+    and a `__truncsfbf2` call: slow, missing from libgcc 12, and it quiets
+    signaling NaNs.)
+
+    ```mlir
+    %v = llvm.load %p : !llvm.ptr -> vector<8xbf16>
+    // becomes
+    %i = llvm.load %p : !llvm.ptr -> vector<8xi16>
+    %v = llvm.bitcast %i : vector<8xi16> to vector<8xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // INKLING_TARGET_CPU_PASSES_TD
