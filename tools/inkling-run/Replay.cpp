@@ -216,9 +216,10 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
     return fail("slot_mapping: " + std::to_string(slots.size()) +
                 " entries, the step has " + std::to_string(T) + " tokens");
   // Each token stores its own row: a slot used twice in one step is a
-  // race between the two stores (on a GPU, they run at once).
+  // race between the two stores (on a GPU, they run at once). Padding
+  // tokens store nothing, whatever their slots.
   std::map<int64_t, int64_t> firstToken;
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = 0; t < qsl[B]; ++t) {
     if (slots[t] < 0)
       continue;
     auto [it, fresh] = firstToken.emplace(slots[t], t);

@@ -54,4 +54,4 @@
 // Bad option values are one-line errors.
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --pad-tokens=-1 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADPAD
-// BADPAD: inkling-run: --pad-tokens must be in [0, 2^20]
+// BADPAD: inkling-run: --pad-tokens=-1: expected an integer in [0, 1048576]
