@@ -106,3 +106,32 @@ func.func @conv_token_seq_checked(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
       : memref<?x8x128xbf16>, memref<1024x4xbf16>, !cache -> memref<?x8x128xbf16>
   return
 }
+
+// A checked insert with token_seq takes each real token's sequence (for its
+// own slot, block_table[b][p / N] * N + p % N) from the entry, not from a
+// search; a bad entry stores nothing (the step's convs report it).
+// CHECKED-LABEL: func @insert_token_seq_checked
+// CHECKED-SAME:    %[[SEQ:[a-z0-9]+]]: memref<?xi32>, %{{[a-z0-9]+}}: memref<5xi64>
+// CHECKED-NOT:     scf.while
+// CHECKED:         scf.parallel (%[[T:.+]], %{{.+}}) =
+// CHECKED:           %[[REAL:.+]] = arith.cmpi slt, %[[T]], %{{.*}} : index
+// CHECKED:           %[[META:.+]]:4 = scf.if %[[REAL]] -> (i1, index, index, index) {
+// CHECKED:             memref.load %[[SEQ]][%[[T]]] : memref<?xi32>
+// CHECKED:           %[[ASK:.+]] = arith.andi %{{.*}}, %[[META]]#0 : i1
+// CHECKED:           scf.if %[[ASK]] -> (i64) {
+// CHECKED:             memref.load %{{.*}}[%[[META]]#1, %{{.*}}] : memref<?x?xi32>
+// CHECKED:           arith.andi %{{.*}}, %[[META]]#0 : i1
+// CHECKED-NOT:     scf.while
+// CHECKED:         return
+func.func @insert_token_seq_checked(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
+    %nc: memref<?xi32>, %bt: memref<?x?xi32>, %slots: memref<?xi64>,
+    %seq: memref<?xi32>, %status: memref<5xi64>, %k: memref<?x8x128xbf16>) {
+  %cache = sconv.bind %buffer layout #real page_bytes 131072 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots token_seq(%seq : memref<?xi32>)
+      status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+  sconv.insert %k into %cache[k] layout #real step %step
+      : memref<?x8x128xbf16>, !cache
+  return
+}
