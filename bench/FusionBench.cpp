@@ -11,6 +11,8 @@
 //                      of the four streams, and_insert (x read once)
 //   layer/packed       fused_conv of the four streams, then insert_packed
 //   layer/none         4 convs, then 4 inserts (8 loop nests)
+//   layer/token-seq    layer/conv-insert with sconv.step's token_seq operand:
+//                      each token's sequence loaded, not searched for
 //   layer/threads      layer/conv-insert on every core (the pipeline's
 //                      threads=0: OpenMP's default team), forking for steps
 //                      of >= 64 (token, head) pairs
@@ -76,8 +78,10 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
   auto xType = [&](Stream s) {
     return typeOfStream(layout, s, isFlat(s), false);
   };
-  auto signature = [&](const char *name, bool convs) {
+  auto signature = [&](const char *name, bool convs, bool tokenSeq = false) {
     os << "func.func @" << name << "(" << LayerText::metadataParams(true);
+    if (tokenSeq)
+      os << ", %token_seq: memref<?xi32>" << na;
     for (Stream s : kAllStreams)
       os << ", %x_" << streamName(s) << ": " << xType(s) << na;
     if (convs) {
@@ -86,7 +90,7 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
       for (Stream s : kAllStreams)
         os << ", %y_" << streamName(s) << ": " << xType(s) << na;
     }
-    os << ") {\n" << text.bindAndStep();
+    os << ") {\n" << text.bindAndStep(false, tokenSeq);
   };
   os << "module {\n";
   signature("inserts", false);
@@ -94,6 +98,13 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
     os << text.insert(std::string("x_") + streamName(s), s, xType(s));
   os << "  return\n}\n";
   signature("layer", true);
+  for (Stream s : kAllStreams) {
+    std::string n = streamName(s);
+    os << text.conv({"x_" + n, "w_" + n, "", "y_" + n}, s, xType(s));
+    os << text.insert("x_" + n, s, xType(s));
+  }
+  os << "  return\n}\n";
+  signature("layer_seq", true, /*tokenSeq=*/true);
   for (Stream s : kAllStreams) {
     std::string n = streamName(s);
     os << text.conv({"x_" + n, "w_" + n, "", "y_" + n}, s, xType(s));
@@ -108,6 +119,10 @@ using InsertsFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
 using LayerFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                          void *, void *, void *, void *, Mem2 *, Mem2 *, Mem2 *,
                          Mem2 *, void *, void *, void *, void *);
+using LayerSeqFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                            MemI32 *, void *, void *, void *, void *, Mem2 *,
+                            Mem2 *, Mem2 *, Mem2 *, void *, void *, void *,
+                            void *);
 
 /// Everything one token count needs: the step, the buffers, descriptors.
 struct Workload {
@@ -116,6 +131,8 @@ struct Workload {
   std::unique_ptr<AlignedBuffer<uint16_t>> cache;
   std::vector<std::unique_ptr<AlignedBuffer<uint16_t>>> xs, ys, ws;
   Call call;
+  std::vector<int32_t> tokenSeq;
+  MemI32 tokenSeqDesc;
   Mem3 x3[2], y3[2];
   Mem2 x2[2], y2[2], w[4];
   void *x[4], *y[4];
@@ -215,6 +232,11 @@ Workload &workload(int64_t tokens) {
   for (size_t i = 0; i < w.cache->size; i += 7)
     w.cache->data[i] = randomBf16(rng, 2.0f);
   w.call = makeCall(w.cache->data, numBlocks * e.pageBytes, w.meta);
+  for (int64_t b = 0; b < w.meta.numSequences(); ++b)
+    for (int32_t t = w.meta.queryStartLoc[b]; t < w.meta.queryStartLoc[b + 1];
+         ++t)
+      w.tokenSeq.push_back(static_cast<int32_t>(b));
+  w.tokenSeqDesc = descriptor<int32_t, 1>(w.tokenSeq.data(), {tokens}, {1});
   for (Stream s : kAllStreams) {
     int i = static_cast<int>(s);
     int64_t width = layout.range(s).width, row = h * width;
@@ -300,6 +322,15 @@ void callLayer(Workload &w, mlir::ExecutionEngine &engine) {
      &w.w[0], &w.w[1], &w.w[2], &w.w[3], w.y[0], w.y[1], w.y[2], w.y[3]);
 }
 
+void callLayerSeq(Workload &w) {
+  auto fn = reinterpret_cast<LayerSeqFn>(lookupFunction(
+      *engines().engines[FusionStrategy::ConvInsert], "layer_seq"));
+  Call &c = w.call;
+  fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &w.tokenSeqDesc, w.x[0], w.x[1],
+     w.x[2], w.x[3], &w.w[0], &w.w[1], &w.w[2], &w.w[3], w.y[0], w.y[1], w.y[2],
+     w.y[3]);
+}
+
 void BM_InsertPacked(benchmark::State &state) {
   // conv-insert and packed-inserts both pack the lone inserts.
   timed(state, "insert/packed",
@@ -345,6 +376,10 @@ void BM_LayerMemcpy(benchmark::State &state) {
   });
 }
 
+void BM_LayerTokenSeq(benchmark::State &state) {
+  timed(state, "layer/token-seq", [](Workload &w) { callLayerSeq(w); });
+}
+
 void tokenArgs(benchmark::internal::Benchmark *b) {
   for (int64_t t : kTokenCounts)
     b->Arg(t);
@@ -357,6 +392,7 @@ BENCHMARK(BM_InsertMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerConvInsert)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
 BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
+BENCHMARK(BM_LayerTokenSeq)->Apply(tokenArgs);
 BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerStreaming)->Apply(tokenArgs);
@@ -371,22 +407,23 @@ void printSummary() {
   std::printf("\nSummary (microseconds per call, best repetition, measured in "
               "this process; a ratio > 1: the first is slower)\n");
   std::printf("%6s | %10s %10s %10s | %13s %15s | %11s %11s %11s | %12s "
-              "%10s\n",
+              "%10s | %10s %9s\n",
               "T", "packed us", "separ. us", "memcpy us", "packed/memcpy",
               "separate/packed", "c-i us", "packed us", "none us", "packed/c-i",
-              "none/c-i");
+              "none/c-i", "seq us", "seq/c-i");
   for (int64_t t : kTokenCounts) {
     double packed = get("insert/packed", t),
            separate = get("insert/separate", t), copy = get("insert/memcpy", t),
            ci = get("layer/conv-insert", t), lp = get("layer/packed", t),
-           ln = get("layer/none", t);
+           ln = get("layer/none", t), ls = get("layer/token-seq", t);
     if (packed == 0 && ci == 0)
       continue;
     std::printf("%6lld | %10.2f %10.2f %10.2f | %13.2f %15.2f | %11.2f %11.2f "
-                "%11.2f | %12.2f %10.2f\n",
+                "%11.2f | %12.2f %10.2f | %10.2f %9.2f\n",
                 static_cast<long long>(t), packed * 1e6, separate * 1e6,
                 copy * 1e6, ratio(packed, copy), ratio(separate, packed),
-                ci * 1e6, lp * 1e6, ln * 1e6, ratio(lp, ci), ratio(ln, ci));
+                ci * 1e6, lp * 1e6, ln * 1e6, ratio(lp, ci), ratio(ln, ci),
+                ls * 1e6, ratio(ls, ci));
   }
 
   std::printf("\nThreads and the memory bound (conv-insert layer; bound: "

@@ -6,6 +6,9 @@
 // stream (residual on, no bias, no activation, as the reference model) and
 // stores the step's tokens into the packed cache for later steps.
 //
+// `token_seq` gives each token's sequence (the runtime's step builder fills
+// it), so that no kernel searches query_start_loc for it.
+//
 // The arguments are distinct engine buffers (`llvm.noalias`): that is what
 // lets the fusion passes prove an insert commutes with the convs.
 //
@@ -19,6 +22,7 @@ func.func @decoder_layer(
     %buffer: memref<?xi8> {llvm.noalias},
     %qsl: memref<?xi32> {llvm.noalias}, %num_computed: memref<?xi32> {llvm.noalias},
     %block_table: memref<?x?xi32> {llvm.noalias}, %slots: memref<?xi64> {llvm.noalias},
+    %token_seq: memref<?xi32> {llvm.noalias},
     %k: memref<?x8x128xbf16> {llvm.noalias}, %v: memref<?x8x128xbf16> {llvm.noalias},
     %attn: memref<?x4096xbf16> {llvm.noalias}, %mlp: memref<?x4096xbf16> {llvm.noalias},
     %wk: memref<1024x4xbf16> {llvm.noalias}, %wv: memref<1024x4xbf16> {llvm.noalias},
@@ -29,6 +33,7 @@ func.func @decoder_layer(
       : memref<?xi8> -> !cache
   %step = sconv.step query_start_loc %qsl num_computed %num_computed
       block_table %block_table slot_mapping %slots
+      token_seq(%token_seq : memref<?xi32>)
       : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
 
   // K and V: straight out of the QKV projection.

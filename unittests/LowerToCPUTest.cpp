@@ -103,6 +103,29 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
         os << text.conv(conv, s, x) << "  return\n}\n";
       }
     }
+    // The same ops with the per-token operand (and padded steps).
+    std::string metaSeq = meta + ", %token_seq: memref<?xi32>";
+    os << "func.func @padded_insert_all(" << metaSeq;
+    for (Stream s : kAllStreams)
+      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
+    os << ") {\n" << text.bindAndStep(false, true);
+    for (Stream s : kAllStreams)
+      os << text.insert(std::string("x_") + streamName(s), s,
+                        xType(s, isFlat(s)));
+    os << "  return\n}\n";
+    for (Stream s : kAllStreams) {
+      std::string x = xType(s, isFlat(s));
+      for (const ConvVariant &v : kVariants) {
+        os << "func.func @padded_conv_" << streamName(s) << "_" << v.name << "("
+           << metaSeq << ", %x: " << x << ", %w: " << text.weightsType(s)
+           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
+           << text.bindAndStep(false, true);
+        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
+        conv.silu = v.silu;
+        conv.residual = v.residual;
+        os << text.conv(conv, s, x) << "  return\n}\n";
+      }
+    }
   } else {
     Stream s = Stream::K;
     std::string x = xType(s, false);
@@ -165,6 +188,7 @@ protected:
 
   ::testing::AssertionResult insertMatchesReference(int seeds, Corrupt corrupt);
   ::testing::AssertionResult convMatchesReference(int seeds, Corrupt corrupt);
+  ::testing::AssertionResult paddedMatchesReference(int seeds);
 
   struct Compiled {
     Layout layout;
@@ -337,6 +361,135 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
 
 TEST_P(LowerToCPUTest, ConvMatchesReference) {
   EXPECT_TRUE(convMatchesReference(GetParam().seeds, Corrupt::Nothing));
+}
+
+/// Pads `step` with 1..9 tokens as graph capture does and poisons them: a
+/// padding slot addresses the first live history row (if any), a padding
+/// token_seq entry is no sequence. Returns token_seq: each real token's
+/// sequence, then the padding entries.
+std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
+                             Step &step) {
+  StepMetadata &meta = step.meta;
+  int64_t tokens = meta.numTokens(), n = layout.blockSize;
+  int64_t pad = std::uniform_int_distribution<int64_t>(1, 9)(rng);
+  std::vector<int32_t> tokenSeq;
+  for (int64_t b = 0; b < meta.numSequences(); ++b)
+    for (int32_t t = meta.queryStartLoc[b]; t < meta.queryStartLoc[b + 1]; ++t)
+      tokenSeq.push_back(static_cast<int32_t>(b));
+  int64_t slot = -1;
+  if (!step.history.empty()) {
+    auto [b, q] = step.history.front();
+    slot =
+        int64_t(meta.blockTable[b * meta.blockTableWidth + q / n]) * n + q % n;
+  }
+  meta.paddedTokens = tokens + pad;
+  meta.slotMapping.resize(tokens);
+  for (int64_t i = 0; i < pad; ++i) {
+    meta.slotMapping.push_back(slot);
+    tokenSeq.push_back(1 << 20);
+  }
+  return tokenSeq;
+}
+
+/// Every insert and conv variant with token_seq on padded steps: the real
+/// tokens as the reference computes them, the padding tokens' outputs equal
+/// to their inputs, no cache byte written by a padding token.
+::testing::AssertionResult LowerToCPUTest::paddedMatchesReference(int seeds) {
+  Compiled &c = compiled();
+  if (!c.engine)
+    return ::testing::AssertionFailure() << "no engine";
+  const Layout &layout = c.layout;
+  const int64_t kernel = layout.config.kernel;
+  int64_t blockStride = c.pageBytes / 2;
+  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                            MemI32 *, void *, void *, void *, void *);
+  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                          MemI32 *, void *, Mem2 *, Mem1 *, void *);
+  auto insert = lookup<InsertFn>(*c.engine, "padded_insert_all");
+  if (!insert)
+    return ::testing::AssertionFailure() << "no padded_insert_all";
+  for (int seed = 0; seed < seeds; ++seed) {
+    std::mt19937_64 rng(3000 + seed);
+    Step step = randomStep(rng, layout);
+    std::vector<int32_t> tokenSeq = padStep(rng, layout, step);
+    int64_t tokens = step.meta.paddedTokens;
+    MemI32 seqDesc = descriptor<int32_t, 1>(tokenSeq.data(), {tokens}, {1});
+    AlignedBuffer<uint16_t> cache =
+        makeCache(rng, layout, step, blockStride, kPoison);
+    std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
+    std::vector<std::unique_ptr<StreamData>> inputs;
+    std::vector<std::unique_ptr<char[]>> keep;
+    void *args[4];
+    for (Stream s : kAllStreams) {
+      auto data = std::make_unique<StreamData>(tokens, tokenStride(layout, s));
+      for (size_t i = 0; i < data->buffer.size; ++i)
+        data->buffer.data[i] = randomBf16(rng, 8.0f);
+      args[static_cast<int>(s)] =
+          streamDescriptor(layout, s, isFlat(s), *data, tokens, keep);
+      referenceInsert(layout, s, data->view(), step.meta,
+                      {expected.data(), blockStride, step.numBlocks});
+      inputs.push_back(std::move(data));
+    }
+    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+    insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
+           args[0], args[1], args[2], args[3]);
+    if (auto same = sameBits(expected.data(), cache.data, cache.size, 0,
+                             "cache after a padded insert (seed " +
+                                 std::to_string(seed) + ")");
+        !same)
+      return same;
+
+    for (Stream s : kAllStreams) {
+      int64_t channels = layout.headsPerRank * layout.range(s).width;
+      for (const ConvVariant &v : kVariants) {
+        std::string name =
+            std::string("padded_conv_") + streamName(s) + "_" + v.name;
+        auto conv = lookup<ConvFn>(*c.engine, name);
+        if (!conv)
+          return ::testing::AssertionFailure() << "no " << name;
+        std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
+        StreamData x(tokens, tokenStride(layout, s));
+        for (size_t i = 0; i < x.buffer.size; ++i)
+          x.buffer.data[i] = randomBf16(rng, 4.0f);
+        AlignedBuffer<uint16_t> weights(channels * kernel, 0);
+        for (size_t i = 0; i < weights.size; ++i)
+          weights.data[i] = randomBf16(rng, 1.0f);
+        AlignedBuffer<uint16_t> bias(channels, 0);
+        for (size_t i = 0; i < bias.size; ++i)
+          bias.data[i] = randomBf16(rng, 1.0f);
+        StreamData y(tokens, tokenStride(layout, s));
+        StreamData want(tokens, tokenStride(layout, s));
+        ConvOptions options;
+        options.residual = v.residual;
+        options.silu = v.silu;
+        options.bias = v.bias ? bias.data : nullptr;
+        referenceConv(layout, s, x.view(), weights.data, step.meta,
+                      {cache.data, blockStride, step.numBlocks}, options,
+                      want.mutableView());
+        void *xd = streamDescriptor(layout, s, isFlat(s), x, tokens, keep);
+        void *yd = streamDescriptor(layout, s, isFlat(s), y, tokens, keep);
+        Mem2 wd = descriptor<uint16_t, 2>(weights.data, {channels, kernel},
+                                          {kernel, 1});
+        Mem1 bd = descriptor<uint16_t, 1>(bias.data, {channels}, {1});
+        conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
+             xd, &wd, &bd, yd);
+        std::string what = name + " (seed " + std::to_string(seed) + ")";
+        if (auto same = sameBits(want.buffer.data, y.buffer.data, y.buffer.size,
+                                 v.silu ? 1 : 0, what);
+            !same)
+          return same;
+        if (auto same = sameBits(cacheBefore.data(), cache.data, cache.size, 0,
+                                 what + ": the conv wrote the cache");
+            !same)
+          return same;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(LowerToCPUTest, PaddedStepWithTokenSeqMatchesReference) {
+  EXPECT_TRUE(paddedMatchesReference(GetParam().seeds));
 }
 
 // The compares fire: one flipped bit after the kernel (an exponent bit, so

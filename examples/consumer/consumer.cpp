@@ -85,7 +85,7 @@ mlir::OwningOpRef<mlir::ModuleOp> buildLayer(mlir::MLIRContext &context) {
   mlir::Value cache = sconv::BindOp::create(b, loc, arg(0), layout, pageBytes);
   mlir::Value step = sconv::StepOp::create(
       b, loc, sconv::StepType::get(&context), arg(1), arg(2), arg(3), arg(4),
-      /*status=*/mlir::Value());
+      /*token_seq=*/mlir::Value(), /*status=*/mlir::Value());
   sconv::ConvOp::create(b, loc, arg(5), arg(6), /*bias=*/mlir::Value(), cache,
                         step, arg(7), sconv::Stream::K, layout);
   sconv::InsertOp::create(b, loc, arg(5), cache, sconv::Stream::K, step,

@@ -127,15 +127,14 @@ def main(ir_path, steps=40, seed=0, device="cpu", cuda_driver=None,
         expected = ref.step(layout, expected_cache, page // 2, inputs, convs,
                             step.query_start_loc, step.num_computed,
                             step.block_table, step.slot_mapping)
-        # The step's tokens; padding rows (t >= qsl[B]) are not compared:
-        # the kernels compute them as tokens of an empty padding row, where
-        # DESIGN section 3 says y = x (reported, not this example's to fix).
+        # The step's tokens against the reference; padding rows
+        # (t >= qsl[B]) give y = x (sconv.step).
         real = int(step.query_start_loc[-1])
         for stream, y in outputs.items():
             if not check:
                 break
             want = expected[stream].reshape(y.shape)[:real]
-            y = y[:real]
+            pad, y = y[real:], y[:real]
             if stream == "mlp":  # SiLU's exp: a documented tolerance
                 close = np.allclose(ref.bf16_to_f32(y),
                                     ref.bf16_to_f32(want), rtol=1 / 64,
@@ -145,6 +144,9 @@ def main(ir_path, steps=40, seed=0, device="cpu", cuda_driver=None,
             if not close:
                 sys.exit("step %d: output %s differs from the reference"
                          % (step_index, stream))
+            if not np.array_equal(pad, inputs[stream][real:]):
+                sys.exit("step %d: a padding row of output %s is not its "
+                         "input" % (step_index, stream))
         if check and not np.array_equal(cache.view(np.uint16),
                                         expected_cache):
             sys.exit("step %d: the cache differs from the reference"

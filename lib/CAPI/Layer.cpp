@@ -285,6 +285,11 @@ private:
       return bad(slots, std::to_string(size(slots, 0)) +
                             " entries, fewer than the " +
                             std::to_string(tokens_) + " tokens of the inputs");
+    if (sig_.tokenSeq >= 0 && size(sig_.tokenSeq, 0) < tokens_)
+      return bad(sig_.tokenSeq, std::to_string(size(sig_.tokenSeq, 0)) +
+                                    " entries, fewer than the " +
+                                    std::to_string(tokens_) +
+                                    " tokens of the inputs");
     int64_t cacheBytes = size(sig_.cache, 0);
     int64_t page = layout.pageBytes();
     if (cacheBytes < page)
@@ -362,6 +367,18 @@ private:
                                std::to_string(numBlocks_) + " blocks of " +
                                std::to_string(N) + ")");
     }
+    // A real token's token_seq entry indexes the metadata unchecked in the
+    // kernels: it must be the token's own sequence. Padding entries are not
+    // read.
+    if (int seq = sig_.tokenSeq; seq >= 0)
+      for (int64_t b = 0; b < batch_; ++b)
+        for (int64_t t = at<int32_t>(qsl, b), end = at<int32_t>(qsl, b + 1);
+             t < end; ++t)
+          if (int64_t s = at<int32_t>(seq, t); s != b)
+            return invalidArgument(entry(seq, t) + " = " + std::to_string(s) +
+                                   ": token " + std::to_string(t) +
+                                   " is in sequence " + std::to_string(b) +
+                                   " (" + name(qsl) + ")");
     return Status::ok();
   }
 
@@ -373,9 +390,13 @@ private:
 
 /// The message of a checked kernel's status report.
 std::string statusReport(const std::array<int64_t, kStatusWords> &status) {
-  static const char *kinds[] = {"?", "slot", "block id",
-                                "logical block beyond the block table"};
-  int64_t kind = status[1] >= 0 && status[1] <= 3 ? status[1] : 0;
+  static const char *kinds[] = {"?",
+                                "slot",
+                                "block id",
+                                "logical block beyond the block table",
+                                "slot that is not the token's own",
+                                "token_seq entry"};
+  int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
   return "the checked kernel rejected " + std::to_string(status[0]) +
          " accesses (first: " + kinds[kind] + " " + std::to_string(status[3]) +
          " of token " + std::to_string(status[2]) + ", limit " +

@@ -74,6 +74,8 @@ const char *exec::argRoleName(ArgRole role) {
     return "block_table";
   case ArgRole::SlotMapping:
     return "slot_mapping";
+  case ArgRole::TokenSeq:
+    return "token_seq";
   case ArgRole::Status:
     return "status";
   case ArgRole::Input:
@@ -411,6 +413,8 @@ bool LayerProgram::Impl::analyze(std::string &error) {
                       sig.blockTable, sig.slotMapping};
     if (sig.status >= 0)
       info.arguments.push_back(sig.status);
+    if (sig.tokenSeq >= 0)
+      info.arguments.push_back(sig.tokenSeq);
     info.arguments.insert(info.arguments.end(), operands.begin(),
                           operands.end());
     info.location = locationString(op->getLoc());
@@ -453,6 +457,11 @@ bool LayerProgram::Impl::analyze(std::string &error) {
                                ArgRole::SlotMapping, {});
       ok = sig.queryStartLoc >= 0 && sig.numComputed >= 0 &&
            sig.blockTable >= 0 && sig.slotMapping >= 0;
+      if (ok && s.getTokenSeq()) {
+        sig.tokenSeq =
+            assign(op, s.getTokenSeq(), "token_seq", ArgRole::TokenSeq, {});
+        ok = sig.tokenSeq >= 0;
+      }
       if (ok && s.getStatus()) {
         sig.status = assign(op, s.getStatus(), "status", ArgRole::Status, {});
         ok = sig.status >= 0;

@@ -110,8 +110,9 @@ class Fixture:
         self.expected_cache = self.cache.view(np.uint16).copy()
 
 
-def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes):
-    """small_layer.mlir's function at another layout and block stride."""
+def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes, token_seq=False):
+    """small_layer.mlir's function at another layout and block stride (and
+    with the step's token_seq operand)."""
     layout = ("#sconv.layout<kv_heads = %d, head_dim = %d, hidden = %d, "
               "kernel = %d, tp = 1>" % (kv_heads, head_dim, hidden, kernel))
     H, hph, W = kv_heads, hidden // kv_heads, kernel
@@ -125,7 +126,8 @@ def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes):
     bias = "memref<%dxbf16>" % (H * hph)
     lines = [
         "func.func @layer(%buffer: memref<?xi8>, %qsl: memref<?xi32>, "
-        "%nc: memref<?xi32>, %bt: memref<?x?xi32>, %slots: memref<?xi64>,",
+        "%nc: memref<?xi32>, %bt: memref<?x?xi32>, %slots: memref<?xi64>,"
+        + (" %seq: memref<?xi32>," if token_seq else ""),
         " %%k: %s, %%v: %s, %%attn: %s, %%mlp: %s," % (kv, kv, hc, hc),
         " %%wk: %s, %%wv: %s, %%wattn: %s, %%wmlp: %s, %%bmlp: %s,"
         % (wkv, wkv, wh, wh, bias),
@@ -133,7 +135,9 @@ def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes):
         "  %%cache = sconv.bind %%buffer layout %s page_bytes %d "
         ": memref<?xi8> -> %s" % (layout, page_bytes, cache),
         "  %step = sconv.step query_start_loc %qsl num_computed %nc "
-        "block_table %bt slot_mapping %slots : memref<?xi32>, memref<?xi32>,"
+        "block_table %bt slot_mapping %slots"
+        + (" token_seq(%seq : memref<?xi32>)" if token_seq else "") +
+        " : memref<?xi32>, memref<?xi32>,"
         " memref<?x?xi32>, memref<?xi64>"]
     for s, x, w, t, wt in (("k", "k", "wk", kv, wkv), ("v", "v", "wv", kv, wkv),
                            ("attn", "attn", "wattn", hc, wh)):
@@ -227,6 +231,36 @@ class LayerCpuTest(unittest.TestCase):
                 layer(**f.args)
                 f.check(self, layer)
                 f.close()
+
+    def test_token_seq_operand(self):
+        # The step builder's token_seq: the reference's results, and padding
+        # rows (t >= qsl[B]) give y = x. A real token's wrong entry is
+        # refused, named, before any kernel runs.
+        config = dict(kv_heads=2, head_dim=8, hidden=16, kernel=4)
+        with inkling.Layer(layer_ir(page_bytes=512, token_seq=True, **config),
+                           name="token_seq.mlir") as layer:
+            self.assertIn("token_seq", layer.arg_names)
+            f = Fixture(layer, np.random.default_rng(5), config=config)
+            f.args["token_seq"] = f.step.token_seq
+            f.snapshot()
+            layer(**f.args)
+            f.check(self, layer)
+            real = int(f.step.query_start_loc[-1])
+            self.assertLess(real, 16)
+            for stream in ref.Layout.STREAMS:
+                np.testing.assert_array_equal(
+                    np.asarray(f.args["output_" + stream])[real:],
+                    np.asarray(f.inputs[stream])[real:], stream)
+            bad = f.step.token_seq.copy()
+            bad[0] = 1
+            args = dict(f.args)
+            args["token_seq"] = bad
+            with self.assertRaises(inkling.InklingError) as caught:
+                layer(**args)
+            self.assertEqual(caught.exception.code, inkling.INVALID_ARGUMENT)
+            self.assertIn("(token_seq)[0] = 1: token 0 is in sequence 0",
+                          str(caught.exception))
+            f.close()
 
     def test_other_layout_and_padded_page_from_text(self):
         # kernel 3 (N = 3), H = 4, D = 64; pages padded from 1536 to 2048

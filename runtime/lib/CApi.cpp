@@ -294,6 +294,13 @@ inkling_status_t inkling_schedule(inkling_manager_t *manager, int64_t sequence,
   });
 }
 
+inkling_status_t inkling_schedule_ahead(inkling_manager_t *manager,
+                                        int64_t sequence, int64_t num_tokens) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.scheduleAhead(sequence, num_tokens);
+  });
+}
+
 inkling_status_t inkling_commit(inkling_manager_t *manager, int64_t sequence,
                                 int64_t num_accepted, const int32_t *tokens,
                                 int64_t num_tokens) {
@@ -481,6 +488,7 @@ inkling_step_buffers_create(inkling_manager_t *manager,
     cpp.numCols = spec->num_cols;
     cpp.maxTokens = spec->max_tokens;
     cpp.maxCopies = spec->max_copies;
+    cpp.tokenSeq = spec->token_seq;
     StatusOr<StepBuffers> buffers = m.bindStepBuffers(cpp);
     if (!buffers)
       return buffers.status();

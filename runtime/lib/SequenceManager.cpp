@@ -521,6 +521,21 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   return scheduleGeneral(id, numTokens);
 }
 
+Status SequenceManager::scheduleAhead(SequenceId id, int64_t numTokens) {
+  Sequence *seq = find(id);
+  if (!seq)
+    return unknownSequence(id, "schedule ahead");
+  if (seq->state != SequenceState::Idle || seq->numComputed < seq->numTokens ||
+      seq->numTokens >= kMaxPosition)
+    return schedule(id, numTokens); // the first token is known (or an error)
+  // The first token is pending: plan as if it were known. Scheduling reads
+  // the token count only for this check; hashes are untouched.
+  ++seq->numTokens;
+  Status status = schedule(id, numTokens);
+  --seq->numTokens;
+  return status;
+}
+
 // Both helpers run on every general schedule: keep them in the caller.
 [[gnu::always_inline]] inline SequenceManager::SchedulePlan
 SequenceManager::planSchedule(const Sequence &seq, int64_t numTokens,
@@ -865,6 +880,12 @@ Status SequenceManager::commitError(const Sequence &seq, SequenceId id,
   if (numNewTokens > 0 && newTokens == nullptr)
     return invalidArgument("appending " + str(numNewTokens) +
                            " tokens with a null token pointer");
+  if (seq.numTokens + numNewTokens <= seq.numComputed)
+    return failedPrecondition(
+        "commit: the first token of the step of " + seqName(id) +
+        " (position " + str(seq.numComputed) +
+        ") is unknown (scheduled ahead): append the sampled token of the "
+        "previous step first");
   return invalidArgument(
       "accepting " + str(numAccepted) + " tokens of " + seqName(id) +
       " computes position " + str(seq.numComputed + numAccepted - 1) +
@@ -880,7 +901,8 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
   if (seq && seq->state == SequenceState::Scheduled && seq->numScheduled == 1 &&
       numAccepted == 1 && seq->copySrc < 0 &&
       (numNewTokens == 0 || (numNewTokens == 1 && newTokens)) &&
-      seq->numTokens < kMaxPosition) {
+      seq->numTokens < kMaxPosition &&
+      seq->numComputed < seq->numTokens + numNewTokens) {
     int64_t oldComputed = seq->numComputed;
     int64_t computed = oldComputed + 1;
     if (numNewTokens == 1) {
@@ -1258,6 +1280,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
       return invalidArgument(seqName(ids[b]) +
                              " appears twice in the batch (again at row " +
                              str(b) + ")");
+    if (seq.numComputed >= seq.numTokens) // scheduled ahead, token pending
+      return failedPrecondition(
+          "build step: the first token of the step of " + seqName(ids[b]) +
+          " (position " + str(seq.numComputed) +
+          ") is unknown: append the sampled token of the previous step "
+          "before building");
     seq.buildStamp = buildStamp_;
     batch_[b] = &seq;
     numTokens += seq.numScheduled;
@@ -1330,6 +1358,9 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
           slots[p - c] = slotBase + p;
       }
     }
+    if (spec.tokenSeq)
+      std::fill_n(spec.tokenSeq + token, seq.numScheduled,
+                  static_cast<int32_t>(b));
     token += seq.numScheduled;
     if (seq.copySrc >= 0) {
       spec.blockCopies[2 * copy] = seq.copySrc;
@@ -1337,6 +1368,8 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
       ++copy;
     }
   }
+  if (spec.tokenSeq) // padding tokens: never read, but defined
+    std::fill(spec.tokenSeq + numTokens, spec.tokenSeq + paddedTokens, 0);
   for (int64_t b = numSequences; b < numRows; ++b)
     numComputed[b] = 0;
   for (int64_t b = numSequences; b <= numRows; ++b)

@@ -119,7 +119,7 @@ class _StepBufferSpec(ctypes.Structure):
                 ("block_table", _P(_I32)), ("slot_mapping", _P(_I64)),
                 ("block_copies", _P(_I32)), ("max_rows", _I64),
                 ("num_cols", _I64), ("max_tokens", _I64),
-                ("max_copies", _I64)]
+                ("max_copies", _I64), ("token_seq", _P(_I32))]
 
 
 class _StepInfo(ctypes.Structure):
@@ -165,6 +165,7 @@ _SIGNATURES = {
     "inkling_append_tokens": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64)),
     "inkling_schedule": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
+    "inkling_schedule_ahead": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_commit": (
         _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I32), _I64)),
     "inkling_schedule_batch": (
@@ -380,6 +381,11 @@ class Manager:
     def schedule(self, seq, num_tokens):
         self._invoke(self._lib.inkling_schedule, seq, num_tokens)
 
+    def schedule_ahead(self, seq, num_tokens):
+        """Async scheduling: the step's first token (sampled by the running
+        step) may be unknown; append it before building the step."""
+        self._invoke(self._lib.inkling_schedule_ahead, seq, num_tokens)
+
     def commit(self, seq, accepted, tokens=()):
         """Accepts `accepted` scheduled tokens after appending `tokens`
         (accepted drafts, then the sampled token)."""
@@ -513,6 +519,7 @@ class Step:
         self.num_computed = buffers.num_computed[:rows]
         self.block_table = buffers.block_table[:rows]
         self.slot_mapping = buffers.slot_mapping[:info.num_padded_tokens]
+        self.token_seq = buffers.token_seq[:info.num_padded_tokens]
         self.block_copies = buffers.block_copies[:info.num_copies]
 
 
@@ -554,7 +561,8 @@ class StepBuffers:
             "block_table": aligned_empty(max(1, max_rows * num_cols),
                                          np.int32),
             "slot_mapping": aligned_empty(max(1, max_tokens), np.int64),
-            "block_copies": aligned_empty(max(2, 2 * max_copies), np.int32)}
+            "block_copies": aligned_empty(max(2, 2 * max_copies), np.int32),
+            "token_seq": aligned_empty(max(1, max_tokens), np.int32)}
         for array in self._storage.values():
             array.fill(0)
         self.query_start_loc = self._storage["query_start_loc"]
@@ -564,6 +572,8 @@ class StepBuffers:
         self.slot_mapping = self._storage["slot_mapping"][:max_tokens]
         self.block_copies = self._storage["block_copies"][
             :2 * max_copies].reshape(max_copies, 2)
+        # The sequence of each token (sconv.step's token_seq).
+        self.token_seq = self._storage["token_seq"][:max_tokens]
 
         def pointer(name, ctype):
             return self._storage[name].ctypes.data_as(_P(ctype))
@@ -572,7 +582,7 @@ class StepBuffers:
             pointer("query_start_loc", _I32), pointer("num_computed", _I32),
             pointer("block_table", _I32), pointer("slot_mapping", _I64),
             pointer("block_copies", _I32), max_rows, num_cols, max_tokens,
-            max_copies)
+            max_copies, pointer("token_seq", _I32))
         handle = ctypes.c_void_p()
         manager._invoke(manager._lib.inkling_step_buffers_create,
                         ctypes.byref(spec), ctypes.byref(handle))

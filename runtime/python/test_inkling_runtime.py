@@ -137,12 +137,15 @@ class ServingEngineStepTest(unittest.TestCase):
             self.assertEqual(
                 step.slot_mapping[offset:offset + count].tolist(),
                 expected_slots(step.block_table[row], computed, count, 2))
+            self.assertEqual(step.token_seq[offset:offset + count].tolist(),
+                             [row] * count)
             # History the conv reads comes through the block table.
             for q in range(max(0, computed - (W - 1)), computed):
                 self.assertNotEqual(step.block_table[row][q // W], 0)
             offset += count
         self.assertEqual(step.info.num_tokens, offset)
         self.assertTrue(all(s == -1 for s in step.slot_mapping[offset:]))
+        self.assertTrue(all(s == 0 for s in step.token_seq[offset:]))
         for row in range(len(plan), step.info.num_rows):
             self.assertEqual(step.block_table[row].tolist(), [0] * 32)
             self.assertEqual(step.query_start_loc[row + 1], offset)
@@ -294,6 +297,36 @@ class ServingEngineStepTest(unittest.TestCase):
         info = self.manager.sequence_info(seq)
         self.assertEqual((info.state, info.num_computed), ("idle", hit))
         self.run_step([(seq, info.num_tokens - hit)])
+
+    def test_async_scheduling(self):
+        # Step n+1 is scheduled before step n's sampled token is known; the
+        # token arrives before the build. Wrong orders change nothing.
+        prompt = list(range(1, 8))
+        seq = self.add(prompt)
+        self.run_step([(seq, len(prompt))])
+        self.commit(seq, len(prompt))  # no sampled token yet
+        for token in range(50, 60):
+            self.manager.schedule_ahead(seq, 1)
+            with self.assertRaises(rt.InklingError) as caught:
+                self.buffers.build([seq])
+            self.assertEqual(caught.exception.code, rt.FAILED_PRECONDITION)
+            self.assertIn("build step", caught.exception.message)
+            with self.assertRaises(rt.InklingError) as caught:
+                self.manager.commit(seq, 1)
+            self.assertEqual(caught.exception.code, rt.FAILED_PRECONDITION)
+            self.assertIn("commit", caught.exception.message)
+            self.manager.append_tokens(seq, [token])
+            self.model.tokens[seq].append(token)
+            step = self.buffers.build([seq])
+            self.model.check_step(step, [(seq, 1)])
+            self.assertEqual(step.token_seq[:1].tolist(), [0])
+            self.commit(seq, 1)
+        info = self.manager.sequence_info(seq)
+        self.assertEqual(info.num_computed, len(prompt) + 10)
+        # A plain schedule still needs the token.
+        with self.assertRaises(rt.InklingError) as caught:
+            self.manager.schedule(seq, 1)
+        self.assertEqual(caught.exception.code, rt.FAILED_PRECONDITION)
 
     def test_errors_carry_code_and_message(self):
         with self.assertRaises(rt.InklingError) as caught:

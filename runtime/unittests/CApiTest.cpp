@@ -21,12 +21,12 @@ inkling_layout_config_t layoutConfig(int64_t tp = 1) {
 }
 
 struct Buffers {
-  std::vector<int32_t> qsl, computed, table, copies;
+  std::vector<int32_t> qsl, computed, table, copies, tokenSeq;
   std::vector<int64_t> slots;
   inkling_step_buffer_spec_t spec{};
   Buffers(int64_t rows, int64_t cols, int64_t tokens, int64_t maxCopies)
       : qsl(rows + 1), computed(rows), table(rows * cols),
-        copies(2 * maxCopies + 2), slots(tokens) {
+        copies(2 * maxCopies + 2), tokenSeq(tokens, 77), slots(tokens) {
     spec.query_start_loc = qsl.data();
     spec.num_computed = computed.data();
     spec.block_table = table.data();
@@ -36,6 +36,7 @@ struct Buffers {
     spec.num_cols = cols;
     spec.max_tokens = tokens;
     spec.max_copies = maxCopies;
+    spec.token_seq = tokenSeq.data();
   }
 };
 
@@ -85,6 +86,53 @@ protected:
   Buffers buffers{4, 32, 64, 4};
   inkling_step_buffers_t *step = nullptr;
 };
+
+// The per-token sequence ids (sconv.step's token_seq): row b's tokens get
+// b, padding tokens 0.
+TEST_F(CApiTest, BuildStepWritesTokenSeq) {
+  int64_t a = add({1, 2, 3}), b = add({4, 5});
+  ASSERT_EQ(inkling_schedule(manager, a, 3), INKLING_OK);
+  ASSERT_EQ(inkling_schedule(manager, b, 2), INKLING_OK);
+  inkling_step_info_t info = build({b, a}, 0, 8);
+  EXPECT_EQ(info.num_tokens, 5);
+  EXPECT_EQ(info.num_padded_tokens, 8);
+  EXPECT_EQ(std::vector<int32_t>(buffers.tokenSeq.begin(),
+                                 buffers.tokenSeq.begin() + 8),
+            (std::vector<int32_t>{0, 0, 1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(buffers.tokenSeq[8], 77) << "nothing past the padded tokens";
+}
+
+// Async scheduling: the next step is scheduled before the sampled token is
+// known; building or committing it before the token arrives fails, names
+// the sequence and the call, and changes nothing.
+TEST_F(CApiTest, ScheduleAheadThenTheTokenArrives) {
+  int64_t seq = add({1, 2, 3});
+  ASSERT_EQ(inkling_schedule(manager, seq, 3), INKLING_OK);
+  build({seq});
+  ASSERT_EQ(inkling_commit(manager, seq, 3, nullptr, 0), INKLING_OK);
+  EXPECT_EQ(inkling_schedule(manager, seq, 1), INKLING_FAILED_PRECONDITION)
+      << "a plain schedule needs the token";
+  ASSERT_EQ(inkling_schedule_ahead(manager, seq, 1), INKLING_OK)
+      << inkling_manager_last_error(manager);
+  inkling_step_info_t info{};
+  EXPECT_EQ(inkling_build_step(manager, step, &seq, 1, 0, 0, &info),
+            INKLING_FAILED_PRECONDITION);
+  std::string error = inkling_manager_last_error(manager);
+  EXPECT_NE(error.find("build step"), std::string::npos) << error;
+  EXPECT_NE(error.find("sequence " + std::to_string(seq)), std::string::npos)
+      << error;
+  EXPECT_EQ(inkling_commit(manager, seq, 1, nullptr, 0),
+            INKLING_FAILED_PRECONDITION);
+  error = inkling_manager_last_error(manager);
+  EXPECT_NE(error.find("commit"), std::string::npos) << error;
+  int32_t sampled = 4;
+  ASSERT_EQ(inkling_append_tokens(manager, seq, &sampled, 1), INKLING_OK);
+  info = build({seq});
+  EXPECT_EQ(info.num_tokens, 1);
+  EXPECT_EQ(buffers.computed[0], 3);
+  EXPECT_EQ(inkling_commit(manager, seq, 1, nullptr, 0), INKLING_OK)
+      << inkling_manager_last_error(manager);
+}
 
 TEST(CApiStandaloneTest, StatusNamesMatchTheCodes) {
   EXPECT_STREQ(inkling_status_name(INKLING_OK), "ok");

@@ -148,14 +148,16 @@ TEST(CudaFakeDriver, LoadsTheBuiltKernelBundle) {
   const int64_t tokens = 2, pageBytes = 131072;
   auto cache = DeviceBuffer::allocate(**driver, 4 * pageBytes);
   auto slots = DeviceBuffer::allocate(**driver, tokens * 8);
+  auto qsl = DeviceBuffer::allocate(**driver, 2 * 4); // padding: qsl[B]
   auto x = DeviceBuffer::allocate(**driver, tokens * 1024 * 2 + 16);
-  ASSERT_TRUE(cache && slots && x);
+  ASSERT_TRUE(cache && slots && qsl && x);
   KernelSpec lax = *insert;
   for (KernelArgSpec &arg : lax.args)
     arg.align = arg.elementBytes;
   auto launch = [&](uint64_t xAddress) -> Status {
     std::vector<MemRefArg> args = {{cache->address(), {4 * pageBytes}, {}},
                                    {slots->address(), {tokens}, {}},
+                                   {qsl->address(), {2}, {}},
                                    {xAddress, {tokens, 8, 128}, {}}};
     auto params = packKernelParams(lax, args);
     if (!params)

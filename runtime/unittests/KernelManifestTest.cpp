@@ -142,14 +142,17 @@ TEST(KernelManifest, ParsesWhatTheWriterWrites) {
                           (conv ? "_conv_" : "_insert_") + streams[i / 2]);
     EXPECT_EQ(k.op, conv ? "sconv.conv" : "sconv.insert");
     EXPECT_EQ(k.file, k.name + ".ptx");
-    ASSERT_EQ(k.args.size(), conv ? 7u : 3u);
+    // A conv also reads token_seq; an insert, query_start_loc (for qsl[B]:
+    // padding tokens store nothing).
+    ASSERT_EQ(k.args.size(), conv ? 8u : 4u);
     // The cache bytes (rows read and written 16 bytes at a time through
-    // its views), then (insert) the slot mapping and x.
+    // its views), then (insert) the slot mapping, query_start_loc and x.
     EXPECT_EQ(k.args[0].type, "memref<?xi8>");
     EXPECT_EQ(k.args[0].align, 16);
     if (!conv) {
       EXPECT_EQ(k.args[1].type, "memref<?xi64>");
       EXPECT_EQ(k.args[1].align, 8);
+      EXPECT_EQ(k.args[2].type, "memref<?xi32>");
     }
     int64_t params = 0;
     for (const KernelArgSpec &a : k.args)

@@ -1,8 +1,10 @@
 //===- ModelCheckTest.cpp - Random operation sequences against a model ----===//
 //
 // Thousands of random operation sequences (add with and without prefix hits,
-// schedule, run the step, commit with random acceptance, append, preempt,
-// resume, fork, finish, and calls that must fail), each checked after every
+// schedule, schedule ahead of the sampled token (async scheduling: the
+// token arrives later, before the build), run the step, commit with random
+// acceptance, append, preempt, resume, fork, finish, and calls that must
+// fail, in wrong orders too), each checked after every
 // operation against a small executable model:
 //   * the model predicts success or the error code of every call; a failed
 //     call must leave the full state dump unchanged (and the step buffers);
@@ -113,6 +115,7 @@ public:
   int64_t failures() const { return failures_; }
   int64_t prefixHits() const { return prefixHits_; }
   int64_t copies() const { return copies_; }
+  int64_t arrivals() const { return arrivals_; }
 
 private:
   enum class State { Idle, Scheduled, Preempted };
@@ -130,7 +133,8 @@ private:
       return identities;
     }
     int64_t scheduled = 0;
-    bool ran = false;                // the scheduled step's kernels ran
+    bool ran = false;     // the scheduled step's kernels ran
+    bool pending = false; // scheduled ahead: the first token not yet given
     std::vector<int32_t> stepTokens; // tokens of [0, c + n), drafts included
   };
 
@@ -243,8 +247,10 @@ private:
       return fork();
     if (pick < 93)
       return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
-    if (pick < 95)
+    if (pick < 94)
       return scheduleBatch();
+    if (pick < 95)
+      return arrive();
     if (pick < 97)
       return commitBatch();
     return staleIdOperation();
@@ -342,24 +348,33 @@ private:
     else if (kind == 6)
       n = uniform(-1, 0);
     n = std::min(n, kMaxLength - c);
+    // Async scheduling: the step's first token may be the one the previous
+    // step samples, given later (arrive).
+    bool ahead = chance(c >= known ? 0.7 : 0.2);
     StatusCode code = StatusCode::Ok;
     if (seq.state == State::Scheduled || seq.state == State::Preempted)
       code = StatusCode::FailedPrecondition;
     else if (n < 1)
       code = StatusCode::InvalidArgument;
-    else if (c >= known)
+    else if (c >= known && !ahead)
       code = StatusCode::FailedPrecondition;
     else if (blocksNeeded(seq, n) > manager_->pool().numFreeBlocks())
       code = StatusCode::OutOfBlocks;
-    lastOp_ = "schedule seq " + std::to_string(index) + " n " +
-              std::to_string(n) + " at " + std::to_string(c);
+    lastOp_ = std::string(ahead ? "schedule ahead" : "schedule") + " seq " +
+              std::to_string(index) + " n " + std::to_string(n) + " at " +
+              std::to_string(c);
     if (std::string err =
-            expect(code, [&] { return manager_->schedule(seq.id, n); });
+            expect(code,
+                   [&] {
+                     return ahead ? manager_->scheduleAhead(seq.id, n)
+                                  : manager_->schedule(seq.id, n);
+                   });
         !err.empty())
       return err;
     if (code != StatusCode::Ok)
       return "";
     modelSchedule(seq, n);
+    seq.pending = c >= known;
     return "";
   }
 
@@ -372,6 +387,39 @@ private:
                           seq.tokens.begin() + std::min(known, c + n));
     while (static_cast<int64_t>(seq.stepTokens.size()) < c + n)
       seq.stepTokens.push_back(static_cast<int32_t>(rng_() % 2)); // drafts
+  }
+
+  /// The sampled token of a step scheduled ahead arrives. Before it does,
+  /// building or committing the step fails and changes nothing.
+  std::string arrive() {
+    lastOp_ = "arrive";
+    std::vector<size_t> waiting =
+        select([](const ModelSeq &seq) { return seq.pending; });
+    if (waiting.empty())
+      return "";
+    return arriveAt(waiting[uniform(0, waiting.size() - 1)]);
+  }
+
+  std::string arriveAt(size_t index) {
+    ModelSeq &seq = seqs_[index];
+    if (chance(0.3)) {
+      lastOp_ = "commit before the token arrived, seq " + std::to_string(index);
+      if (std::string err = expect(StatusCode::FailedPrecondition,
+                                   [&] { return manager_->commit(seq.id, 1); });
+          !err.empty())
+        return err;
+    }
+    int32_t token = seq.stepTokens[seq.computed];
+    lastOp_ = "arrive seq " + std::to_string(index);
+    if (std::string err =
+            expect(StatusCode::Ok,
+                   [&] { return manager_->appendTokens(seq.id, &token, 1); });
+        !err.empty())
+      return err;
+    seq.tokens.push_back(token);
+    seq.pending = false;
+    ++arrivals_;
+    return "";
   }
 
   /// A batch of valid schedules (sometimes with a repeated id): all or
@@ -474,6 +522,40 @@ private:
       return "";
     std::shuffle(ready.begin(), ready.end(), rng_);
     ready.resize(uniform(1, ready.size()));
+    // A step scheduled ahead whose token has not arrived: the build fails
+    // (naming the sequence), changes nothing and writes no buffer.
+    auto waiting = std::find_if(ready.begin(), ready.end(),
+                                [&](size_t i) { return seqs_[i].pending; });
+    if (waiting != ready.end() && chance(0.5)) {
+      // The tokens arrive before the build.
+      for (size_t i : ready)
+        if (seqs_[i].pending)
+          if (std::string err = arriveAt(i); !err.empty())
+            return err;
+    } else if (waiting != ready.end()) {
+      std::vector<SequenceId> all;
+      for (size_t i : ready)
+        all.push_back(seqs_[i].id);
+      std::vector<int32_t> table = buffers_.blockTable;
+      std::vector<int64_t> slots = buffers_.slotMapping;
+      lastOp_ = "build before a token arrived";
+      Status status;
+      if (std::string err = expect(
+              StatusCode::FailedPrecondition,
+              [&] {
+                return manager_
+                    ->buildStep(all.data(), all.size(), StepShape(), *step_)
+                    .status();
+              },
+              &status);
+          !err.empty())
+        return err;
+      if (status.message().find("build step") == std::string::npos)
+        return "the error does not name the call: " + status.toString();
+      if (table != buffers_.blockTable || slots != buffers_.slotMapping)
+        return "failed build wrote into the buffers";
+      return "";
+    }
     std::vector<SequenceId> ids;
     int64_t tokens = 0;
     for (size_t i : ready) {
@@ -630,6 +712,7 @@ private:
       return err;
     seq.state = State::Preempted;
     seq.computed = seq.scheduled = 0;
+    seq.pending = false; // the step (and its token) is dropped
     return "";
   }
 
@@ -947,6 +1030,7 @@ private:
   int64_t op_ = 0;
   std::string lastOp_;
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
+  int64_t arrivals_ = 0; // tokens delivered after their step was scheduled
   int64_t snapshotChecks_ = 0;
   int64_t maxEvery_ = config_.snapshotEvery;
   bool everyBlockSeen_ = false;
@@ -996,6 +1080,7 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   // The run must have exercised the interesting paths.
   EXPECT_GT(checker.failures(), 100);
   EXPECT_GT(checker.prefixHits(), 10);
+  EXPECT_GT(checker.arrivals(), 10) << "async scheduling not exercised";
   EXPECT_GE(checker.calls(), opsPerConfig());
   if (GetParam().policy != PrefixPolicy::Window)
     EXPECT_GT(checker.snapshotChecks(), 20);
@@ -1006,7 +1091,8 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
             << checker.failures() << " failed as predicted, "
             << checker.prefixHits() << " prefix hits, " << checker.copies()
             << " copy-on-write copies, " << checker.snapshotChecks()
-            << " checks with snapshot blocks\n";
+            << " checks with snapshot blocks, " << checker.arrivals()
+            << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
   RecordProperty("copies", std::to_string(checker.copies()));

@@ -486,6 +486,41 @@ TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
             StatusCode::NotFound);
 }
 
+// Async decode: every step is scheduled before its first token arrives.
+// Blocks and slots do not depend on token ids, so the steps are the same;
+// a block's hash completes when its last token arrives, and the block is a
+// prefix hit once the step computing it commits, as with synchronous
+// decoding.
+TEST(SequenceManagerTest, AsyncDecodeCachesBlocksWhenTheirTokensArrive) {
+  EngineOptions options;
+  TestEngine engine(options);
+  SequenceManager &m = engine.manager();
+  std::vector<int32_t> tokens = iota(5);
+  SequenceId id = *engine.add(tokens);
+  ASSERT_TRUE(m.schedule(id, 5).isOk());
+  SequenceId ids[] = {id};
+  ASSERT_TRUE(m.buildStep(ids, 1, StepShape(), engine.stepBuffers()).isOk());
+  ASSERT_TRUE(m.commit(id, 5).isOk()); // the sampled token comes later
+  for (int32_t token = 100; token < 108; ++token) {
+    ASSERT_TRUE(m.scheduleAhead(id, 1).isOk());
+    int64_t c = m.sequenceInfo(id)->numComputed;
+    // Scheduled without its token: the longest hit is the last whole
+    // block below c (N = 4), computed and with every token known (block 0
+    // is not resumable: the prefill stored only its last positions).
+    EXPECT_EQ(*m.longestCachedPrefix(tokens.data(), tokens.size(), 100),
+              c >= 8 ? c / 4 * 4 : 0)
+        << c;
+    ASSERT_TRUE(m.appendTokens(id, &token, 1).isOk());
+    tokens.push_back(token);
+    ASSERT_TRUE(m.buildStep(ids, 1, StepShape(), engine.stepBuffers()).isOk());
+    ASSERT_TRUE(m.commit(id, 1).isOk());
+  }
+  // 13 positions computed: blocks [0, 4), [4, 8), [8, 12) complete.
+  EXPECT_EQ(m.sequenceInfo(id)->numComputed, 13);
+  EXPECT_EQ(*m.longestCachedPrefix(tokens.data(), tokens.size(), 100), 12);
+  EXPECT_TRUE(m.checkInvariants().isOk());
+}
+
 TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
   TestEngine engine;
   SequenceId id = *engine.add(iota(7));

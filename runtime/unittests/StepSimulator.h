@@ -73,6 +73,11 @@ public:
       const int32_t *row = spec.blockTable + b * spec.numCols;
       for (int64_t t = begin; t < end; ++t) {
         int64_t p = c + (t - begin);
+        if (spec.tokenSeq && spec.tokenSeq[t] != b) {
+          err << "token " << t << " of row " << b << " has token_seq "
+              << spec.tokenSeq[t];
+          return err.str();
+        }
         for (int64_t q = std::max<int64_t>(0, p - (kernel_ - 1)); q < c; ++q) {
           int32_t block = row[q / n];
           if (block <= 0 || block >= numBlocks_) {
@@ -110,9 +115,13 @@ public:
     for (int64_t slot : writes)
       if (reads.count(slot))
         return "slot " + std::to_string(slot) + " is read and written";
-    for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t)
+    for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t) {
       if (spec.slotMapping[t] != -1)
         return "padding token " + std::to_string(t) + " is not -1";
+      if (spec.tokenSeq && spec.tokenSeq[t] != 0)
+        return "padding token " + std::to_string(t) + " has token_seq " +
+               std::to_string(spec.tokenSeq[t]);
+    }
     for (auto [slot, value] : stores)
       cache_[slot] = value;
     return "";
@@ -130,6 +139,7 @@ private:
 struct OwnedStepBuffers {
   std::vector<int32_t> queryStartLoc, numComputed, blockTable, blockCopies;
   std::vector<int64_t> slotMapping;
+  std::vector<int32_t> tokenSeq;
   StepBufferSpec spec;
 
   OwnedStepBuffers(int64_t maxRows, int64_t numCols, int64_t maxTokens,
@@ -137,11 +147,12 @@ struct OwnedStepBuffers {
       : queryStartLoc(maxRows + 1, 77), numComputed(maxRows, 77),
         blockTable(maxRows * numCols, 77),
         blockCopies(std::max<int64_t>(1, maxCopies * 2), 77),
-        slotMapping(maxTokens, 77) {
+        slotMapping(maxTokens, 77), tokenSeq(maxTokens, 77) {
     spec.queryStartLoc = queryStartLoc.data();
     spec.numComputed = numComputed.data();
     spec.blockTable = blockTable.data();
     spec.slotMapping = slotMapping.data();
+    spec.tokenSeq = tokenSeq.data();
     spec.blockCopies = blockCopies.data();
     spec.maxRows = maxRows;
     spec.numCols = numCols;

@@ -11,7 +11,8 @@
 // CHECK-SAME: args = [{
 // CHECK-SAME: grid = ["T", 8, 1]
 // CHECK-SAME: host = "decoder_layer"
-// CHECK-SAME: host_args = [0, 2, 9, 1, 5, 3, 13]
+// The conv reads token_seq (host argument 5) for each token's sequence.
+// CHECK-SAME: host_args = [0, 10, 1, 5, 2, 6, 3, 14]
 // CHECK-SAME: name = "decoder_layer_k0_conv_k", op = "sconv.conv"
 // CHECK-SAME: params = ["ptr", "ptr", "i64", "i64", "i64",
 

@@ -128,9 +128,10 @@ public:
                     role != ArgRole::Weights && role != ArgRole::Bias;
       // The step's metadata is the same for every layer of a step: sent
       // again only when it changed since the last upload.
-      bool metadata =
-          role == ArgRole::QueryStartLoc || role == ArgRole::NumComputed ||
-          role == ArgRole::BlockTable || role == ArgRole::SlotMapping;
+      bool metadata = role == ArgRole::QueryStartLoc ||
+                      role == ArgRole::NumComputed ||
+                      role == ArgRole::BlockTable ||
+                      role == ArgRole::SlotMapping || role == ArgRole::TokenSeq;
       if (metadata && mirror->sent.size() == bytes && mirror->sentAt == at &&
           std::memcmp(mirror->sent.data(), mirror->host + at, bytes) == 0)
         upload = false;

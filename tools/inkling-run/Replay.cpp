@@ -190,7 +190,23 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
       return fail("num_computed[" + std::to_string(b) + "] is " +
                   std::to_string(nc[b]));
   }
+  // Tokens at or past qsl[B] are padding: the inputs may have more rows.
   int64_t T = qsl[B];
+  for (const auto &[name, array] : inputs)
+    if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty() &&
+        array.shape[0] > T)
+      T = array.shape[0];
+  std::vector<int32_t> tokenSeq;
+  if (names.count("token_seq")) {
+    std::vector<int64_t> entries;
+    if (!meta("token_seq", entries, 1))
+      return fail(error);
+    if (static_cast<int64_t>(entries.size()) < T)
+      return fail("token_seq: " + std::to_string(entries.size()) +
+                  " entries, the step has " + std::to_string(T) + " tokens");
+    for (int64_t v : entries)
+      tokenSeq.push_back(static_cast<int32_t>(v));
+  }
   const npy::Array &btArray = inputs["block_table"];
   if (btArray.shape[0] != B || btArray.shape[1] < 1)
     return fail("block_table: shape " + btArray.shapeString() + ", expected (" +
@@ -200,9 +216,10 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
     return fail("slot_mapping: " + std::to_string(slots.size()) +
                 " entries, the step has " + std::to_string(T) + " tokens");
   // Each token stores its own row: a slot used twice in one step is a
-  // race between the two stores (on a GPU, they run at once).
+  // race between the two stores (on a GPU, they run at once). Padding
+  // tokens store nothing, whatever their slots.
   std::map<int64_t, int64_t> firstToken;
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = 0; t < qsl[B]; ++t) {
     if (slots[t] < 0)
       continue;
     auto [it, fresh] = firstToken.emplace(slots[t], t);
@@ -316,6 +333,11 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
       m.sizes = {static_cast<int64_t>(slots.size())};
       m.strides = {1};
       break;
+    case ArgRole::TokenSeq:
+      m.data = tokenSeq.data();
+      m.sizes = {static_cast<int64_t>(tokenSeq.size())};
+      m.strides = {1};
+      break;
     case ArgRole::Status:
       m.data = status.data();
       m.sizes = {static_cast<int64_t>(status.size())};
@@ -394,10 +416,11 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
     return fail(error);
   program.invoke(call);
   if (status[0] != 0) {
-    static const char *kinds[] = {"?", "slot", "block id",
-                                  "logical block beyond the block table",
-                                  "slot"};
-    int64_t kind = status[1] >= 0 && status[1] <= 4 ? status[1] : 0;
+    static const char *kinds[] = {
+        "?",        "slot",
+        "block id", "logical block beyond the block table",
+        "slot",     "token_seq entry"};
+    int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
     std::string limit =
         kind == 4 ? ", not its own slot block_table[b][p / N] * N + p % N = "
                   : ", limit ";

@@ -34,6 +34,13 @@ struct ServeOptions {
   int64_t numSharedPrefixes = 4;
   int64_t vocab = 64;
   int64_t lookahead = 3;
+  /// Pads every step's token dimension to a multiple of this (0: none), as
+  /// graph capture does; padding outputs are checked to equal their inputs.
+  int64_t padTokens = 0;
+  /// Async scheduling: each step is scheduled before the previous step's
+  /// sampled tokens reach the runtime (scheduleAhead); they arrive just
+  /// before the build.
+  bool async = false;
   double specRate = 0.5;
   double preemptRate = 0.01;
   double forkRate = 0.01;

@@ -208,6 +208,9 @@ struct Request {
   int64_t admitOrder = 0;
   int64_t cachePoint = 0; ///< The shared prompt's end, if named; else 0.
   bool preempted = false;
+  /// --async: the sampled token the runtime has not been given yet.
+  bool tokenPending = false;
+  int32_t pendingToken = 0;
   // The pending step.
   bool scheduled = false;
   bool decode = false;
@@ -237,6 +240,7 @@ struct Stats {
   /// The most blocks one sequence held between steps (checked runs).
   int64_t peakIdleSequenceBlocks = 0;
   int64_t outputsChecked = 0, cacheValuesChecked = 0;
+  int64_t paddingTokens = 0;
   int64_t mismatches = 0;
   double schedule = 0, inputs = 0, kernels = 0, checking = 0;
 };
@@ -265,13 +269,35 @@ private:
   bool invokeLayer(int64_t layer);
   bool checkOutputs(int64_t layer);
   bool commitBatch();
+  /// The row of padding token t at this step (seeded; not a sequence's).
+  uint64_t padChain(int64_t t) const {
+    return hashWords({gen_.seed, 0x706164ull, static_cast<uint64_t>(step_),
+                      static_cast<uint64_t>(t)});
+  }
+  /// Points the padding tokens' slots at live history rows and their
+  /// token_seq entries out of range: a kernel that touched the cache or the
+  /// metadata for them would show in the checks. undoPadding restores the
+  /// slots (the step buffers' invariant: -1 past the real tokens).
+  void poisonPadding();
+  void undoPadding();
   /// False at the first mismatch (in mismatch_), or when the executor
   /// cannot bring a page back (printed; mismatch_ not found).
   bool checkCache();
-  enum class Fault { None, Input, Output, Cache };
+  enum class Fault { None, Input, Output, Cache, Padding };
   bool injectFault(Fault fault);
   int report(int exitCode);
   void preempt(Request *r, bool outOfBlocks);
+  /// --async: gives the runtime r's sampled token if it has not got it.
+  bool deliverToken(Request *r) {
+    if (!r->tokenPending)
+      return true;
+    if (Status s = manager_->appendTokens(r->id, &r->pendingToken, 1); !s) {
+      internalError("appendTokens (the sampled token)", s);
+      return false;
+    }
+    r->tokenPending = false;
+    return true;
+  }
   uint64_t extendChain(const std::vector<uint64_t> &chain, size_t p,
                        int32_t token) const {
     return gen_.chainNext(p == 0 ? gen_.chainRoot() : chain[p - 1], token);
@@ -320,6 +346,7 @@ private:
   std::unique_ptr<StepBuffers> stepBuffers_;
   std::vector<int32_t> qsl_, nc_, bt_, copies_;
   std::vector<int64_t> slots_;
+  std::vector<int32_t> tokenSeq_;
   std::vector<int64_t> status_;
   /// The runtime's cache plan: one allocation per plan tensor (per layer,
   /// or with cross-layer pages one for all), layer l's view at its byte
@@ -468,10 +495,14 @@ int Server::setUp() {
   int64_t maxLength = opt_.maxPrompt + opt_.maxOutput + opt_.lookahead + 2;
   numCols_ = (maxLength + N_ - 1) / N_ + 1;
   int64_t maxRows = opt_.maxBatch, maxTokens = opt_.tokenBudget;
+  if (opt_.padTokens > 0)
+    maxTokens =
+        (maxTokens + opt_.padTokens - 1) / opt_.padTokens * opt_.padTokens;
   qsl_.assign(maxRows + 1, 0);
   nc_.assign(maxRows, 0);
   bt_.assign(maxRows * numCols_, 0);
   slots_.assign(maxTokens, -1);
+  tokenSeq_.assign(maxTokens, 0);
   copies_.assign(2 * maxRows, 0);
   status_.assign(8, 0);
   StepBufferSpec spec;
@@ -484,6 +515,7 @@ int Server::setUp() {
   spec.numCols = numCols_;
   spec.maxTokens = maxTokens;
   spec.maxCopies = maxRows;
+  spec.tokenSeq = tokenSeq_.data();
   auto buffers = manager_->bindStepBuffers(spec);
   if (!buffers)
     return fail("the runtime rejects the step buffers: " +
@@ -577,6 +609,7 @@ int Server::addBuffers() {
             add(nc_.data(), nc_.size() * sizeof(int32_t)) &&
             add(bt_.data(), bt_.size() * sizeof(int32_t)) &&
             add(slots_.data(), slots_.size() * sizeof(int64_t)) &&
+            add(tokenSeq_.data(), tokenSeq_.size() * sizeof(int32_t)) &&
             add(status_.data(), status_.size() * sizeof(int64_t));
   for (size_t l = 0; ok && l < caches_.size(); ++l)
     ok = add(caches_[l]->data, plan_.tensors[l].bytes);
@@ -630,6 +663,9 @@ void Server::arrive() {
 }
 
 void Server::preempt(Request *r, bool outOfBlocks) {
+  // A preempted sequence resumes from the runtime's token hashes.
+  if (!deliverToken(r))
+    std::exit(1);
   if (Status s = manager_->preempt(r->id); !s) {
     internalError("preempt", s);
     std::exit(1);
@@ -728,7 +764,12 @@ bool Server::scheduleBatch() {
                            : 0;
       n = std::min(1 + drafts, budget);
     }
-    Status s = manager_->schedule(r->id, n);
+    // --async: scheduled before the runtime knows the step's first token.
+    auto schedule = [&] {
+      return opt_.async ? manager_->scheduleAhead(r->id, n)
+                        : manager_->schedule(r->id, n);
+    };
+    Status s = schedule();
     while (!s && s.code() == StatusCode::OutOfBlocks) {
       // Out of blocks: preempt the newest running sequence and retry.
       Request *victim = *std::max_element(
@@ -737,7 +778,7 @@ bool Server::scheduleBatch() {
       preempt(victim, /*outOfBlocks=*/true);
       if (victim == r)
         break;
-      s = manager_->schedule(r->id, n);
+      s = schedule();
     }
     if (r->preempted)
       continue;
@@ -780,11 +821,15 @@ void Server::fillInputs(int64_t layer) {
         gen_.row(r->stepChain[i], layer, stream,
                  x + g.offset + (qsl_[b] + i) * g.tokenStride, row);
     }
+    for (int64_t t = info_.numTokens; t < info_.numPaddedTokens; ++t)
+      gen_.row(padChain(t), layer, stream, x + g.offset + t * g.tokenStride,
+               row);
   }
 }
 
 bool Server::invokeLayer(int64_t layer) {
-  int64_t B = info_.numSequences, T = info_.numTokens;
+  // Kernels see the padded token dimension.
+  int64_t B = info_.numSequences, T = info_.numPaddedTokens;
   const Layout &layout = sig_.layout;
   for (size_t i = 0; i < sig_.args.size(); ++i) {
     const ArgInfo &arg = sig_.args[i];
@@ -813,6 +858,11 @@ bool Server::invokeLayer(int64_t layer) {
       break;
     case ArgRole::SlotMapping:
       m.data = slots_.data();
+      m.sizes = {T};
+      m.strides = {1};
+      break;
+    case ArgRole::TokenSeq:
+      m.data = tokenSeq_.data();
       m.sizes = {T};
       m.strides = {1};
       break;
@@ -855,10 +905,13 @@ bool Server::invokeLayer(int64_t layer) {
   if (!executorOk("the layer", exec_.invoke(call_)))
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
-    static const char *kinds[] = {"?", "slot", "block id",
+    static const char *kinds[] = {"?",
+                                  "slot",
+                                  "block id",
                                   "logical block beyond the block table",
-                                  "slot that is not the token's own"};
-    int64_t kind = status_[1] >= 0 && status_[1] <= 4 ? status_[1] : 0;
+                                  "slot that is not the token's own",
+                                  "token_seq entry"};
+    int64_t kind = status_[1] >= 0 && status_[1] <= 5 ? status_[1] : 0;
     failure_ = "step " + std::to_string(step_) + ", layer " +
                std::to_string(layer) + ": the checked kernel rejected " +
                std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +
@@ -937,8 +990,46 @@ bool Server::checkOutputs(int64_t layer) {
         stats_.outputsChecked += row;
       }
     }
+    // Padding tokens: y = x, regenerated (not read from the input buffer).
+    for (int64_t t = info_.numTokens; t < info_.numPaddedTokens; ++t) {
+      const uint16_t *yt = y + gy.offset + t * gy.tokenStride;
+      gen_.row(padChain(t), layer, stream, expected_.data(), row);
+      for (int64_t e = 0; e < row; ++e) {
+        if (expected_[e] == yt[e])
+          continue;
+        mismatch_.found = true;
+        mismatch_.text = "mismatch in step " + std::to_string(step_) +
+                         ", layer " + std::to_string(layer) +
+                         ": output of stream " + streamName(stream) +
+                         ", padding token " + std::to_string(t) + ", head " +
+                         std::to_string(e / w) + ", channel " +
+                         std::to_string(e % w) + ": expected its input " +
+                         hex16(expected_[e]) + ", found " + hex16(yt[e]);
+        return false;
+      }
+      stats_.outputsChecked += row;
+    }
   }
   return true;
+}
+
+void Server::poisonPadding() {
+  // A history row of the first sequence that has one (position c - 1).
+  int64_t slot = -1;
+  for (size_t b = 0; b < batch_.size() && slot < 0; ++b) {
+    int64_t c = batch_[b]->computed;
+    if (c > 0)
+      slot = int64_t(bt_[b * numCols_ + (c - 1) / N_]) * N_ + (c - 1) % N_;
+  }
+  for (int64_t t = info_.numTokens; t < info_.numPaddedTokens; ++t) {
+    slots_[t] = slot;
+    tokenSeq_[t] = static_cast<int32_t>(info_.numRows + 7);
+  }
+}
+
+void Server::undoPadding() {
+  for (int64_t t = info_.numTokens; t < info_.numPaddedTokens; ++t)
+    slots_[t] = -1;
 }
 
 bool Server::commitBatch() {
@@ -951,9 +1042,18 @@ bool Server::commitBatch() {
       fresh.push_back(r->stepTokens[p - c]); // accepted drafts
     if (next >= known)
       fresh.push_back(randomToken()); // the sampled token
-    if (Status s = manager_->commit(r->id, k, fresh.data(), fresh.size()); !s) {
+    // --async: the sampled token reaches the runtime only after the next
+    // step was scheduled (deliverToken, before the build).
+    bool withhold = opt_.async && next >= known;
+    if (Status s = manager_->commit(r->id, k, fresh.data(),
+                                    fresh.size() - (withhold ? 1 : 0));
+        !s) {
       internalError("commit", s);
       return false;
+    }
+    if (withhold) {
+      r->tokenPending = true;
+      r->pendingToken = fresh.back();
     }
     for (int32_t token : fresh) {
       r->chain.push_back(extendChain(r->chain, r->tokens.size(), token));
@@ -1101,6 +1201,17 @@ bool Server::injectFault(Fault fault) {
     y[geometry_[conv.out].offset + 1] ^= 0x0001;
     return true;
   }
+  if (fault == Fault::Padding) {
+    // The first padding token's output (a kernel that computed a conv for
+    // it instead of y = x).
+    if (sig_.convs.empty() || info_.numPaddedTokens == info_.numTokens)
+      return true;
+    const ConvInfo &conv = sig_.convs.front();
+    auto *y = reinterpret_cast<uint16_t *>(argData_[conv.out]->data);
+    const StreamGeometry &g = geometry_[conv.out];
+    y[g.offset + info_.numTokens * g.tokenStride + 2] ^= 0x0001;
+    return true;
+  }
   for (Request *r : running_) {
     if (r->computed == 0)
       continue;
@@ -1136,9 +1247,10 @@ int Server::run() {
   if (!opt_.injectFault.empty()) {
     size_t colon = opt_.injectFault.find(':');
     std::string kind = opt_.injectFault.substr(0, colon);
-    fault = kind == "cache"   ? Fault::Cache
-            : kind == "input" ? Fault::Input
-                              : Fault::Output;
+    fault = kind == "cache"     ? Fault::Cache
+            : kind == "input"   ? Fault::Input
+            : kind == "padding" ? Fault::Padding
+                                : Fault::Output;
     faultStep = std::atoll(opt_.injectFault.c_str() + colon + 1);
   }
   auto start = Clock::now();
@@ -1170,17 +1282,30 @@ int Server::run() {
     if (!scheduleBatch())
       return 1;
     std::vector<SequenceId> ids;
-    for (Request *r : batch_)
+    for (Request *r : batch_) {
+      if (!deliverToken(r)) // --async: the sampled tokens arrive
+        return 1;
       ids.push_back(r->id);
+    }
     if (batch_.empty()) {
       stats_.schedule += seconds(t0, Clock::now());
       continue;
     }
+    StepShape shape;
+    if (opt_.padTokens > 0) {
+      int64_t tokens = 0;
+      for (Request *r : batch_)
+        tokens += r->numScheduled;
+      shape.numTokens =
+          (tokens + opt_.padTokens - 1) / opt_.padTokens * opt_.padTokens;
+    }
     auto built =
-        manager_->buildStep(ids.data(), ids.size(), StepShape{}, *stepBuffers_);
+        manager_->buildStep(ids.data(), ids.size(), shape, *stepBuffers_);
     if (!built)
       return internalError("buildStep", built.status());
     info_ = *built;
+    stats_.paddingTokens += info_.numPaddedTokens - info_.numTokens;
+    poisonPadding();
     // Copy-on-write pages, in every layer's cache, before the kernels (with
     // cross-layer pages one copy of the block moves every layer's page).
     for (int64_t i = 0; i < info_.numCopies; ++i) {
@@ -1230,7 +1355,8 @@ int Server::run() {
         fail(failure_);
         return report(1);
       }
-      if (step_ == faultStep && fault == Fault::Output && layer == 0)
+      if (step_ == faultStep &&
+          (fault == Fault::Output || fault == Fault::Padding) && layer == 0)
         injectFault(fault);
       if (opt_.check && !checkOutputs(layer)) {
         ++stats_.mismatches;
@@ -1241,6 +1367,7 @@ int Server::run() {
       stats_.checking += seconds(c, Clock::now());
     }
 
+    undoPadding();
     auto t2 = Clock::now();
     if (!commitBatch())
       return 1;
@@ -1311,6 +1438,9 @@ int Server::report(int exitCode) {
         {"threads", opt_.cpuThreads},
         {"checked", opt_.compile.checked},
         {"check", opt_.check},
+        {"async", opt_.async},
+        {"pad_tokens", opt_.padTokens},
+        {"padding_tokens", stats_.paddingTokens},
         {"seed", static_cast<int64_t>(opt_.seed)},
         {"num_blocks", numBlocks_},
         {"page_bytes", blockStrideBytes_},
@@ -1381,6 +1511,10 @@ int Server::report(int exitCode) {
                 "null)\n",
                 opt_.budgetMB, ll(numBlocks_));
   std::printf("  steps          %lld\n", ll(stats_.steps));
+  if (opt_.async || opt_.padTokens > 0)
+    std::printf("  step contract  %s%lld padding tokens (--pad-tokens=%lld)\n",
+                opt_.async ? "async scheduling (scheduleAhead); " : "",
+                ll(stats_.paddingTokens), ll(opt_.padTokens));
   std::printf("  tokens         %lld (prefill %lld, decode %lld; speculative "
               "drafts %lld proposed, %lld accepted)\n",
               ll(stats_.tokens), ll(stats_.prefillTokens),

@@ -145,6 +145,17 @@ cl::opt<int64_t> sharedPrefixes("shared-prefixes", cl::init(4),
                                 cl::desc("Number of shared prompts"));
 cl::opt<int64_t> vocab("vocab", cl::init(64), cl::cat(workload),
                        cl::desc("Token ids are drawn from [0, vocab)"));
+cl::opt<int64_t> padTokens(
+    "pad-tokens", cl::init(0), cl::cat(workload),
+    cl::desc("Pad every step's token dimension to a multiple of K, as graph "
+             "capture does (0: no padding); padding outputs must equal their "
+             "inputs"),
+    cl::value_desc("K"));
+cl::opt<bool> async(
+    "async", cl::cat(workload),
+    cl::desc("Async scheduling: schedule each step before the previous "
+             "step's sampled tokens reach the runtime (scheduleAhead); they "
+             "arrive just before the build"));
 cl::opt<int64_t> lookahead("lookahead", cl::init(3), cl::cat(workload),
                            cl::desc("Most speculative drafts per decode step "
                                     "(the runtime's lookahead)"));
@@ -182,8 +193,10 @@ cl::opt<bool>
                cl::desc("No progress bar (shown only on a terminal)"));
 cl::opt<std::string>
     injectFault("inject-fault", cl::Hidden,
-                cl::desc("input:STEP, output:STEP or cache:STEP: corrupt "
-                         "one value (tests the checker)"));
+                cl::desc("input:STEP, output:STEP, cache:STEP or "
+                         "padding:STEP (a padding token's output, with "
+                         "--pad-tokens): corrupt one value (tests the "
+                         "checker)"));
 
 cl::opt<int64_t> replayOp("replay", cl::init(-1), cl::cat(replayCat),
                           cl::desc("Run the OP-th sconv op (see --list-ops) "
@@ -329,6 +342,7 @@ int main(int argc, char **argv) {
       !intIn("max-output", maxOutput, minOutput, kMaxTokens) ||
       !intIn("vocab", vocab, 1, int64_t(1) << 30) ||
       !intIn("lookahead", lookahead, 0, 16) ||
+      !intIn("pad-tokens", padTokens, 0, kMaxTokens) ||
       !realIn("arrival-rate", arrivalRate, 0, 1024) ||
       !intIn("shared-prefixes", sharedPrefixes, 0, 4096) ||
       !realIn("spec-rate", specRate, 0, 1) ||
@@ -404,6 +418,8 @@ int main(int argc, char **argv) {
   options.numSharedPrefixes = sharedPrefixes;
   options.vocab = vocab;
   options.lookahead = lookahead;
+  options.padTokens = padTokens;
+  options.async = async;
   options.specRate = specRate;
   options.preemptRate = preemptRate;
   options.forkRate = forkRate;

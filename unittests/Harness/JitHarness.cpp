@@ -84,12 +84,13 @@ std::string LayerText::metadataParams(bool noalias) {
          ", %slots: memref<?xi64>" + na;
 }
 
-std::string LayerText::bindAndStep(bool status) const {
+std::string LayerText::bindAndStep(bool status, bool tokenSeq) const {
   std::ostringstream os;
   os << "  %cache = sconv.bind %buffer layout " << layout_ << " page_bytes "
      << pageBytes_ << " : memref<?xi8> -> " << cache_ << "\n";
   os << "  %step = sconv.step query_start_loc %qsl num_computed %nc "
         "block_table %bt slot_mapping %slots"
+     << (tokenSeq ? " token_seq(%token_seq : memref<?xi32>)" : "")
      << (status ? " status %status" : "")
      << " : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>"
      << (status ? ", memref<?xi64>" : "") << "\n";
@@ -340,7 +341,7 @@ Call harness::makeCall(uint16_t *cache, int64_t cacheBytes,
   call.bt = descriptor<int32_t, 2>(meta.blockTable.data(),
                                    {meta.numSequences(), meta.blockTableWidth},
                                    {meta.blockTableWidth, 1});
-  call.slots =
-      descriptor<int64_t, 1>(meta.slotMapping.data(), {meta.numTokens()}, {1});
+  call.slots = descriptor<int64_t, 1>(meta.slotMapping.data(),
+                                      {meta.numPaddedTokens()}, {1});
   return call;
 }

@@ -130,8 +130,9 @@ public:
   /// followed by ` {llvm.noalias}` when `noalias`.
   static std::string metadataParams(bool noalias);
   /// The `%cache = sconv.bind %buffer ...` and `%step = sconv.step ...`
-  /// lines (with `status %status` when `status`).
-  std::string bindAndStep(bool status = false) const;
+  /// lines (with `status %status` when `status`, with
+  /// `token_seq(%token_seq : memref<?xi32>)` when `tokenSeq`).
+  std::string bindAndStep(bool status = false, bool tokenSeq = false) const;
   /// `sconv.insert %<x> into %cache[<stream>] ...` (one line).
   std::string insert(const std::string &x, Stream stream,
                      const std::string &xType) const;

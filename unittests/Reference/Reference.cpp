@@ -104,6 +104,10 @@ void referenceConv(const Layout &layout, Stream stream, ConstStreamBuffer x,
       }
     }
   }
+  // Padding tokens: y = x.
+  for (int64_t t = step.numTokens(); t < step.numPaddedTokens(); ++t)
+    for (int64_t e = 0; e < layout.headsPerRank * w; ++e)
+      out.data[t * out.tokenStride + e] = x.data[t * x.tokenStride + e];
 }
 
 } // namespace inkling::reference

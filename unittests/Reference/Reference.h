@@ -16,6 +16,7 @@
 
 #include "inkling/Runtime/Layout.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -33,13 +34,19 @@ struct StepMetadata {
   std::vector<int32_t> numComputed;   ///< B entries.
   std::vector<int32_t> blockTable;    ///< B x blockTableWidth, row-major.
   int64_t blockTableWidth = 0;        ///< M.
-  std::vector<int64_t> slotMapping;   ///< T entries.
+  std::vector<int64_t> slotMapping;   ///< T entries (padded: Tp).
+  /// The padded token count Tp >= T (0: no padding). Tokens in [T, Tp) are
+  /// padding: no cache access, and a conv's output is x.
+  int64_t paddedTokens = 0;
 
   int64_t numSequences() const {
     return static_cast<int64_t>(numComputed.size());
   }
   int64_t numTokens() const {
     return queryStartLoc.empty() ? 0 : queryStartLoc.back();
+  }
+  int64_t numPaddedTokens() const {
+    return std::max(numTokens(), paddedTokens);
   }
 };
 

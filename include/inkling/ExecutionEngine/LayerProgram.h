@@ -55,6 +55,7 @@ enum class ArgRole {
   NumComputed,   ///< i32 [B].
   BlockTable,    ///< i32 [B, M].
   SlotMapping,   ///< i64 [>= T].
+  TokenSeq,      ///< i32 [>= T], optional: the sequence of each token.
   Status,        ///< i64 [>= 5], checked mode.
   Input,         ///< A stream's input x: [T, H, w] or [T, H*w] bf16.
   Weights,       ///< A conv's weights [H*w, W] bf16.
@@ -111,7 +112,7 @@ struct LayerSignature {
   int64_t blockStride = 0; ///< Elements between blocks.
   std::vector<ArgInfo> args;
   int cache = -1, queryStartLoc = -1, numComputed = -1, blockTable = -1,
-      slotMapping = -1, status = -1;
+      slotMapping = -1, status = -1, tokenSeq = -1;
   /// The input argument of each stream (-1: the stream is not used).
   std::array<int, kNumStreams> input{{-1, -1, -1, -1}};
   /// Streams whose inputs are stored into the cache by some op.

@@ -84,7 +84,6 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     widths.push_back(ranges[i].width);
   }
 
-  Value qslBuf = step.getQueryStartLoc();
   Value numComputedBuf = step.getNumComputed();
   Value blockTable = step.getBlockTable();
   Value slots = step.getSlotMapping();
@@ -102,20 +101,29 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     part.flatWeights = memref::CollapseShapeOp::create(
         rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
 
-  // Per (t, h): the sequence b of t, its first token and num_computed, the
-  // position p of t; with and_insert, t's slot.
-  Value seq, seqStart, computed, position;
+  // Per (t, h): whether t is live (a real token; in checked mode also one
+  // whose token_seq entry holds it), the sequence b of t (from token_seq
+  // when the step has it, else a search), its first token and
+  // num_computed, the position p of t; with and_insert, t's slot.
+  // Padding tokens load none of the sequence's metadata.
+  Value live, seq, seqStart, computed, position;
   SlotInfo slot;
-  auto outer = [&](OpBuilder &b, Location loc, Value t, Value) {
+  auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
+    Value reporter;
+    if (checked)
+      reporter = cmp(b, loc, arith::CmpIPredicate::eq, h, cIndex(b, loc, 0));
     SequenceInfo sequence =
-        emitSequence(b, loc, qslBuf, numComputedBuf, batch, t);
+        emitTokenSequence(b, loc, step, batch, t, checked, reporter, opName);
+    live = sequence.live;
     seq = sequence.seq;
     seqStart = sequence.start;
     computed = sequence.computed;
     position = sequence.position;
-    if (insert)
+    if (insert) {
       slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit,
                       &sequence, blockTable);
+      maskPaddingSlot(b, loc, slot, live);
+    }
   };
 
   // The history tap: cache[block_table[b][logical], h, row, offset + c].
@@ -180,8 +188,8 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     return tap.getResult(0);
   };
 
-  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value t, Value h, Value c, int64_t lanes) {
+  auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes, Value xRaw) {
     const int64_t width = part.range.width;
     Value channel = add(b, loc, mul(b, loc, h, cIndex(b, loc, width)), c);
     // acc = bias (or 0).
@@ -216,8 +224,6 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         tapWeights.push_back(extToF32(b, loc, wj, lanes));
       }
     }
-    // x[t]: read once, for the last tap, the residual and the cache store.
-    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
     if (insert) {
       scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
         Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
@@ -278,6 +284,24 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     Value result =
         arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
     part.out.store(b, loc, result, t, h, c);
+  };
+  // A padding token (or, checked, one with a bad token_seq entry) reads and
+  // writes no cache; its output is its input.
+  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes) {
+    // x[t]: read once, for the last tap, the residual and the cache store
+    // (and a padding token's output).
+    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+    scf::IfOp::create(
+        b, loc, live,
+        [&](OpBuilder &b, Location loc) {
+          convLanes(b, loc, part, t, h, c, lanes, xRaw);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &b, Location loc) {
+          part.out.store(b, loc, xRaw, t, h, c);
+          scf::YieldOp::create(b, loc);
+        });
   };
 
   emitNest(

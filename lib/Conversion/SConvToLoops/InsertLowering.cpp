@@ -88,12 +88,19 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
       [&](OpBuilder &b, Location loc, Value t, Value) {
         if (!checked) {
           slot = emitSlot(b, loc, slots, t, blockSize, false, slotLimit);
+          maskPaddingSlot(b, loc, slot,
+                          cmp(b, loc, arith::CmpIPredicate::slt, t,
+                              emitRealTokens(b, loc, step)));
           return;
         }
-        SequenceInfo sequence = emitSequence(b, loc, step.getQueryStartLoc(),
-                                             step.getNumComputed(), batch, t);
+        // A bad token_seq entry is reported by the step's convs (once per
+        // token, as without inserts); here it only stores nothing.
+        SequenceInfo sequence =
+            emitTokenSequence(b, loc, step, batch, t, /*checked=*/true,
+                              /*reporter=*/{}, op->getName().getStringRef());
         slot = emitSlot(b, loc, slots, t, blockSize, true, slotLimit, &sequence,
                         step.getBlockTable());
+        maskPaddingSlot(b, loc, slot, sequence.live);
       });
   rewriter.eraseOp(op);
   return success();

@@ -39,7 +39,9 @@ enum class CheckKind : int64_t {
   BlockId = 2,
   LogicalBlock = 3,
   /// A slot in range that is not block_table[b][p / N] * N + p % N.
-  SlotNotTokens = 4
+  SlotNotTokens = 4,
+  /// A token_seq entry that is not the sequence (below B) holding the token.
+  TokenSeq = 5
 };
 
 constexpr const char *kNoStepMessage =
@@ -461,6 +463,10 @@ inline Value emitSlotLimit(OpBuilder &b, Location loc, Value cache,
 /// token, its num_computed and the position p of t.
 struct SequenceInfo {
   Value seq, start, computed, position;
+  /// Null: a real token (the search). Else whether t is live: a real token
+  /// (t < qsl[B]) and, checked, one whose token_seq entry holds it; the
+  /// other fields are 0 for a token that is not (see emitTokenSequence).
+  Value live;
 };
 
 inline SequenceInfo emitSequence(OpBuilder &b, Location loc, Value qslBuf,
@@ -530,6 +536,9 @@ inline SlotInfo emitSlot(OpBuilder &b, Location loc, Value slots, Value token,
         arith::DivUIOp::create(b, loc, sequence->position, n).getResult();
     Value width = memref::DimOp::create(b, loc, blockTable, 1);
     Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, width);
+    // A padding token reads no block table row.
+    if (sequence->live)
+      inTable = arith::AndIOp::create(b, loc, inTable, sequence->live);
     auto expected = scf::IfOp::create(
         b, loc, inTable,
         [&](OpBuilder &b, Location loc) {
@@ -555,6 +564,109 @@ inline SlotInfo emitSlot(OpBuilder &b, Location loc, Value slots, Value token,
   // Only used where valid (slot >= 0): unsigned division is exact there.
   std::tie(info.block, info.row) =
       emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
+  return info;
+}
+
+/// The step's real token count `qsl[B]`: tokens at or past it are padding
+/// (see sconv.step). Loaded in the nest (per token), so that a GPU kernel
+/// reads it itself rather than taking a host-computed value.
+inline Value emitRealTokens(OpBuilder &b, Location loc, sconv::StepOp step) {
+  // qsl has B + 1 entries: its last one, without reading num_computed.
+  Value qsl = step.getQueryStartLoc();
+  Value last = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, qsl, 0), cIndex(b, loc, 1));
+  return toIndex(b, loc, memref::LoadOp::create(b, loc, qsl, ValueRange{last}));
+}
+
+/// Masks a padding token's slot: it writes nothing and is not reported,
+/// whatever its slot_mapping entry holds.
+inline void maskPaddingSlot(OpBuilder &b, Location loc, SlotInfo &info,
+                            Value isReal) {
+  info.valid = arith::AndIOp::create(b, loc, info.valid, isReal);
+  if (info.bad)
+    info.bad = arith::AndIOp::create(b, loc, info.bad, isReal);
+  if (info.notTokens)
+    info.notTokens = arith::AndIOp::create(b, loc, info.notTokens, isReal);
+}
+
+/// The sequence of token t for a nest, with `live` set: loaded only for a
+/// real token (padding tokens read no metadata of a sequence), from the
+/// step's token_seq when it has one (no search) and else by emitSequence.
+/// Checked, a token_seq entry must name a sequence of the step holding t;
+/// one that does not makes t not live and, where `reporter` is given, is
+/// reported (kind 5; value: the entry, limit: B).
+inline SequenceInfo emitTokenSequence(OpBuilder &b, Location loc,
+                                      sconv::StepOp step, Value batch, Value t,
+                                      bool checked, Value reporter,
+                                      StringRef opName) {
+  Value qslBuf = step.getQueryStartLoc();
+  Value numComputedBuf = step.getNumComputed();
+  Value tokenSeqBuf = step.getTokenSeq();
+  Value isReal =
+      cmp(b, loc, arith::CmpIPredicate::slt, t, emitRealTokens(b, loc, step));
+  auto meta = scf::IfOp::create(
+      b, loc, isReal,
+      [&](OpBuilder &b, Location loc) {
+        Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+        if (!tokenSeqBuf) {
+          SequenceInfo found =
+              emitSequence(b, loc, qslBuf, numComputedBuf, batch, t);
+          scf::YieldOp::create(
+              b, loc, ValueRange{ok, found.seq, found.start, found.computed});
+          return;
+        }
+        Value entry =
+            memref::LoadOp::create(b, loc, tokenSeqBuf, ValueRange{t});
+        Value s = toIndex(b, loc, entry), first;
+        if (checked) {
+          // The entry must name a sequence of the step holding t.
+          Value inRange = cmp(b, loc, arith::CmpIPredicate::ult, s, batch);
+          s = arith::SelectOp::create(b, loc, inRange, s, cIndex(b, loc, 0));
+          first = toIndex(
+              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+          Value end =
+              toIndex(b, loc,
+                      memref::LoadOp::create(
+                          b, loc, qslBuf,
+                          ValueRange{add(b, loc, s, cIndex(b, loc, 1))}));
+          ok = arith::AndIOp::create(
+              b, loc, inRange,
+              arith::AndIOp::create(
+                  b, loc, cmp(b, loc, arith::CmpIPredicate::sle, first, t),
+                  cmp(b, loc, arith::CmpIPredicate::slt, t, end)));
+          if (reporter) {
+            Value bad = arith::XOrIOp::create(
+                b, loc, ok, arith::ConstantIntOp::create(b, loc, 1, 1));
+            emitReport(b, loc, arith::AndIOp::create(b, loc, bad, reporter),
+                       step.getStatus(), CheckKind::TokenSeq, t, entry, batch,
+                       (opName + " (checked): a token_seq entry is not the "
+                                 "sequence (below B) whose tokens hold the "
+                                 "token")
+                           .str());
+          }
+        } else {
+          first = toIndex(
+              b, loc, memref::LoadOp::create(b, loc, qslBuf, ValueRange{s}));
+        }
+        Value done = toIndex(
+            b, loc,
+            memref::LoadOp::create(b, loc, numComputedBuf, ValueRange{s}));
+        scf::YieldOp::create(b, loc, ValueRange{ok, s, first, done});
+      },
+      [&](OpBuilder &b, Location loc) {
+        Value zero = cIndex(b, loc, 0);
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1), zero, zero,
+                       zero});
+      });
+  SequenceInfo info;
+  info.live = meta.getResult(0);
+  info.seq = meta.getResult(1);
+  info.start = meta.getResult(2);
+  info.computed = meta.getResult(3);
+  info.position =
+      add(b, loc, info.computed, arith::SubIOp::create(b, loc, t, info.start));
   return info;
 }
 

@@ -51,7 +51,8 @@ func.func @insert_n16(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECK-DAG:     %[[C3:.+]] = arith.constant 3 : index
 // CHECK:         %[[CACHE:.+]] = memref.reinterpret_cast
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
-// CHECK:           %[[SEQ:.+]]:2 = scf.while
+// CHECK:           %[[SEQ:.+]]:3 = scf.if %{{.*}} -> (index, index, index) {
+// CHECK:             scf.while
 // CHECK:                 %[[LOGICAL:.+]] = arith.divui %[[Q:.+]], %[[C3]] : index
 // CHECK:                 %[[ROW:.+]] = arith.remui %[[Q]], %[[C3]] : index
 // CHECK:                 %[[ID:.+]] = memref.load %{{.*}}[%[[SEQ]]#0, %[[LOGICAL]]] : memref<?x?xi32>
@@ -81,7 +82,8 @@ func.func @conv_n3(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 // CHECK-DAG:     %[[C0:.+]] = arith.constant 0 : index
 // CHECK:         %[[CACHE:.+]] = memref.reinterpret_cast
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
-// CHECK:           %[[SEQ:.+]]:2 = scf.while
+// CHECK:           %[[SEQ:.+]]:3 = scf.if %{{.*}} -> (index, index, index) {
+// CHECK:             scf.while
 // CHECK:               arith.cmpi slt, %[[Q:.+]], %[[C0]] : index
 // CHECK-NOT:           arith.shrui
 // CHECK-NOT:           arith.divui

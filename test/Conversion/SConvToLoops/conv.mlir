@@ -16,10 +16,19 @@
 // CHECK:         %[[CACHE:.+]] = memref.reinterpret_cast
 // CHECK:         %[[W:.+]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<4096x4xbf16> into memref<16384xbf16>
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
-// CHECK:           %[[SEQ:.+]]:2 = scf.while
-// CHECK:           %[[START:.+]] = memref.load %{{.*}}[%[[SEQ]]#0] : memref<?xi32>
-// CHECK:           %[[NC:.+]] = memref.load %{{.*}}[%[[SEQ]]#0] : memref<?xi32>
+// A real token (t < qsl[B]) searches its sequence; a padding token reads no
+// metadata, and its output is its input (the else branch per chunk).
+// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %[[T]], %{{.*}} : index
+// CHECK:           %[[META:.+]]:3 = scf.if %[[REAL]] -> (index, index, index) {
+// CHECK:             %[[SEARCH:.+]]:2 = scf.while
+// CHECK:             %[[START:.+]] = memref.load %{{.*}}[%[[SEARCH]]#0] : memref<?xi32>
+// CHECK:             %[[NC:.+]] = memref.load %{{.*}}[%[[SEARCH]]#0] : memref<?xi32>
+// CHECK:             scf.yield %[[SEARCH]]#0, %{{.*}}, %{{.*}} : index, index, index
+// CHECK:           } else {
+// CHECK:             scf.yield %{{.*}}, %{{.*}}, %{{.*}} : index, index, index
 // CHECK:           scf.parallel (%[[CHUNK:.+]]) =
+// CHECK:             %[[XT:.+]] = vector.load %{{.*}}[%[[T]], %{{.*}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
+// CHECK:             scf.if %[[REAL]] {
 // CHECK:             %[[WALL:.+]] = vector.load %[[W]][%{{.*}}] {alignment = 16 : i64} : memref<16384xbf16>, vector<32xbf16>
 // CHECK:             %[[W0:.+]] = vector.shuffle %[[WALL]], %[[WALL]] [0, 4, 8, 12, 16, 20, 24, 28]
 // CHECK:             %[[W0F:.+]] = arith.extf %[[W0]]
@@ -29,7 +38,6 @@
 // CHECK:             %[[W2F:.+]] = arith.extf %[[W2]]
 // CHECK:             %[[W3:.+]] = vector.shuffle %[[WALL]], %[[WALL]] [3, 7, 11, 15, 19, 23, 27, 31]
 // CHECK:             %[[W3F:.+]] = arith.extf %[[W3]]
-// CHECK:             %[[XT:.+]] = vector.load %{{.*}}[%[[T]], %{{.*}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 // CHECK:             %[[XTF:.+]] = arith.extf %[[XT]]
 // Tap 0 (q = p - 3).
 // CHECK:             %[[TAP0:.+]] = scf.if %{{.*}} -> (vector<8xf32>) {
@@ -41,7 +49,7 @@
 // CHECK:                 %[[LOGICAL:.+]] = arith.shrui
 // CHECK:                 %[[ROW:.+]] = arith.andi
 // CHECK:                 %[[COL:.+]] = arith.addi %{{.*}}, %[[C256]]
-// CHECK:                 %[[BLOCK:.+]] = memref.load %{{.*}}[%[[SEQ]]#0, %[[LOGICAL]]] : memref<?x?xi32>
+// CHECK:                 %[[BLOCK:.+]] = memref.load %{{.*}}[%[[META]]#0, %[[LOGICAL]]] : memref<?x?xi32>
 // CHECK:                 %[[BLOCKIDX:.+]] = arith.index_cast %[[BLOCK]]
 // CHECK:                 vector.load %[[CACHE]][%[[BLOCKIDX]], %[[H]], %[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>, vector<8xbf16>
 // CHECK:             %[[ACC0:.+]] = math.fma %[[W0F]], %[[TAP0]], %[[ZERO]] : vector<8xf32>

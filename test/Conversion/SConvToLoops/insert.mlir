@@ -9,16 +9,23 @@
 // The real layout's k stream: 16 aligned chunks of 8, the block stride of
 // the bound (padded) page, slots < 0 skipped.
 // CHECK-LABEL: func @insert_real
+// CHECK-SAME:    %{{[a-z0-9]+}}: memref<?xi8>, %[[QSL:[a-z0-9]+]]: memref<?xi32>
 // CHECK-DAG:     %[[C16:.+]] = arith.constant 16 : index
 // CHECK-DAG:     %[[C0_I64:.+]] = arith.constant 0 : i64
 // CHECK:         %[[VIEW:.+]] = memref.view %{{.*}}[%{{.*}}][%{{.*}}] : memref<?xi8> to memref<?xbf16>
 // CHECK:         %[[CACHE:.+]] = memref.reinterpret_cast %[[VIEW]] to offset: [0], sizes: [%{{.*}}, 8, 4, 2048], strides: [69632, 8192, 2048, 1]
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %{{.*}})
 // CHECK:           %[[SLOT:.+]] = memref.load %{{.*}}[%[[T]]] : memref<?xi64>
-// CHECK:           %[[VALID:.+]] = arith.cmpi sge, %[[SLOT]], %[[C0_I64]] : i64
+// CHECK:           %[[STORED:.+]] = arith.cmpi sge, %[[SLOT]], %[[C0_I64]] : i64
 // CHECK:           %[[IDX:.+]] = arith.index_cast %[[SLOT]] : i64 to index
 // CHECK:           %[[BLOCK:.+]] = arith.shrui %[[IDX]], %{{.*}} : index
 // CHECK:           %[[ROW:.+]] = arith.andi %[[IDX]], %{{.*}} : index
+// A padding token (t >= qsl[B], the last entry of qsl) stores nothing.
+// CHECK:           %[[LASTIDX:.+]] = arith.subi %{{.*}}, %{{.*}} : index
+// CHECK:           %[[REALTOKENS:.+]] = memref.load %[[QSL]][%[[LASTIDX]]] : memref<?xi32>
+// CHECK:           %[[REALIDX:.+]] = arith.index_cast %[[REALTOKENS]] : i32 to index
+// CHECK:           %[[REAL:.+]] = arith.cmpi slt, %[[T]], %[[REALIDX]] : index
+// CHECK:           %[[VALID:.+]] = arith.andi %[[STORED]], %[[REAL]] : i1
 // CHECK:           scf.parallel (%[[CHUNK:.+]]) = (%{{.*}}) to (%[[C16]])
 // CHECK:             scf.if %[[VALID]] {
 // CHECK:               %[[COL:.+]] = arith.muli %[[CHUNK]], %{{.*}} : index

@@ -217,6 +217,30 @@ func.func @step_slot_mapping_type(%qsl: memref<?xi32>, %nc: memref<?xi32>,
 
 // -----
 
+func.func @step_token_seq_type(%qsl: memref<?xi32>, %nc: memref<?xi32>,
+                               %bt: memref<?x?xi32>, %sm: memref<?xi64>,
+                               %seq: memref<?xi64>) {
+  // expected-error @+1 {{'sconv.step' op operand 'token_seq': expected a rank-1 memref of i32 (memref<?xi32>), found 'memref<?xi64>'}}
+  %s = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %sm
+      token_seq(%seq : memref<?xi64>)
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  return
+}
+
+// -----
+
+func.func @step_token_seq_rank(%qsl: memref<?xi32>, %nc: memref<?xi32>,
+                               %bt: memref<?x?xi32>, %sm: memref<?xi64>,
+                               %seq: memref<?x?xi32>) {
+  // expected-error @+1 {{'sconv.step' op operand 'token_seq': expected a rank-1 memref of i32 (memref<?xi32>), found 'memref<?x?xi32>'}}
+  %s = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %sm
+      token_seq(%seq : memref<?x?xi32>)
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  return
+}
+
+// -----
+
 func.func @step_qsl_size(%qsl: memref<3xi32>, %nc: memref<3xi32>,
                          %bt: memref<3x8xi32>, %sm: memref<?xi64>) {
   // expected-error @+1 {{'sconv.step' op operand 'query_start_loc': expected 4 entries (B + 1 for B = 3 sequences in 'num_computed'), found 3}}
@@ -372,6 +396,22 @@ func.func @insert_too_few_slots(%k: memref<16x8x128xbf16>, %qsl: memref<?xi32>,
   // expected-error @+1 {{'sconv.insert' op operand 'slot_mapping': holds 8 slots for 16 tokens}}
   sconv.insert %k into %cache[k] layout #l step %step
       : memref<16x8x128xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @conv_too_few_token_seq(%k: memref<16x8x128xbf16>, %qsl: memref<?xi32>,
+    %nc: memref<?xi32>, %bt: memref<?x?xi32>, %sm: memref<?xi64>,
+    %seq: memref<8xi32>, %w: memref<1024x4xbf16>, %y: memref<16x8x128xbf16>,
+    %cache: memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>) {
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %sm
+      token_seq(%seq : memref<8xi32>)
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  // expected-error @+1 {{'sconv.conv' op operand 'token_seq': holds 8 entries for 16 tokens}}
+  sconv.conv %k, %w history %cache[k] layout #l step %step into %y
+      : memref<16x8x128xbf16>, memref<1024x4xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>> -> memref<16x8x128xbf16>
   return
 }
 

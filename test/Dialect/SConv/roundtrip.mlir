@@ -84,6 +84,24 @@ func.func @step_status(%qsl: memref<?xi32>, %nc: memref<?xi32>,
   return %step : !sconv.step
 }
 
+// The optional per-token sequence ids, alone and with a status buffer.
+// CHECK-LABEL: func @step_token_seq
+// CHECK: sconv.step query_start_loc %{{.*}} num_computed %{{.*}} block_table %{{.*}} slot_mapping %{{.*}} token_seq(%{{.*}} : memref<?xi32>) : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+// CHECK: sconv.step query_start_loc %{{.*}} num_computed %{{.*}} block_table %{{.*}} slot_mapping %{{.*}} token_seq(%{{.*}} : memref<16xi32>) status %{{.*}} : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+func.func @step_token_seq(%qsl: memref<?xi32>, %nc: memref<?xi32>,
+                          %bt: memref<?x?xi32>, %slots: memref<?xi64>,
+                          %seq: memref<?xi32>, %seq16: memref<16xi32>,
+                          %status: memref<5xi64>) -> (!sconv.step, !sconv.step) {
+  %step = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots token_seq(%seq : memref<?xi32>)
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  %checked = sconv.step query_start_loc %qsl num_computed %nc
+      block_table %bt slot_mapping %slots token_seq(%seq16 : memref<16xi32>)
+      status %status
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>, memref<5xi64>
+  return %step, %checked : !sconv.step, !sconv.step
+}
+
 // CHECK-LABEL: func @insert
 // CHECK: sconv.insert %{{.*}} into %{{.*}}[k] layout #[[LAYOUT]] step %{{.*}} : memref<?x8x128xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>
 // CHECK: sconv.insert %{{.*}} into %{{.*}}[mlp] layout #[[LAYOUT]] step %{{.*}} : memref<?x4096xbf16>, memref<?x8x4x2048xbf16, strided<[?, 8192, 2048, 1]>>

@@ -81,7 +81,8 @@ def rows(shape, flat):
 
 class Case:
     def __init__(self, name, summary, layout, seqs, ops, page_bytes=None,
-                 num_blocks=8, flat_streams=(), tables=None, slots=None):
+                 num_blocks=8, flat_streams=(), tables=None, slots=None,
+                 pad=0, token_seq=False):
         self.name, self.summary, self.L, self.seqs, self.ops = name, summary, layout, seqs, ops
         L = layout
         page = L.H * L.N * L.D * 2
@@ -121,6 +122,19 @@ class Case:
                         slots.append(self.bt[b][p // L.N] * L.N + p % L.N)
                     else:
                         slots.append(-1)
+        # Padding tokens [real, T): their slots address a live history row
+        # and their token_seq entries no sequence; nothing may read or write
+        # through them, and a conv's output for them is x.
+        self.real = self.T
+        self.T += pad
+        self.token_seq = None
+        if token_seq:
+            self.token_seq = [b for b, (nc, n) in enumerate(seqs) for _ in range(n)]
+            self.token_seq += [1000] * pad
+        if pad:
+            live = [self.bt[b][(nc - 1) // L.N] * L.N + (nc - 1) % L.N
+                    for b, (nc, n) in enumerate(seqs) if nc > 0]
+            slots = slots + [live[0] if live else -1] * pad
         self.slots = slots
 
     # -- data ------------------------------------------------------------
@@ -164,7 +178,7 @@ class Case:
             x = self.x(stream)
             X = lambda t, h, c: x[(t * L.H + h) * w + c]
             if kind == "insert":
-                for t in range(self.T):
+                for t in range(self.real):
                     slot = self.slots[t]
                     if slot < 0:
                         continue
@@ -178,6 +192,9 @@ class Case:
             bias = self.bias(stream) if opts.get("bias") else None
             y = []
             for t in range(self.T):
+                if t >= self.real:  # padding: y = x
+                    y.extend(X(t, h, c) for h in range(L.H) for c in range(w))
+                    continue
                 b = max(i for i in range(len(self.seqs)) if self.qsl[i] <= t)
                 nc = self.seqs[b][0]
                 p = nc + t - self.qsl[b]
@@ -230,6 +247,9 @@ class Case:
             mtype([len(self.bt), M], "i32"), dense([len(self.bt), M], sum(self.bt, []), "i32")))
         g.append('memref.global "private" constant @slots : %s = %s' % (
             mtype([self.T], "i64"), dense([self.T], self.slots, "i64")))
+        if self.token_seq:
+            g.append('memref.global "private" constant @token_seq : %s = %s' % (
+                mtype([self.T], "i32"), dense([self.T], self.token_seq, "i32")))
         for s in streams:
             shp = self.stream_shape(s)
             g.append('memref.global "private" constant @x_%s : %s = %s' % (
@@ -251,8 +271,12 @@ class Case:
         for name, elem, shp in (("qsl", "i32", [len(self.qsl)]), ("nc", "i32", [len(self.seqs)]),
                                 ("bt", "i32", [len(self.bt), M]), ("slots", "i64", [self.T])):
             body.append("%%%s = memref.get_global @%s : %s" % (name, name, mtype(shp, elem)))
+        seq = ""
+        if self.token_seq:
+            body.append("%%token_seq = memref.get_global @token_seq : %s" % mtype([self.T], "i32"))
+            seq = " token_seq(%%token_seq : %s)" % mtype([self.T], "i32")
         body.append("%%step = sconv.step query_start_loc %%qsl num_computed %%nc block_table %%bt "
-                    "slot_mapping %%slots : %s, %s, %s, %s" % (
+                    "slot_mapping %%slots%s : %s, %s, %s, %s" % (seq,
                         mtype([len(self.qsl)], "i32"), mtype([len(self.seqs)], "i32"),
                         mtype([len(self.bt), M], "i32"), mtype([self.T], "i64")))
         for s in streams:
@@ -324,6 +348,8 @@ class Case:
                        self.page_bytes, self.S, self.nb))
         out.append("// Sequences (num_computed, tokens): %s; slots %s; block table %s." % (
             self.seqs, self.slots, self.bt))
+        if self.T > self.real:
+            out.append("// Padding tokens [%d, %d); token_seq %s." % (self.real, self.T, self.token_seq))
         out.append("")
         out.append("#l = " + L.attr())
         out.append("!cache = " + cache_type)
@@ -395,6 +421,22 @@ CASES = [
          ops=[("conv", "k", {"residual": False}), ("conv", "v", {"bias": True}),
               ("conv", "attn", {"act": "silu"}),
               ("conv", "mlp", {"act": "silu", "bias": True, "residual": False})]),
+    Case("padded_token_seq", """
+        The mixed batch padded with 3 tokens (graph capture), with token_seq: each
+        token's sequence is loaded, not searched for. The padding tokens' slots
+        address a live history row and their token_seq entries no sequence: the
+        convs give y = x for them and the (fused) inserts store nothing.""",
+         WIDE, seqs=[(0, 3), (7, 1), (4, 2)], num_blocks=10, pad=3, token_seq=True,
+         ops=[("conv", "v", {}), ("insert", "v"),
+              ("conv", "attn", {"bias": True, "act": "silu", "residual": False}),
+              ("insert", "attn")],
+         flat_streams=("attn",)),
+    Case("padded", """
+        Decode of two sequences padded with 2 tokens, without token_seq (the
+        sequence by search over query_start_loc): the padding tokens read and
+        write no cache, their outputs equal their inputs.""",
+         WIDE, seqs=[(5, 1), (9, 1)], pad=2,
+         ops=[("conv", "k", {"bias": True}), ("insert", "k")]),
 ]
 
 for W in (1, 2, 3, 4, 8):

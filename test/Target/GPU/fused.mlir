@@ -17,10 +17,10 @@
 // RUN: FileCheck %s --check-prefix=PACKED < %t.packed/manifest.json
 // RUN: FileCheck %s --check-prefix=PACKED-PTX < %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx
 
-// All 17 arguments of the layer go to the one kernel.
+// All 18 arguments of the layer (token_seq included) go to the one kernel.
 // FUSED: "launches": [
 // FUSED-NEXT: {
-// FUSED-NEXT: "host_args": [{{([0-9]+, ){16}[0-9]+}}],
+// FUSED-NEXT: "host_args": [{{([0-9]+, ){17}[0-9]+}}],
 // FUSED-NEXT: "kernel": "decoder_layer_k0_fused_conv_k_v_attn_mlp"
 // FUSED-NEXT: }
 // FUSED-NEXT: ],

@@ -18,7 +18,8 @@
 // element size as its alignment, for checkers that see only the PTX.
 // INSERT-NEXT: .param .u64 .ptr .align 1 decoder_layer_k1_insert_k_param_0,
 // INSERT: .param .u64 .ptr .align 8 decoder_layer_k1_insert_k_param_5,
-// INSERT: .param .u64 .ptr .align 2 decoder_layer_k1_insert_k_param_10,
+// INSERT: .param .u64 .ptr .align 4 decoder_layer_k1_insert_k_param_10,
+// INSERT: .param .u64 .ptr .align 2 decoder_layer_k1_insert_k_param_15,
 // INSERT: .maxntid 16, 1, 1
 // INSERT-NOT: ld.global.{{(nc.)?}}{{[bu]}}16
 // INSERT-NOT: st.global.{{[bu]}}16

@@ -60,12 +60,12 @@ func.func @layer_tp2(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi
 // CHECK: "hosts": [
 // CHECK: "host_args": [0, 2, 6, 1, 5, 3, 7],
 // CHECK-NEXT: "kernel": "layer0_k0_conv_k"
-// CHECK: "host_args": [0, 4, 5],
+// CHECK: "host_args": [0, 4, 1, 5],
 // CHECK-NEXT: "kernel": "layer0_k1_insert_k"
 // CHECK: "name": "layer0"
 // CHECK: "host_args": [1, 3, 6, 2, 0, 4, 7],
 // CHECK-NEXT: "kernel": "layer0_k0_conv_k"
-// CHECK: "host_args": [1, 5, 0],
+// CHECK: "host_args": [1, 5, 2, 0],
 // CHECK-NEXT: "kernel": "layer0_k1_insert_k"
 // CHECK: "name": "layer1"
 // CHECK: "kernel": "layer_tp2_k0_insert_k"

@@ -18,7 +18,8 @@
 // RUN:   | FileCheck %s --check-prefix=LIST
 // LIST: @decoder_layer: layout kv_heads 8, head_dim 128, hidden 4096, kernel 4, tp 1, block_size 4, page_bytes 131072
 // LIST: argument 0: cache : memref<?xi8>
-// LIST: argument 5: k input : memref<?x8x128xbf16>
-// LIST: argument 16: mlp output : memref<?x4096xbf16>
+// LIST: argument 5: token_seq : memref<?xi32>
+// LIST: argument 6: k input : memref<?x8x128xbf16>
+// LIST: argument 17: mlp output : memref<?x4096xbf16>
 // LIST: op 0: sconv.conv [k]
 // LIST: op 7: sconv.insert [mlp]

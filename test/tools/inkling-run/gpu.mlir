@@ -78,3 +78,15 @@
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
 // RUN:   --replay=0 --outputs=%t 2>&1 | FileCheck %s --check-prefix=REPLAY
 // REPLAY: inkling-run: --replay runs on the CPU; drop --device=gpu
+
+// The step contract on the GPU path: padded steps (the kernels take the
+// padded token dimension, token_seq and query_start_loc uploaded) and async
+// scheduling; the fake checks every launch's parameters and extents.
+// RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --device=gpu \
+// RUN:   --cuda-driver=%fake_cuda --steps=30 --token-budget=64 --no-check \
+// RUN:   --pad-tokens=64 --async --json | FileCheck %s --check-prefix=CONTRACT
+// CONTRACT-DAG: "async": true,
+// CONTRACT-DAG: "launches": 60,
+// CONTRACT-DAG: "pad_tokens": 64,
+// CONTRACT-DAG: "padding_tokens": {{[1-9][0-9]*}},
+// CONTRACT-DAG: "steps": 30,

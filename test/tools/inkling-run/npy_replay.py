@@ -139,6 +139,18 @@ def gen(out, n=4):
         data = f.read()
     with open(os.path.join(out, "truncated.npy"), "wb") as f:
         f.write(data[:-6])
+    # Padding (graph capture): 3 rows past qsl[B] whose slots address a
+    # live history row (position 2 of sequence 0, block 3): the conv's
+    # output for them is x, the insert stores nothing for them.
+    P = 3
+    xp = x + [[[rng.randint(-3, 3) for c in range(HD)] for h in range(H)]
+              for t in range(P)]
+    write(os.path.join(out, "x_pad.npy"), "<u2", [T + P, H, HD],
+          [bf16(v) for v in flat(xp)])
+    write(os.path.join(out, "slots_pad.npy"), "<i8", [T + P],
+          slots + [3 * N + 2] * P)
+    write(os.path.join(out, "expected_pad_out.npy"), "<u2", [T + P, H, HD],
+          [bf16(v) for v in flat(y + xp[T:])])
 
 
 def cmp(a, b):

@@ -18,6 +18,20 @@
 // INSERT: inkling-run: wrote {{.*}}insert{{/|\\}}cache.npy (bf16 as uint16, shape (8, 2, 4, 32))
 // RUN: %python %S/npy_replay.py cmp %t/insert/cache.npy %t/expected_cache.npy
 //
+// Padding: x with 3 rows past qsl[B] (their slots address a live history
+// row): the conv's outputs for them are their inputs, the insert stores
+// nothing for them (the same cache as without them).
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --replay=0 \
+// RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
+// RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_pad.npy,x=%t/x_pad.npy,weights=%t/w.npy \
+// RUN:   --outputs=%t/pconv | FileCheck %s --check-prefix=PCONV
+// PCONV: inkling-run: wrote {{.*}}pconv{{/|\\}}out.npy (bf16 as uint16, shape (8, 2, 8))
+// RUN: %python %S/npy_replay.py cmp %t/pconv/out.npy %t/expected_pad_out.npy
+// RUN: inkling-run %inkling_src/examples/small_layer.mlir --replay=1 \
+// RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
+// RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_pad.npy,x=%t/x_pad.npy \
+// RUN:   --outputs=%t/pinsert
+// RUN: %python %S/npy_replay.py cmp %t/pinsert/cache.npy %t/expected_cache.npy
 // The same ops on caches of block size N = 1 and N = 3 (W = 4: the history
 // of position 5 spans three blocks at N = 1), the layer compiled with
 // --block-size.

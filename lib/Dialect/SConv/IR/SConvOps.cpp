@@ -190,6 +190,9 @@ LogicalResult StepOp::verify() {
                                    getBlockTable().getType(), 2, 32)) ||
       failed(verifyMetadataOperand(*this, "slot_mapping",
                                    getSlotMapping().getType(), 1, 64)) ||
+      (getTokenSeq() &&
+       failed(verifyMetadataOperand(*this, "token_seq", getTokenSeq().getType(),
+                                    1, 32))) ||
       (getStatus() && failed(verifyMetadataOperand(
                           *this, "status", getStatus().getType(), 1, 64))))
     return failure();
@@ -278,7 +281,7 @@ LogicalResult ConvOp::verify() {
   if (castRoot(getOut()) == castRoot(getX()))
     return emitOpError() << "operand 'out' must not be operand 'x': the conv "
                             "reads x of earlier tokens after writing out";
-  return success();
+  return verifyTokenSeqCoversTokens(*this, getStep(), xType.getDimSize(0));
 }
 
 //===----------------------------------------------------------------------===//

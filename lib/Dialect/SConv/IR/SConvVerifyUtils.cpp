@@ -185,6 +185,19 @@ LogicalResult verifyStepCoversTokens(Operation *op, Value stepValue,
   if (!ShapedType::isDynamic(slots) && slots < tokens)
     return operandError(op, "slot_mapping")
            << "holds " << slots << " slots for " << tokens << " tokens";
+  return verifyTokenSeqCoversTokens(op, stepValue, tokens);
+}
+
+LogicalResult verifyTokenSeqCoversTokens(Operation *op, Value stepValue,
+                                         int64_t tokens) {
+  auto step = stepValue.getDefiningOp<StepOp>();
+  if (!step || ShapedType::isDynamic(tokens) || !step.getTokenSeq())
+    return success();
+  int64_t entries =
+      cast<MemRefType>(step.getTokenSeq().getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(entries) && entries < tokens)
+    return operandError(op, "token_seq")
+           << "holds " << entries << " entries for " << tokens << " tokens";
   return success();
 }
 

@@ -41,10 +41,15 @@ mlir::LogicalResult verifyMetadataOperand(mlir::Operation *op,
                                           unsigned rank, unsigned bitWidth);
 
 /// Checks that `stepValue` is produced by `sconv.step` when it is visible
-/// and that its slot mapping can hold the `tokens` (dynamic: skipped).
+/// and that its slot mapping (and token_seq) can hold the `tokens`
+/// (dynamic: skipped).
 mlir::LogicalResult verifyStepCoversTokens(mlir::Operation *op,
                                            mlir::Value stepValue,
                                            int64_t tokens);
+/// Checks that a visible step's token_seq, if any, can hold the `tokens`.
+mlir::LogicalResult verifyTokenSeqCoversTokens(mlir::Operation *op,
+                                               mlir::Value stepValue,
+                                               int64_t tokens);
 
 } // namespace inkling::sconv::detail
 

@@ -53,6 +53,8 @@ void expandTouched(Value value, SmallVectorImpl<Value> &touched) {
   }
   touched.append({step.getQueryStartLoc(), step.getNumComputed(),
                   step.getBlockTable(), step.getSlotMapping()});
+  if (Value tokenSeq = step.getTokenSeq())
+    touched.push_back(tokenSeq);
 }
 
 bool isWrite(const MemoryEffects::EffectInstance &effect) {

@@ -182,6 +182,19 @@ public:
   /// The step's first token (position c) must be known.
   Status schedule(SequenceId id, int64_t numTokens);
 
+  /// Async scheduling (the engine schedules step n+1 while step n runs):
+  /// like schedule, but the step's first token (position c, the token that
+  /// step n samples) may still be unknown. It must arrive (appendTokens)
+  /// before the step is built: buildStep and commit refuse a step whose
+  /// first token is unknown (FailedPrecondition naming the sequence and the
+  /// call; nothing changes). The order per sequence is
+  ///   commit(n, k, accepted drafts) -> scheduleAhead(n+1) ->
+  ///   appendTokens(sampled token) -> buildStep -> commit(n+1) ...
+  /// Blocks and block hashes depend on positions only, so the pending token
+  /// changes nothing here: a block's hash completes when its last token
+  /// arrives, as with schedule.
+  Status scheduleAhead(SequenceId id, int64_t numTokens);
+
   /// Accepts `numAccepted` (k) of the scheduled tokens: c' = c + k, with
   /// n - k <= lookahead (OutOfRange otherwise: the history of c' would not
   /// be in the cache; commit a valid k or preempt). `newTokens` are appended

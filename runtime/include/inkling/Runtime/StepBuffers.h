@@ -5,6 +5,7 @@
 //   num_computed    [maxRows]     int32
 //   block_table     [maxRows x numCols] int32, row-major, logical block index
 //   slot_mapping    [maxTokens]   int64
+//   token_seq       [maxTokens]   int32 (optional)
 //   block_copies    [maxCopies x 2] int32 (src, dst) copy-on-write pages
 // A block table row of a long sequence has thousands of columns but only a
 // few live (non-null) entries, so rewriting rows would cost O(M) per sequence
@@ -42,6 +43,9 @@ struct StepBufferSpec {
   int64_t numCols = 0; ///< M: logical blocks per row.
   int64_t maxTokens = 0;
   int64_t maxCopies = 0;
+  /// [maxTokens], optional: the row of each token (sconv.step's token_seq),
+  /// written for the step's tokens in O(tokens); 0 for padding tokens.
+  int32_t *tokenSeq = nullptr;
 };
 
 /// One mapped logical block of a sequence.

@@ -160,6 +160,13 @@ INKLING_API inkling_status_t inkling_append_tokens(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_schedule(inkling_manager_t *manager,
                                               int64_t sequence,
                                               int64_t num_tokens);
+/* Async scheduling: as inkling_schedule, but the step's first token (the
+   one the running step samples) may be unknown yet; append it with
+   inkling_append_tokens before inkling_build_step (which, like
+   inkling_commit, refuses the step until then). */
+INKLING_API inkling_status_t inkling_schedule_ahead(inkling_manager_t *manager,
+                                                    int64_t sequence,
+                                                    int64_t num_tokens);
 /* Accepts num_accepted of the scheduled tokens after appending `tokens`
    (accepted drafts, then the sampled token; may be NULL if 0). */
 INKLING_API inkling_status_t inkling_commit(inkling_manager_t *manager,
@@ -256,6 +263,9 @@ typedef struct {
   int64_t num_cols;
   int64_t max_tokens;
   int64_t max_copies;
+  /* [max_tokens], or NULL: the sequence (row) of each token, for the
+     per-token operand of sconv.step (token_seq); padding tokens get 0. */
+  int32_t *token_seq;
 } inkling_step_buffer_spec_t;
 
 typedef struct {

@@ -76,7 +76,7 @@ def SConv_BindOp : SConv_Op<"bind", [
 // sconv.step
 //===----------------------------------------------------------------------===//
 
-def SConv_StepOp : SConv_Op<"step", [Pure]> {
+def SConv_StepOp : SConv_Op<"step", [Pure, AttrSizedOperandSegments]> {
   let summary = "Bundle the metadata buffers of one forward step";
   let description = [{
     Names the four metadata buffers of a continuous-batching step (DESIGN
@@ -90,14 +90,31 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
     - `slot_mapping` (i64, >= T): physical slot of token t
       (`block * N + position % N`), or -1 for "do not store".
 
+    - `token_seq` (optional, i32, >= T): the sequence b of each real token
+      (`qsl[b] <= t < qsl[b+1]`). With it, the lowerings load a token's
+      sequence instead of searching `query_start_loc` for it (a chain of
+      dependent loads, and a loop in every GPU conv kernel). Entries of
+      padding tokens are not read. An entry that is not a sequence of the
+      step, or not the one holding the token, is undefined behaviour in the
+      default lowering; checked mode reports it (kind 5), the token's
+      output is `x` and it stores nothing (as for padding).
+
+    Tokens `t >= qsl[B]` (B = the length of `num_computed`) are padding,
+    e.g. of a token dimension padded to a captured graph's size: they read
+    nothing from the cache or the step's metadata beyond their own
+    `slot_mapping` entry, write nothing to the cache (whatever
+    `slot_mapping[t]` holds), and a conv's output for them is `x[t]` (what
+    vLLM's kernel gives a pad token), whatever `residual` and `activation`
+    say.
+
     - `status` (optional, i64, at least 5 entries): where a lowering with
       run-time checks (`sconv-lower-to-loops{checked=true}`) reports an
       out-of-range slot or block id instead of accessing memory out of
       bounds: `[0]` counts rejected accesses, `[1..4]` describe the first
       one (kind: 1 slot, 2 block id, 3 logical block beyond the block table,
       4 a slot that is not the token's own `block_table[b][p / N] * N +
-      p % N` (limit: that slot); token; offending value; limit). The host
-      zeroes it before the step.
+      p % N` (limit: that slot), 5 a `token_seq` entry (limit: B); token;
+      offending value; limit). The host zeroes it before the step.
 
     The op reads nothing itself; the ops that take the step read the buffers
     (they declare the read on the step operand). Sharing one step value is
@@ -108,17 +125,22 @@ def SConv_StepOp : SConv_Op<"step", [Pure]> {
     %step = sconv.step query_start_loc %qsl num_computed %nc
         block_table %bt slot_mapping %slots
         : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+    %step2 = sconv.step query_start_loc %qsl num_computed %nc
+        block_table %bt slot_mapping %slots token_seq(%seq : memref<?xi32>)
+        : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
     ```
   }];
   let arguments = (ins SConv_MemRef:$query_start_loc,
                        SConv_MemRef:$num_computed,
                        SConv_MemRef:$block_table,
                        SConv_MemRef:$slot_mapping,
+                       Optional<SConv_MemRef>:$token_seq,
                        Optional<SConv_MemRef>:$status);
   let results = (outs SConv_StepType:$step);
   let assemblyFormat = [{
     `query_start_loc` $query_start_loc `num_computed` $num_computed
     `block_table` $block_table `slot_mapping` $slot_mapping
+    (`token_seq` `(` $token_seq^ `:` type($token_seq) `)`)?
     (`status` $status^)? attr-dict
     `:` type($query_start_loc) `,` type($num_computed) `,`
         type($block_table) `,` type($slot_mapping) (`,` type($status)^)?
@@ -144,6 +166,8 @@ def SConv_InsertOp : SConv_StepCacheAccessOp<"insert"> {
     `cache[slot / N, h, slot % N, offset + c] = x[t, h, c]`, where
     `(offset, w)` is the stream's range in the head row. Nothing outside the
     stream's range is written (in particular not the padding `[raw, D)`).
+    Padding tokens (`t >= qsl[B]`, see `sconv.step`) store nothing, whatever
+    their slot.
 
     `x` is `[T, H, w]`, or `[T, H*w]` (the rank's hidden chunk of the
     attn/mlp streams, the same memory); its token stride may be larger than
@@ -189,6 +213,12 @@ def SConv_ConvOp : SConv_StepCacheAccessOp<"conv"> {
     `residual` defaults to true (the reference model), `activation` to
     `none`. The conv reads the cache only below `num_computed`, so it commutes
     with inserts of the same step.
+
+    A padding token (`t >= qsl[B]`, see `sconv.step`) reads no cache and no
+    metadata of a sequence: `out[t] = x[t]`, whatever `residual`, `bias` and
+    `activation` say (vLLM's kernel gives a pad token its input). With the
+    step's `token_seq`, the sequence `b` of a real token is
+    `token_seq[t]`; without it, the largest `b` with `qsl[b] <= t`.
 
     ```mlir
     sconv.conv %k, %wk history %cache[k] layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
