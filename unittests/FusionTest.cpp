@@ -8,7 +8,8 @@
 // whole cache buffer (poisoned first, padding included) and every output
 // buffer (poisoned first, filler between rows included). `none` itself is
 // checked against the independent reference (unittests/Reference), SiLU
-// within 1 bf16 ulp (libm's exp; DESIGN section 4), everything else exactly.
+// within 1 bf16 ulp (libm's exp; docs/Design.md section 4), everything else
+// exactly.
 //
 // A first test checks that the fusion really happened: the ops each
 // strategy leaves (e.g. conv-insert: one fused_conv per group of convs that
@@ -336,7 +337,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
                          std::to_string(seed) + ", " + std::to_string(tokens) +
                          " tokens";
       // `none` against the reference: convs over the step's initial cache,
-      // then the inserts (they commute: DESIGN section 4).
+      // then the inserts (they commute: docs/Design.md section 4).
       const Result &none = results[kNone.name];
       std::vector<uint16_t> expectedCache(cache0.data,
                                           cache0.data + cache0.size);

@@ -10,7 +10,8 @@
 // CPU), JIT-compiled and run on random mixed batches. The layer (conv then
 // insert, per stream, random conv variants) must give the independent
 // reference's bits (unittests/Reference): every output buffer and the whole
-// cache buffer, poisoned first. SiLU within 1 bf16 ulp (DESIGN section 4).
+// cache buffer, poisoned first. SiLU within 1 bf16 ulp (docs/Design.md section
+// 4).
 //
 // The alignment claims of the lowering are what this guards: a vector
 // access claiming 16 bytes at an address that is not a multiple of 16

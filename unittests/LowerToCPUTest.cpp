@@ -11,8 +11,8 @@
 // does not store keep their poison.
 //
 // SiLU alone gets a tolerance of 1 bf16 ulp: exp comes from libm here and
-// from the GPU's own exp elsewhere (DESIGN section 4). Everything else is
-// compared exactly.
+// from the GPU's own exp elsewhere (docs/Design.md section 4). Everything else
+// is compared exactly.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
 """An independent numpy reference of one step of a layer's sconv ops.
 
-Written from the spec (DESIGN sections 2-4), not from the project's code:
+Written from the spec (docs/Design.md sections 2-4), not from the project's code:
 the cache is [num_blocks, H, N, D] bf16 with blocks `block_stride` elements
 apart; stream s occupies [o_s, o_s + w_s) of D. bf16 values are uint16 bit
 patterns. Used by engine_loop.py and the Python tests.
@@ -27,7 +27,7 @@ def random_bf16(rng, shape, scale=1.0):
 
 
 class Layout:
-    """DESIGN section 2 for tp = 1 and block size N = kernel."""
+    """docs/Design.md section 2 for tp = 1 and block size N = kernel."""
 
     STREAMS = ("k", "v", "attn", "mlp")
 
@@ -58,7 +58,7 @@ class Conv:
 def step(layout, cache, block_stride, inputs, convs, query_start_loc,
          num_computed, block_table, slot_mapping):
     """Runs one step: every conv reads the cache as it was before the step,
-    then every input is inserted (DESIGN section 4: inside a step the
+    then every input is inserted (docs/Design.md section 4: inside a step the
     order does not matter). `cache` (uint16, flat, modified in place) has
     blocks `block_stride` elements apart; inputs are {stream: [T, H, w]}.
     Returns {stream: y [T, H, w]} for the streams of `convs`."""

@@ -2,7 +2,7 @@
 //
 // include/inkling-c/Layer.h over exec::LayerProgram (the CPU JIT and the
 // kernel bundle) and the runtime's CUDA launcher. Every argument is checked
-// here before anything runs: the C ABI is the boundary the DESIGN's
+// here before anything runs: the C ABI is the boundary the docs/Design.md's
 // alignment and bounds assumptions are stated at.
 //
 //===----------------------------------------------------------------------===//
@@ -312,7 +312,7 @@ private:
     return static_cast<const T *>(a.data)[offset];
   }
 
-  /// DESIGN section 3's invariants that keep every access in bounds.
+  /// docs/Design.md section 3's invariants that keep every access in bounds.
   Status checkMetadata() {
     const Layout &layout = sig_.layout;
     int64_t N = layout.blockSize, W = layout.slidingWindow;

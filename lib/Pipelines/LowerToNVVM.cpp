@@ -1,7 +1,7 @@
 //===- LowerToNVVM.cpp - The inkling-lower-to-nvvm pipeline ---------------===//
 //
-// The GPU backend of DESIGN section 5: the loop nests the CPU pipeline runs
-// become one CUDA kernel each (outer (token, head) loop -> blocks, inner
+// The GPU backend of docs/Design.md section 5: the loop nests the CPU pipeline
+// runs become one CUDA kernel each (outer (token, head) loop -> blocks, inner
 // 16-byte chunk loop -> threads), lowered to NVVM and serialized to PTX or
 // cubin. Stages follow upstream's gpu-lower-to-nvvm-pipeline, with Inkling's
 // own mapping, sinking and ABI recording in between (docs/gpu.md).

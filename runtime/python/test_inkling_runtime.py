@@ -27,7 +27,7 @@ def layout_config(tp=1, block_size=0):
 
 
 def expected_slots(table_row, computed, count, lookahead):
-    """DESIGN section 3 restated: slot = block * N + p % N for the stored
+    """docs/Design.md section 3 restated: slot = block * N + p % N for the stored
     positions [max(c, p1 - (W-1) - L), p1); -1 for the others."""
     end = computed + count
     store_from = max(computed, end - (W - 1) - lookahead)
@@ -128,7 +128,7 @@ class ServingEngineStepTest(unittest.TestCase):
         step = self.buffers.build([seq for seq, _ in plan], num_rows,
                                   num_padded_tokens)
         self.model.check_step(step, plan)
-        # The metadata a kernel reads, consistent as DESIGN section 3 says
+        # The metadata a kernel reads, consistent as docs/Design.md section 3 says
         # (slots through the same table; the model above checks the table).
         offset = 0
         for row, (seq, count) in enumerate(plan):

@@ -1,10 +1,10 @@
 //===- StepSimulator.h - The kernels' cache accesses, for tests -*- C++ -*-===//
 //
-// Runs a step's metadata the way the sconv kernels use it (DESIGN section 4)
-// on a cache of one value per slot, so tests check the block tables by their
-// effect: every history tap must read the value its position was given, and
-// no slot may be both read and written in a step. A position's value is an
-// identity of the token prefix that produced it, so values written by
+// Runs a step's metadata the way the sconv kernels use it (docs/Design.md
+// section 4) on a cache of one value per slot, so tests check the block tables
+// by their effect: every history tap must read the value its position was
+// given, and no slot may be both read and written in a step. A position's value
+// is an identity of the token prefix that produced it, so values written by
 // rejected drafts, by another sequence, or never, all differ from the
 // expected one.
 //

@@ -5,8 +5,8 @@
 // decoding with random acceptance, preemption and resume, prefix-cache hits,
 // forks, finishes) and runs the compiled layer for every layer of every
 // step. After every step it checks every output against a full-history
-// reference (the conv of DESIGN section 4 over inputs regenerated from each
-// sequence's token history, never read from the cache) and every cache row
+// reference (the conv of docs/Design.md section 4 over inputs regenerated from
+// each sequence's token history, never read from the cache) and every cache row
 // the next step will read.
 //
 // Synthetic data. The input x of (layer, stream, position p, head, channel)
@@ -168,9 +168,9 @@ StreamGeometry streamGeometry(const ArgInfo &arg, int64_t rowElements) {
 // Requests
 //===----------------------------------------------------------------------===//
 
-/// The expected outputs of one token of one conv, DESIGN section 4: acc from
-/// the bias (or 0), one f32 fma per tap in ascending order, then silu, then
-/// the residual add, then one rounding to bf16. `weights` is [W][row]
+/// The expected outputs of one token of one conv, docs/Design.md section 4: acc
+/// from the bias (or 0), one f32 fma per tap in ascending order, then silu,
+/// then the residual add, then one rounding to bf16. `weights` is [W][row]
 /// (transposed), `taps[j]` the input row at position p - (W-1) + j (zeros
 /// before position 0). Built for AVX2+FMA where the CPU has them (fma is
 /// exact either way: the same bits).

@@ -1,6 +1,6 @@
 //===- Reference.h - A plain C++ reference of the sconv ops -----*- C++ -*-===//
 //
-// An independent model of DESIGN section 4, written from the spec with
+// An independent model of docs/Design.md section 4, written from the spec with
 // plain scalar loops (not from the lowering): what every backend's insert
 // and conv must compute, bit for bit. Used by the lowering's JIT tests and
 // meant for the benchmark and the end-to-end runner.
@@ -28,7 +28,7 @@ float bf16ToFloat(uint16_t bits);
 /// with its sign.
 uint16_t floatToBf16(float value);
 
-/// The step metadata of DESIGN section 3.
+/// The step metadata of docs/Design.md section 3.
 struct StepMetadata {
   std::vector<int32_t> queryStartLoc; ///< B + 1 entries.
   std::vector<int32_t> numComputed;   ///< B entries.
@@ -81,9 +81,9 @@ struct ConvOptions {
   const uint16_t *bias = nullptr; ///< [H*w] or null.
 };
 
-/// sconv.conv: the taps of DESIGN section 4 (0 before position 0, the step's
-/// input from num_computed on, else the cache through the block table), an
-/// f32 fma chain in ascending tap order from the bias (or 0), then silu,
+/// sconv.conv: the taps of docs/Design.md section 4 (0 before position 0, the
+/// step's input from num_computed on, else the cache through the block table),
+/// an f32 fma chain in ascending tap order from the bias (or 0), then silu,
 /// then the residual add, then one rounding to bf16. `weights` is [H*w, W].
 void referenceConv(const Layout &layout, Stream stream, ConstStreamBuffer x,
                    const uint16_t *weights, const StepMetadata &step,

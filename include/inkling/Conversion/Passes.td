@@ -10,8 +10,8 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
   let description = [{
     Lowers `sconv.bind`, `sconv.insert`, `sconv.conv`, `sconv.insert_packed`
     and `sconv.fused_conv` to loop nests that
-    run on the CPU and map to GPU blocks and threads later (DESIGN section
-    5): an outer `scf.parallel` over (token, head) and an inner `scf.parallel`
+    run on the CPU and map to GPU blocks and threads later
+    (docs/Design.md section 5): an outer `scf.parallel` over (token, head) and an inner `scf.parallel`
     over 16-byte chunks (8 bf16 channels) of the stream's width.
 
     - `sconv.bind` becomes `memref.view` of the byte buffer plus
@@ -19,7 +19,7 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
       strides (`num_blocks = buffer bytes / page_bytes`).
     - `sconv.insert`: tokens with `slot_mapping[t] < 0` are skipped; the row
       is `cache[slot / N, h, slot % N, offset + c]`.
-    - `sconv.conv`: DESIGN section 4's taps (zero below position 0, the
+    - `sconv.conv`: docs/Design.md section 4's taps (zero below position 0, the
       step's input at or above `num_computed[b]`, else the cache through the
       block table), `math.fma` in f32 in ascending tap order starting from
       the bias (or 0), then the activation, the residual add, and one

@@ -1,6 +1,7 @@
 //===- Pipelines.h - Inkling's named lowering pipelines ---------*- C++ -*-===//
 //
-// The pipelines an ML compiler links to lower sconv IR (DESIGN section 5).
+// The pipelines an ML compiler links to lower sconv IR (docs/Design.md section
+// 5).
 //
 //===----------------------------------------------------------------------===//
 

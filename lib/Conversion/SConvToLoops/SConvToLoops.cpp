@@ -1,6 +1,6 @@
 //===- SConvToLoops.cpp - sconv to scf/vector/memref loops ----------------===//
 //
-// Lowers the sconv ops to the loop nests of DESIGN section 5: an outer
+// Lowers the sconv ops to the loop nests of docs/Design.md section 5: an outer
 // scf.parallel over (token, head), an inner scf.parallel over 16-byte chunks
 // (8 bf16 channels) of the op's streams, vector accesses with an explicit
 // alignment where the memref types prove it, a scalar tail for widths that

@@ -5,7 +5,7 @@ Each test is a small forward step: a bound cache (poisoned with 99 wherever
 nothing is stored, the page padding included), history rows for the
 positions the convs read, step metadata, a few sconv ops, and a main that
 prints the outputs and the whole cache buffer (one line per block, padding
-included). The CHECK lines come from a plain Python model of DESIGN section 4
+included). The CHECK lines come from a plain Python model of docs/Design.md section 4
 (values are small integers and halves, exact in bf16, except for silu, whose
 inputs are chosen so that libm's expf and this model round to the same bf16).
 
@@ -167,7 +167,7 @@ class Case:
                             float(((q * 5 + h * 3 + c) % 7) - 3)
         return cache
 
-    # -- the model of DESIGN section 4 ---------------------------------------
+    # -- the model of docs/Design.md section 4 ---------------------------------------
     def run(self):
         L = self.L
         cache = self.initial_cache()

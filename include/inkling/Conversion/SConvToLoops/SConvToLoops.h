@@ -1,7 +1,7 @@
 //===- SConvToLoops.h - sconv to scf/vector/memref loops --------*- C++ -*-===//
 //
-// The loop-level lowering of the sconv dialect (DESIGN section 5): one loop
-// nest per op, shared by the CPU and GPU backends.
+// The loop-level lowering of the sconv dialect (docs/Design.md section 5): one
+// loop nest per op, shared by the CPU and GPU backends.
 //
 //===----------------------------------------------------------------------===//
 

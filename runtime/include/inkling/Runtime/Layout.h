@@ -1,8 +1,8 @@
 //===- Layout.h - The sconv conv-state cache layout -------------*- C++ -*-===//
 //
-// The single source of truth for the packed conv-state cache layout (DESIGN
-// section 2). The MLIR dialect, the runtime and the tools all derive sizes
-// from here; nothing else repeats these formulas.
+// The single source of truth for the packed conv-state cache layout
+// (docs/Design.md section 2). The MLIR dialect, the runtime and the tools all
+// derive sizes from here; nothing else repeats these formulas.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,7 @@
 //===- PrefixCache.h - Hash chain over blocks -> cached block ---*- C++ -*-===//
 //
-// Prefix caching for the sconv cache (DESIGN section 6). The key of logical
-// block j of a token sequence is a hash chain over whole token blocks:
+// Prefix caching for the sconv cache (docs/Design.md section 6). The key of
+// logical block j of a token sequence is a hash chain over whole token blocks:
 //   hash_j = XXH3_64(tokens of block j, seed = hash_{j-1}),
 //   hash_-1 = the cache's root seed,
 // so a key names the whole prefix [0, (j+1)N), not just the block. Only the

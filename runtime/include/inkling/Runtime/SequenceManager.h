@@ -2,7 +2,7 @@
 //
 // Owns the block pool, the prefix cache and the sequences of one group of
 // sconv layers (they share block ids), and produces each step's metadata
-// (DESIGN sections 3, 4 and 6).
+// (docs/Design.md sections 3, 4 and 6).
 //
 // Positions and blocks. The block size N (the serving engine's choice,
 // from Layout) is independent of the kernel W. Position p lives in logical
@@ -60,7 +60,7 @@ namespace inkling {
 using SequenceId = int64_t;
 
 /// What a prefill stores beyond its window, so that later requests can
-/// resume there (DESIGN section 6, "Snapshots").
+/// resume there (docs/Design.md section 6, "Snapshots").
 ///   * Window: only the window [st, p1) (resumable points are rare: a chunk's
 ///     final window seldom holds the history of a block boundary).
 ///   * Snapshots: also the history of the last block boundary before each
@@ -299,7 +299,8 @@ public:
   /// (every-block: the chunk's blocks, like vLLM). Snapshot blocks only take
   /// free blocks and are cached, not held, once the step commits.
   int64_t maxSnapshotBlocks() const;
-  /// Blocks a sequence can hold between steps (the bound of DESIGN 6).
+  /// Blocks a sequence can hold between steps (the bound of docs/Design.md
+  /// section 6).
   int64_t maxBlocksBetweenSteps() const;
   /// The during-a-step bound for a layout and lookahead, before a manager
   /// exists (to size a pool): span(W-1) + span(W-1+L).

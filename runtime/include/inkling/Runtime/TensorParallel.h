@@ -3,7 +3,7 @@
 // With tensor parallelism of size tp, rank r owns the global KV heads
 // [r*H, (r+1)*H) (H = kv_heads / tp) and the matching hidden chunk
 // [r*H*hph, (r+1)*H*hph) of the ATTN and MLP streams; D does not depend on tp
-// (DESIGN sections 2 and 6). checkRankTiling proves that a set of rank
+// (docs/Design.md sections 2 and 6). checkRankTiling proves that a set of rank
 // layouts tiles the unsharded layout exactly: every head and every hidden
 // channel is owned by exactly one rank, and every rank packs its rows alike.
 // The collectives around the ATTN/MLP convs belong to the serving engine.

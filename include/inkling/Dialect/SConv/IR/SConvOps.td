@@ -79,8 +79,8 @@ def SConv_BindOp : SConv_Op<"bind", [
 def SConv_StepOp : SConv_Op<"step", [Pure, AttrSizedOperandSegments]> {
   let summary = "Bundle the metadata buffers of one forward step";
   let description = [{
-    Names the four metadata buffers of a continuous-batching step (DESIGN
-    section 3) as one `!sconv.step` value:
+    Names the four metadata buffers of a continuous-batching step
+    (docs/Design.md section 3) as one `!sconv.step` value:
 
     - `query_start_loc` (i32, B+1): the tokens of sequence b are
       `[qsl[b], qsl[b+1])`;
