@@ -390,17 +390,8 @@ private:
 
 /// The message of a checked kernel's status report.
 std::string statusReport(const std::array<int64_t, kStatusWords> &status) {
-  static const char *kinds[] = {"?",
-                                "slot",
-                                "block id",
-                                "logical block beyond the block table",
-                                "slot that is not the token's own",
-                                "token_seq entry"};
-  int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
-  return "the checked kernel rejected " + std::to_string(status[0]) +
-         " accesses (first: " + kinds[kind] + " " + std::to_string(status[3]) +
-         " of token " + std::to_string(status[2]) + ", limit " +
-         std::to_string(status[4]) + "); outputs are incomplete";
+  return "the checked kernel " + exec::describeCheckedStatus(status.data()) +
+         "; outputs are incomplete";
 }
 
 } // namespace

@@ -700,6 +700,22 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   return true;
 }
 
+std::string exec::describeCheckedStatus(const int64_t status[5]) {
+  // Indexed by the kind (Lowering.h's CheckKind).
+  static const char *kinds[] = {
+      "?",        "slot",
+      "block id", "logical block beyond the block table",
+      "slot",     "token_seq entry"};
+  int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
+  std::string limit =
+      kind == 4 ? ", not its own slot block_table[b][p / N] * N + p % N = "
+                : ", limit ";
+  return "rejected " + std::to_string(status[0]) +
+         " accesses (first: " + kinds[kind] + " " + std::to_string(status[3]) +
+         " of token " + std::to_string(status[2]) + limit +
+         std::to_string(status[4]) + ")";
+}
+
 // The threaded nests call libomp's __kmpc_* entry points, which the JIT
 // resolves among the process's global symbols: this library links libomp
 // (and this call keeps the link); `makeOpenMPVisible` covers a process that

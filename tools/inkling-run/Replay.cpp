@@ -416,20 +416,9 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
     return fail(error);
   program.invoke(call);
   if (status[0] != 0) {
-    static const char *kinds[] = {
-        "?",        "slot",
-        "block id", "logical block beyond the block table",
-        "slot",     "token_seq entry"};
-    int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
-    std::string limit =
-        kind == 4 ? ", not its own slot block_table[b][p / N] * N + p % N = "
-                  : ", limit ";
     return fail(op.name + " (op " + std::to_string(options.opIndex) +
-                "): the checked kernel rejected " + std::to_string(status[0]) +
-                " accesses (first: " + kinds[kind] + " " +
-                std::to_string(status[3]) + " of token " +
-                std::to_string(status[2]) + limit + std::to_string(status[4]) +
-                "); no output written");
+                "): the checked kernel " +
+                describeCheckedStatus(status.data()) + "; no output written");
   }
 
   if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))

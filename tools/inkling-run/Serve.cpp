@@ -905,19 +905,9 @@ bool Server::invokeLayer(int64_t layer) {
   if (!executorOk("the layer", exec_.invoke(call_)))
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure_.empty()) {
-    static const char *kinds[] = {"?",
-                                  "slot",
-                                  "block id",
-                                  "logical block beyond the block table",
-                                  "slot that is not the token's own",
-                                  "token_seq entry"};
-    int64_t kind = status_[1] >= 0 && status_[1] <= 5 ? status_[1] : 0;
     failure_ = "step " + std::to_string(step_) + ", layer " +
-               std::to_string(layer) + ": the checked kernel rejected " +
-               std::to_string(status_[0]) + " accesses (first: " + kinds[kind] +
-               " " + std::to_string(status_[3]) + " of token " +
-               std::to_string(status_[2]) + ", limit " +
-               std::to_string(status_[4]) + ")";
+               std::to_string(layer) + ": the checked kernel " +
+               exec::describeCheckedStatus(status_.data());
   }
   return true;
 }

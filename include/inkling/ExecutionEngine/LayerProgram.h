@@ -171,6 +171,13 @@ struct KernelFiles {
   std::map<std::string, std::string> objects;
 };
 
+/// What a checked kernel's status words [count, kind, token, value, limit]
+/// report (the kinds of sconv.step's description): "rejected N accesses
+/// (first: slot V of token T, limit L)"; for a slot that is not the token's
+/// own, the limit is that slot ("..., not its own slot block_table[b][p / N]
+/// * N + p % N = L)").
+std::string describeCheckedStatus(const int64_t status[5]);
+
 class LayerProgram {
 public:
   ~LayerProgram();
