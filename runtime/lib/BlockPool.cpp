@@ -30,8 +30,7 @@ Status BlockPool::checkBlock(int32_t block, const char *what) const {
     return invalidArgument(std::string("cannot ") + what +
                            " block 0: it is the null block");
   if (!isUsable(block))
-    return Status(StatusCode::OutOfRange,
-                  std::string("cannot ") + what + " block " +
+    return outOfRange(std::string("cannot ") + what + " block " +
                       std::to_string(block) + ": the pool has blocks [1, " +
                       std::to_string(numBlocks()) + ")");
   return Status::ok();
@@ -42,10 +41,9 @@ Status BlockPool::allocate(int64_t count, int32_t *out) {
     return invalidArgument("block count (" + std::to_string(count) +
                            ") must be >= 0");
   if (count > numFree_)
-    return Status(StatusCode::OutOfBlocks,
-                  "cannot allocate " + std::to_string(count) +
-                      " blocks: only " + std::to_string(numFree_) + " of " +
-                      std::to_string(numUsableBlocks()) + " are free");
+    return outOfBlocks("cannot allocate " + std::to_string(count) +
+                       " blocks: only " + std::to_string(numFree_) + " of " +
+                       std::to_string(numUsableBlocks()) + " are free");
   if (count > 0 && out == nullptr)
     return invalidArgument("output buffer for " + std::to_string(count) +
                            " blocks is null");
@@ -66,13 +64,11 @@ Status BlockPool::retain(int32_t block) {
   if (Status status = checkBlock(block, "retain"); !status)
     return status;
   if (refCounts_[block] == 0 && !tagged_[block])
-    return Status(StatusCode::FailedPrecondition,
-                  "cannot retain block " + std::to_string(block) +
-                      ": it is free and holds no cached prefix");
+    return failedPrecondition("cannot retain block " + std::to_string(block) +
+                              ": it is free and holds no cached prefix");
   if (refCounts_[block] == std::numeric_limits<int32_t>::max())
-    return Status(StatusCode::OutOfRange, "reference count of block " +
-                                              std::to_string(block) +
-                                              " would overflow");
+    return outOfRange("reference count of block " + std::to_string(block) +
+                      " would overflow");
   retainUnchecked(block);
   return Status::ok();
 }
@@ -81,9 +77,8 @@ Status BlockPool::release(int32_t block) {
   if (Status status = checkBlock(block, "release"); !status)
     return status;
   if (refCounts_[block] == 0)
-    return Status(StatusCode::FailedPrecondition, "double free of block " +
-                                                      std::to_string(block) +
-                                                      ": it is already free");
+    return failedPrecondition("double free of block " + std::to_string(block) +
+                              ": it is already free");
   releaseUnchecked(block);
   return Status::ok();
 }
@@ -92,9 +87,9 @@ Status BlockPool::setCacheTag(int32_t block, uint64_t tag) {
   if (Status status = checkBlock(block, "tag"); !status)
     return status;
   if (refCounts_[block] == 0)
-    return Status(StatusCode::FailedPrecondition,
-                  "cannot tag free block " + std::to_string(block) +
-                      ": only held blocks with written contents are cached");
+    return failedPrecondition(
+        "cannot tag free block " + std::to_string(block) +
+        ": only held blocks with written contents are cached");
   setCacheTagUnchecked(block, tag);
   return Status::ok();
 }
@@ -118,7 +113,7 @@ std::vector<int32_t> BlockPool::freeQueue() const {
 
 Status BlockPool::checkInvariants() const {
   auto internal = [](std::string message) {
-    return Status(StatusCode::Internal, std::move(message));
+    return internalError(std::move(message));
   };
   std::vector<char> queued(refCounts_.size(), 0);
   int32_t length = 0;

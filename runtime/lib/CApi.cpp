@@ -83,9 +83,9 @@ inkling_status_t withManager(inkling_manager *m, Body &&body) {
   try {
     return report(m, body(*m->manager));
   } catch (const std::bad_alloc &) {
-    return report(m, Status(StatusCode::Internal, "out of memory"));
+    return report(m, internalError("out of memory"));
   } catch (...) {
-    return report(m, Status(StatusCode::Internal, "unexpected C++ exception"));
+    return report(m, internalError("unexpected C++ exception"));
   }
 }
 
@@ -94,11 +94,9 @@ inkling_status_t guarded(char *error, size_t capacity, Body &&body) {
   try {
     return report(body(), error, capacity);
   } catch (const std::bad_alloc &) {
-    return report(Status(StatusCode::Internal, "out of memory"), error,
-                  capacity);
+    return report(internalError("out of memory"), error, capacity);
   } catch (...) {
-    return report(Status(StatusCode::Internal, "unexpected C++ exception"),
-                  error, capacity);
+    return report(internalError("unexpected C++ exception"), error, capacity);
   }
 }
 
@@ -679,9 +677,9 @@ inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
   try {
     status = body(r->registry);
   } catch (const std::bad_alloc &) {
-    status = Status(StatusCode::Internal, "out of memory");
+    status = internalError("out of memory");
   } catch (...) {
-    status = Status(StatusCode::Internal, "unexpected C++ exception");
+    status = internalError("unexpected C++ exception");
   }
   if (!status.isOk())
     r->lastError = status.message();

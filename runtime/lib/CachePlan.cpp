@@ -74,9 +74,8 @@ std::string CachePlan::describe() const {
 
 Status CacheRegistry::checkName(const std::string &name) const {
   if (planned_)
-    return Status(StatusCode::FailedPrecondition,
-                  "cannot register layer '" + name +
-                      "': the cache was already planned");
+    return failedPrecondition("cannot register layer '" + name +
+                              "': the cache was already planned");
   if (name.empty())
     return invalidArgument("a cache layer needs a name (got an empty one)");
   for (const Entry &entry : layers_)
@@ -202,11 +201,11 @@ StatusOr<CachePlan> CacheRegistry::plan(int64_t budgetBytes,
     // elements; a layer's byte offset is a whole number of pages.
     if (blockStrideBytes % view.elementBytes != 0 ||
         view.byteOffset % view.elementBytes != 0)
-      return Status(StatusCode::Internal,
-                    "layer '" + view.name + "': block stride " +
-                        std::to_string(blockStrideBytes) +
-                        " bytes is not a whole number of " +
-                        std::to_string(view.elementBytes) + "-byte elements");
+      return internalError("layer '" + view.name + "': block stride " +
+                           std::to_string(blockStrideBytes) +
+                           " bytes is not a whole number of " +
+                           std::to_string(view.elementBytes) +
+                           "-byte elements");
     view.strides[0] = blockStrideBytes / view.elementBytes;
     if (cross) {
       plan.tensors[0].sharedBy.push_back(view.name);

@@ -60,10 +60,10 @@ Status Driver::check(CUresult result, const char *call) const {
     api_->cuGetErrorName(result, &name);
   if (api_ && api_->cuGetErrorString)
     api_->cuGetErrorString(result, &text);
-  return Status(StatusCode::Internal,
-                std::string(call) + " failed: " + (name ? name : "CUDA error") +
-                    " (" + std::to_string(result) + ")" +
-                    (text ? std::string(": ") + text : std::string()));
+  return internalError(std::string(call) +
+                       " failed: " + (name ? name : "CUDA error") + " (" +
+                       std::to_string(result) + ")" +
+                       (text ? std::string(": ") + text : std::string()));
 }
 
 StatusOr<std::unique_ptr<Driver>> Driver::load(const std::string &library,

@@ -43,16 +43,6 @@ int64_t spanBlocks(int64_t count, int64_t blockSize) {
 std::string str(int64_t value) { return std::to_string(value); }
 std::string seqName(SequenceId id) { return "sequence " + str(id); }
 
-Status failedPrecondition(std::string message) {
-  return Status(StatusCode::FailedPrecondition, std::move(message));
-}
-Status outOfRange(std::string message) {
-  return Status(StatusCode::OutOfRange, std::move(message));
-}
-Status internalError(std::string message) {
-  return Status(StatusCode::Internal, std::move(message));
-}
-
 } // namespace
 
 const char *sequenceStateName(SequenceState state) {
@@ -203,9 +193,8 @@ int64_t SequenceManager::firstCacheableBlock(const Sequence &seq) const {
 
 Status SequenceManager::unknownSequence(SequenceId id,
                                         const char *operation) const {
-  return Status(StatusCode::NotFound,
-                std::string(operation) + ": unknown sequence id " + str(id) +
-                    " (never added, or already finished)");
+  return notFound(std::string(operation) + ": unknown sequence id " + str(id) +
+                  " (never added, or already finished)");
 }
 
 int32_t SequenceManager::newSlot() {
@@ -319,19 +308,17 @@ Status SequenceManager::checkStartPosition(const HashChain &chain,
   int64_t last = startPosition / blockSize_ - 1;
   int64_t first = firstHistoryBlock(startPosition);
   if (first < chain.base)
-    return Status(StatusCode::NotFound,
-                  "the hash of logical block " + str(first) +
-                      " (prefix of length " + str(startPosition) +
-                      ") is no longer kept; resume with the token ids");
+    return notFound("the hash of logical block " + str(first) +
+                    " (prefix of length " + str(startPosition) +
+                    ") is no longer kept; resume with the token ids");
   blocks.first = first;
   for (int64_t logical = first; logical <= last; ++logical) {
     int32_t block = cache_.find(chain.at(logical));
     if (block < 0)
-      return Status(StatusCode::NotFound,
-                    "no cached block for the prefix of length " +
-                        str(startPosition) + " (logical block " + str(logical) +
-                        "); ask longestCachedPrefix for a valid start "
-                        "position");
+      return notFound("no cached block for the prefix of length " +
+                      str(startPosition) + " (logical block " + str(logical) +
+                      "); ask longestCachedPrefix for a valid start "
+                      "position");
     blocks.physical.push_back(block);
     ++blocks.count;
   }
@@ -689,11 +676,11 @@ Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens,
   if (Status status = checkSchedule(seq, id, numTokens, plan); !status)
     return status;
   if (plan.needed > pool_.numFreeBlocks())
-    return Status(StatusCode::OutOfBlocks,
-                  seqName(id) + " needs " + str(plan.needed) +
-                      " blocks to store positions [" + str(plan.storeFrom) +
-                      ", " + str(seq.numComputed + numTokens) + "), but only " +
-                      str(pool_.numFreeBlocks()) + " are free");
+    return outOfBlocks(seqName(id) + " needs " + str(plan.needed) +
+                       " blocks to store positions [" + str(plan.storeFrom) +
+                       ", " + str(seq.numComputed + numTokens) +
+                       "), but only " + str(pool_.numFreeBlocks()) +
+                       " are free");
   snapScratch_.ranges.clear();
   snapScratch_.blocks = 0;
   if (config_.prefixPolicy != PrefixPolicy::Window &&
@@ -753,11 +740,10 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
     batchNeeds_.push_back(plan.needed);
   }
   if (needed > pool_.numFreeBlocks())
-    return Status(StatusCode::OutOfBlocks,
-                  "the batch of " + str(count) + " sequences needs " +
-                      str(needed) + " blocks, but only " +
-                      str(pool_.numFreeBlocks()) +
-                      " are free; nothing was scheduled");
+    return outOfBlocks("the batch of " + str(count) + " sequences needs " +
+                       str(needed) + " blocks, but only " +
+                       str(pool_.numFreeBlocks()) +
+                       " are free; nothing was scheduled");
   // Snapshots take only blocks that later entries do not need.
   int64_t reserve = needed;
   for (int64_t i = 0; i < count; ++i)

@@ -48,9 +48,9 @@ StatusOr<RankLayout> rankLayout(const LayoutConfig &config, int64_t rank) {
   if (!layout)
     return layout.status();
   if (rank < 0 || rank >= config.tp)
-    return Status(StatusCode::OutOfRange, "rank (" + std::to_string(rank) +
-                                              ") must be in [0, tp = " +
-                                              std::to_string(config.tp) + ")");
+    return outOfRange("rank (" + std::to_string(rank) +
+                      ") must be in [0, tp = " + std::to_string(config.tp) +
+                      ")");
   RankLayout result;
   result.rank = rank;
   result.layout = *layout;

@@ -57,9 +57,8 @@ public:
     bundle_ = std::move(*bundle);
     const HostSpec *host = bundle_->manifest().findHost(sig_.function);
     if (!host)
-      return Status(StatusCode::NotFound, "the kernel bundle has no host "
-                                          "function @" +
-                                              sig_.function);
+      return notFound("the kernel bundle has no host function @" +
+                      sig_.function);
     launchesPerCall_ = static_cast<int64_t>(host->launches.size());
     for (cuda::Event &event : events_) {
       auto created = driver_->createEvent();

@@ -51,12 +51,21 @@ private:
   std::string message_;
 };
 
-// The factories, one per code a library returns. SequenceManager.cpp still
-// defines its own failedPrecondition, outOfRange and internalError in an
-// anonymous namespace (the same names here would make its calls ambiguous):
-// they move here when that file is split.
+// The factories, one per code the runtime returns.
 inline Status invalidArgument(std::string message) {
   return Status(StatusCode::InvalidArgument, std::move(message));
+}
+inline Status failedPrecondition(std::string message) {
+  return Status(StatusCode::FailedPrecondition, std::move(message));
+}
+inline Status outOfRange(std::string message) {
+  return Status(StatusCode::OutOfRange, std::move(message));
+}
+inline Status outOfBlocks(std::string message) {
+  return Status(StatusCode::OutOfBlocks, std::move(message));
+}
+inline Status internalError(std::string message) {
+  return Status(StatusCode::Internal, std::move(message));
 }
 inline Status notFound(std::string message) {
   return Status(StatusCode::NotFound, std::move(message));
