@@ -348,16 +348,19 @@ void BM_InsertMemcpy(benchmark::State &state) {
   });
 }
 void BM_LayerConvInsert(benchmark::State &state) {
-  timed(state, "layer/conv-insert",
-        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::ConvInsert]); });
+  timed(state, "layer/conv-insert", [](Workload &w) {
+    callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
+  });
 }
 void BM_LayerPacked(benchmark::State &state) {
-  timed(state, "layer/packed",
-        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::PackedInserts]); });
+  timed(state, "layer/packed", [](Workload &w) {
+    callLayer(w, *engines().engines[FusionStrategy::PackedInserts]);
+  });
 }
 void BM_LayerNone(benchmark::State &state) {
-  timed(state, "layer/none",
-        [](Workload &w) { callLayer(w, *engines().engines[FusionStrategy::None]); });
+  timed(state, "layer/none", [](Workload &w) {
+    callLayer(w, *engines().engines[FusionStrategy::None]);
+  });
 }
 
 void BM_LayerThreads(benchmark::State &state) {
@@ -445,7 +448,8 @@ void printSummary() {
                 "%13.2f\n",
                 static_cast<long long>(t), one * 1e6, all * 1e6,
                 ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
-                bound * 1e6, ratio(one, bound), stream * 1e6, ratio(stream, one));
+                bound * 1e6, ratio(one, bound), stream * 1e6,
+                ratio(stream, one));
   }
 }
 

@@ -266,8 +266,7 @@ int main(int argc, char **argv) {
                      ": expected 0 (every core) to 4096");
   if (minParallelIterations < 0)
     return run::fail("--min-parallel-iterations=" +
-                     std::to_string(minParallelIterations) +
-                     ": expected >= 0");
+                     std::to_string(minParallelIterations) + ": expected >= 0");
   bool gpu = device == "gpu";
 
   std::string error;
@@ -446,8 +445,8 @@ int main(int argc, char **argv) {
     executor = run::createGpuExecutor(*program, gpuOptions, error);
   } else if (program->compile(options.compile, error)) {
     executor = run::createCpuExecutor(*program);
-    options.cpuThreads = threads > 0 ? int(threads)
-                                     : LayerProgram::defaultThreadCount();
+    options.cpuThreads =
+        threads > 0 ? int(threads) : LayerProgram::defaultThreadCount();
   }
   if (!executor)
     return run::fail(error);

@@ -44,7 +44,8 @@ struct ParallelDispatchPass
       return;
     SmallVector<scf::ParallelOp> nests;
     getOperation().walk([&](scf::ParallelOp loop) {
-      if (!loop->getParentOfType<scf::ParallelOp>() && loop.getNumResults() == 0)
+      if (!loop->getParentOfType<scf::ParallelOp>() &&
+          loop.getNumResults() == 0)
         nests.push_back(loop);
     });
     IRRewriter rewriter(&getContext());

@@ -19,8 +19,7 @@ using namespace mlir;
 
 namespace {
 struct SerializeInnerLoopsPass
-    : inkling::cpu::impl::SerializeInnerLoopsPassBase<
-          SerializeInnerLoopsPass> {
+    : inkling::cpu::impl::SerializeInnerLoopsPassBase<SerializeInnerLoopsPass> {
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> inner;
     getOperation().walk([&](scf::ParallelOp loop) {

@@ -1,4 +1,4 @@
-//===- TripCount.h - Iterations of a loop nest, computed at run time -*- C++ -*-===//
+//===- TripCount.h - Iterations of a loop nest, at run time ----*- C++ -*-===//
 //
 // What the CPU passes that decide per call (fork a team, stream the stores)
 // compare against their thresholds. Internal to lib/Target/CPU.

@@ -1,4 +1,4 @@
-//===- Passes.h - CPU passes of the inkling-lower-to-cpu pipeline -*- C++ -*-===//
+//===- Passes.h - CPU passes of inkling-lower-to-cpu -----------*- C++ -*-===//
 //
 // The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions
 // (declared in Passes.td, where each has its description):

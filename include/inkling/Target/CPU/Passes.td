@@ -1,4 +1,4 @@
-//===- Passes.td - CPU passes of the inkling-lower-to-cpu pipeline -*- tablegen -*-===//
+//===- Passes.td - CPU passes of inkling-lower-to-cpu --*- tablegen -*-===//
 //
 // The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions:
 // the C interface, the OpenMP threading of the loop nests, and the bf16

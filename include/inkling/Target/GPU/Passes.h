@@ -34,7 +34,8 @@ constexpr const char *kKernelsAttrName = "inkling.kernels";
 constexpr const char *kOpInfoKey = "inkling.op";
 
 // The passes (declared in Passes.td, where each has its description):
-// inkling-gpu-check-target, inkling-gpu-tag-ops, inkling-gpu-sink, inkling-gpu-fma-to-llvm, inkling-gpu-record-kernels,
+// inkling-gpu-check-target, inkling-gpu-tag-ops, inkling-gpu-sink,
+// inkling-gpu-fma-to-llvm, inkling-gpu-record-kernels,
 // inkling-gpu-record-params and inkling-write-kernels{dir=...}; each has a
 // `create<Name>Pass()` (and `create<Name>Pass(<Name>PassOptions)` where it
 // takes options).
