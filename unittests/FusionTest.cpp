@@ -7,7 +7,7 @@
 // mixed batches. Every strategy must produce the same bits as `none`: the
 // whole cache buffer (poisoned first, padding included) and every output
 // buffer (poisoned first, filler between rows included). `none` itself is
-// checked against the independent reference (unittests/Reference), SiLU
+// checked against the independent reference (inkling/Runtime/Reference.h), SiLU
 // within 1 bf16 ulp (libm's exp; docs/Design.md section 4), everything else
 // exactly.
 //
@@ -21,7 +21,7 @@
 
 #include "Harness/Compare.h"
 #include "Harness/JitHarness.h"
-#include "Reference/Reference.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 

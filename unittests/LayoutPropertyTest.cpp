@@ -9,9 +9,9 @@
 // loops and the GPU's loop over the concatenated chunks, run here on the
 // CPU), JIT-compiled and run on random mixed batches. The layer (conv then
 // insert, per stream, random conv variants) must give the independent
-// reference's bits (unittests/Reference): every output buffer and the whole
-// cache buffer, poisoned first. SiLU within 1 bf16 ulp (docs/Design.md section
-// 4).
+// reference's bits (inkling/Runtime/Reference.h): every output buffer and the
+// whole cache buffer, poisoned first. SiLU within 1 bf16 ulp (docs/Design.md
+// section 4).
 //
 // The alignment claims of the lowering are what this guards: a vector
 // access claiming 16 bytes at an address that is not a multiple of 16
@@ -23,7 +23,7 @@
 
 #include "Harness/Compare.h"
 #include "Harness/JitHarness.h"
-#include "Reference/Reference.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 

@@ -5,7 +5,7 @@
 // on random steps (mixed batches of prefills from 0, chunked prefills,
 // decodes and short speculative chunks), comparing every output and the whole
 // cache buffer bit for bit with the independent reference
-// (unittests/Reference). Outputs and every cache byte are poisoned
+// (inkling/Runtime/Reference.h). Outputs and every cache byte are poisoned
 // (0xFFFF, a NaN) before each run, so the comparison of the whole buffer also
 // checks that the padding [raw, D), the page padding and every slot the step
 // does not store keep their poison.
@@ -18,9 +18,9 @@
 
 #include "Harness/Compare.h"
 #include "Harness/JitHarness.h"
-#include "Reference/Reference.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 

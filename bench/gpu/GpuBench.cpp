@@ -8,7 +8,7 @@
 //      random data (a step of --tokens tokens in sequences of 1..3 tokens at
 //      random positions, history through a shuffled block table) and
 //      compares the cache and the four outputs with the reference of
-//      unittests/Reference bit for bit;
+//      inkling/Runtime/Reference.h bit for bit;
 //   3. times every kernel and the whole layer with CUDA events after
 //      warm-up (median of --runs), and a device-to-device copy of the bytes
 //      the layer moves.
@@ -16,10 +16,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Reference/Reference.h"
 #include "inkling/Runtime/Cuda.h"
 #include "inkling/Runtime/KernelManifest.h"
 #include "inkling/Runtime/Layout.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "llvm/Support/CommandLine.h"
 

@@ -6,7 +6,8 @@
 // launcher reads) and to the CPU, JIT-compiles the CPU code with MLIR's
 // ExecutionEngine and runs three steps of one sequence through it (prefill
 // of 3 tokens, then 2 decode tokens, the second across a block boundary),
-// checking every output against a few lines of scalar reference.
+// checking every output and the whole cache against the runtime's scalar
+// reference (inkling/Runtime/Reference.h).
 //
 // README's "Use it from your compiler" shows the marked region of main().
 //
@@ -17,6 +18,8 @@
 #include "inkling/KernelBundle.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/KernelManifest.h"
+#include "inkling/Runtime/Layout.h"
+#include "inkling/Runtime/Reference.h"
 #include "inkling/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,7 +35,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/TargetSelect.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -101,21 +104,10 @@ void check(bool ok, const char *what) {
 }
 
 //===----------------------------------------------------------------------===//
-// Data and the scalar reference
+// Data and the reference
 //===----------------------------------------------------------------------===//
 
-float fromBf16(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, 4);
-  return value;
-}
-
-uint16_t toBf16(float value) { // round to nearest even (no NaNs here)
-  uint32_t word;
-  std::memcpy(&word, &value, 4);
-  return uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
-}
+using reference::floatToBf16;
 
 template <typename T, int N>
 StridedMemRefType<T, N> memref(T *data, std::array<int64_t, N> sizes) {
@@ -138,20 +130,31 @@ using LayerFn = void (*)(
     StridedMemRefType<uint16_t, 2> *, StridedMemRefType<uint16_t, 3> *);
 
 /// Runs `layer` for one sequence over three steps and compares each output
-/// with `y[t,h,c] = x[t,h,c] + sum_j w[h*16+c][j] * x[p-3+j]` (zero before
-/// position 0; f32, one fma per tap, one rounding to bf16).
+/// and the whole cache with the runtime's reference run on a copy of the
+/// cache (conv, then insert, as the layer does).
 void runSteps(LayerFn layer, int64_t pageBytes) {
+  LayoutConfig config;
+  config.kvHeads = kHeads;
+  config.headDim = kHeadDim;
+  config.hidden = 64;
+  config.kernel = kKernel;
+  StatusOr<Layout> layout = Layout::derive(config);
+  check(layout.isOk() && layout->pageBytes() == pageBytes,
+        "the runtime's layout has the dialect's page size");
+  if (!layout.isOk() || layout->pageBytes() != pageBytes)
+    return;
   constexpr int64_t channels = kHeads * kHeadDim;
-  const int64_t numBlocks = 2, blockSize = kKernel;
+  const int64_t numBlocks = 2, pageElements = pageBytes / 2;
   // The engine's cache allocation, 64-byte aligned.
   std::vector<uint64_t> storage(numBlocks * pageBytes / 8 + 8, 0);
   auto *buffer = reinterpret_cast<int8_t *>(
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  auto *cache = reinterpret_cast<uint16_t *>(buffer);
+  std::vector<uint16_t> expectedCache(numBlocks * pageElements, 0);
   std::vector<uint16_t> w(channels * kKernel);
   for (int64_t ch = 0; ch < channels; ++ch)
     for (int64_t j = 0; j < kKernel; ++j)
-      w[ch * kKernel + j] = toBf16(float((ch + 3 * j) % 7 - 3) / 4.0f);
-  std::vector<std::vector<float>> history; // x of every position so far
+      w[ch * kKernel + j] = floatToBf16(float((ch + 3 * j) % 7 - 3) / 4.0f);
 
   const int tokensPerStep[] = {3, 1, 1};
   int32_t position = 0;
@@ -160,58 +163,44 @@ void runSteps(LayerFn layer, int64_t pageBytes) {
     for (int t = 0; t < tokens; ++t)
       for (int64_t ch = 0; ch < channels; ++ch)
         x[t * channels + ch] =
-            toBf16(float((7 * (position + t) + ch) % 11 - 5) / 8.0f);
-    std::vector<int32_t> qsl = {0, tokens}, numComputed = {position};
-    std::vector<int32_t> blockTable = {0, 1};
-    std::vector<int64_t> slots(tokens);
+            floatToBf16(float((7 * (position + t) + ch) % 11 - 5) / 8.0f);
+    reference::StepMetadata step;
+    step.queryStartLoc = {0, tokens};
+    step.numComputed = {position};
+    step.blockTable = {0, 1};
+    step.blockTableWidth = 2;
     for (int t = 0; t < tokens; ++t)
-      slots[t] = position + t; // blocks 0, 1 in order: slot == position
+      step.slotMapping.push_back(position + t); // blocks 0, 1: slot == position
 
     auto mBuffer = memref<int8_t, 1>(buffer, {numBlocks * pageBytes});
-    auto mQsl = memref<int32_t, 1>(qsl.data(), {2});
-    auto mComputed = memref<int32_t, 1>(numComputed.data(), {1});
-    auto mTable = memref<int32_t, 2>(blockTable.data(), {1, 2});
-    auto mSlots = memref<int64_t, 1>(slots.data(), {tokens});
+    auto mQsl = memref<int32_t, 1>(step.queryStartLoc.data(), {2});
+    auto mComputed = memref<int32_t, 1>(step.numComputed.data(), {1});
+    auto mTable = memref<int32_t, 2>(step.blockTable.data(), {1, 2});
+    auto mSlots = memref<int64_t, 1>(step.slotMapping.data(), {tokens});
     auto mX = memref<uint16_t, 3>(x.data(), {tokens, kHeads, kHeadDim});
     auto mW = memref<uint16_t, 2>(w.data(), {channels, kKernel});
     auto mY = memref<uint16_t, 3>(y.data(), {tokens, kHeads, kHeadDim});
     layer(&mBuffer, &mQsl, &mComputed, &mTable, &mSlots, &mX, &mW, &mY);
 
+    std::vector<uint16_t> expected(tokens * channels, 0);
+    reference::CacheBuffer refCache{expectedCache.data(), pageElements,
+                                    numBlocks};
+    reference::referenceConv(*layout, Stream::K, {x.data(), channels}, w.data(),
+                             step, refCache, {}, {expected.data(), channels});
+    reference::referenceInsert(*layout, Stream::K, {x.data(), channels}, step,
+                               refCache);
     int mismatches = 0;
-    for (int t = 0; t < tokens; ++t) {
-      std::vector<float> row(channels);
-      for (int64_t ch = 0; ch < channels; ++ch)
-        row[ch] = fromBf16(x[t * channels + ch]);
-      history.push_back(row);
-      int64_t p = position + t;
-      for (int64_t ch = 0; ch < channels; ++ch) {
-        float acc = 0.0f;
-        for (int64_t j = 0; j < kKernel; ++j) {
-          int64_t q = p - (kKernel - 1) + j;
-          float tap = q < 0 ? 0.0f : history[q][ch];
-          acc = std::fma(fromBf16(w[ch * kKernel + j]), tap, acc);
-        }
-        uint16_t expected = toBf16(row[ch] + acc);
-        mismatches += y[t * channels + ch] != expected;
-      }
-    }
+    for (int64_t e = 0; e < tokens * channels; ++e)
+      mismatches += y[e] != expected[e];
     std::printf("  step at position %d: %d tokens, %d mismatches\n", position,
                 tokens, mismatches);
-    check(mismatches == 0, "CPU conv output equals the scalar reference");
+    check(mismatches == 0, "CPU conv output equals the reference");
     position += tokens;
   }
-  // The cache holds every position's K row, at offset 0 of head row h.
-  int mismatches = 0;
-  auto *cache = reinterpret_cast<uint16_t *>(buffer);
-  for (int32_t p = 0; p < position; ++p)
-    for (int64_t h = 0; h < kHeads; ++h)
-      for (int64_t c = 0; c < kHeadDim; ++c) {
-        int64_t block = p / blockSize, slot = p % blockSize;
-        uint16_t stored =
-            cache[block * pageBytes / 2 + (h * blockSize + slot) * 128 + c];
-        mismatches += fromBf16(stored) != history[p][h * kHeadDim + c];
-      }
-  check(mismatches == 0, "CPU insert stored every position in the cache");
+  // The cache holds every position's K row, at offset 0 of head row h, and
+  // nothing else changed.
+  check(std::equal(expectedCache.begin(), expectedCache.end(), cache),
+        "CPU insert wrote the reference's cache");
 }
 
 } // namespace

@@ -22,6 +22,7 @@
 #include "Run.h"
 
 #include "inkling/Runtime/CachePlan.h"
+#include "inkling/Runtime/Reference.h"
 #include "inkling/Runtime/SequenceManager.h"
 
 #include "llvm/Support/JSON.h"
@@ -55,21 +56,7 @@ double seconds(Clock::time_point a, Clock::time_point b) {
 // bf16 and the generator
 //===----------------------------------------------------------------------===//
 
-inline float bf16ToFloat(uint16_t bits) {
-  uint32_t word = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, 4);
-  return value;
-}
-
-inline uint16_t floatToBf16(float value) {
-  uint32_t word;
-  std::memcpy(&word, &value, 4);
-  if ((word & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet, keep sign
-    return static_cast<uint16_t>((word >> 16) | 0x40);
-  uint32_t rounding = 0x7fffu + ((word >> 16) & 1u);
-  return static_cast<uint16_t>((word + rounding) >> 16);
-}
+inline float bf16ToFloat(uint16_t bits) { return reference::bf16ToFloat(bits); }
 
 inline uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -168,34 +155,14 @@ StreamGeometry streamGeometry(const ArgInfo &arg, int64_t rowElements) {
 // Requests
 //===----------------------------------------------------------------------===//
 
-/// The expected outputs of one token of one conv, docs/Design.md section 4: acc
-/// from the bias (or 0), one f32 fma per tap in ascending order, then silu,
-/// then the residual add, then one rounding to bf16. `weights` is [W][row]
-/// (transposed), `taps[j]` the input row at position p - (W-1) + j (zeros
-/// before position 0). Built for AVX2+FMA where the CPU has them (fma is
-/// exact either way: the same bits).
-#if defined(__x86_64__) && defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+/// The expected outputs of one token of one conv: the runtime's reference
+/// (docs/Design.md section 4). `weights` is [W][row] (transposed), `taps[j]`
+/// the input row at position p - (W-1) + j (zeros before position 0).
 void expectedRow(const uint16_t *const *taps, int64_t W, const float *weights,
                  const float *bias, bool silu, const uint16_t *residual,
                  int64_t row, float *acc, uint16_t *out) {
-  for (int64_t e = 0; e < row; ++e)
-    acc[e] = bias ? bias[e] : 0.0f;
-  for (int64_t j = 0; j < W; ++j) {
-    const uint16_t *tap = taps[j];
-    const float *w = weights + j * row;
-    for (int64_t e = 0; e < row; ++e)
-      acc[e] = std::fma(w[e], bf16ToFloat(tap[e]), acc[e]);
-  }
-  if (silu)
-    for (int64_t e = 0; e < row; ++e)
-      acc[e] = acc[e] * (1.0f / (1.0f + std::exp(-acc[e])));
-  if (residual)
-    for (int64_t e = 0; e < row; ++e)
-      acc[e] = bf16ToFloat(residual[e]) + acc[e];
-  for (int64_t e = 0; e < row; ++e)
-    out[e] = floatToBf16(acc[e]);
+  reference::referenceConvRow(taps, W, weights, bias, silu, residual, row, acc,
+                              out);
 }
 
 struct Request {

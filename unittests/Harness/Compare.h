@@ -3,7 +3,7 @@
 #ifndef INKLING_UNITTESTS_HARNESS_COMPARE_H
 #define INKLING_UNITTESTS_HARNESS_COMPARE_H
 
-#include "Reference/Reference.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "gtest/gtest.h"
 

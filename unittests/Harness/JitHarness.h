@@ -10,9 +10,9 @@
 #ifndef INKLING_UNITTESTS_HARNESS_JITHARNESS_H
 #define INKLING_UNITTESTS_HARNESS_JITHARNESS_H
 
-#include "Reference/Reference.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 

@@ -2,8 +2,10 @@
 //
 // An independent model of docs/Design.md section 4, written from the spec with
 // plain scalar loops (not from the lowering): what every backend's insert
-// and conv must compute, bit for bit. Used by the lowering's JIT tests and
-// meant for the benchmark and the end-to-end runner.
+// and conv must compute, bit for bit. The one copy of it and of the bf16
+// conversions: the lowering's JIT tests, inkling-run's checker, the GPU bench
+// and the consumer example use it; the lowering never does (it is what the
+// lowering is checked against).
 //
 // bf16 values are their 16-bit patterns (uint16_t). Sizes come from the
 // runtime's layout math (inkling/Runtime/Layout.h), the single source of the
@@ -11,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INKLING_UNITTESTS_REFERENCE_REFERENCE_H
-#define INKLING_UNITTESTS_REFERENCE_REFERENCE_H
+#ifndef INKLING_RUNTIME_REFERENCE_H
+#define INKLING_RUNTIME_REFERENCE_H
 
 #include "inkling/Runtime/Layout.h"
 
@@ -81,10 +83,20 @@ struct ConvOptions {
   const uint16_t *bias = nullptr; ///< [H*w] or null.
 };
 
+/// The conv's arithmetic for one token over `row` channels (e = h*w + c), the
+/// one formula every conv check uses: acc from the bias (or 0), one f32 fma
+/// per tap in ascending tap order, then silu, then the residual add, then one
+/// rounding to bf16. `taps[j]` is the input row at position p - (W-1) + j
+/// (zeros before position 0), `weights` is [W][row] (transposed, as floats),
+/// `bias` and `residual` may be null; `acc` is `row` floats of scratch.
+void referenceConvRow(const uint16_t *const *taps, int64_t kernel,
+                      const float *weights, const float *bias, bool silu,
+                      const uint16_t *residual, int64_t row, float *acc,
+                      uint16_t *out);
+
 /// sconv.conv: the taps of docs/Design.md section 4 (0 before position 0, the
-/// step's input from num_computed on, else the cache through the block table),
-/// an f32 fma chain in ascending tap order from the bias (or 0), then silu,
-/// then the residual add, then one rounding to bf16. `weights` is [H*w, W].
+/// step's input from num_computed on, else the cache through the block table)
+/// through referenceConvRow. `weights` is [H*w, W]. Padding tokens: y = x.
 void referenceConv(const Layout &layout, Stream stream, ConstStreamBuffer x,
                    const uint16_t *weights, const StepMetadata &step,
                    const CacheBuffer &cache, const ConvOptions &options,
@@ -92,4 +104,4 @@ void referenceConv(const Layout &layout, Stream stream, ConstStreamBuffer x,
 
 } // namespace inkling::reference
 
-#endif // INKLING_UNITTESTS_REFERENCE_REFERENCE_H
+#endif // INKLING_RUNTIME_REFERENCE_H
