@@ -67,41 +67,63 @@ inkling_status_t report(const Status &status, char *error, size_t capacity) {
   return static_cast<inkling_status_t>(status.code());
 }
 
-/// Reports `status` into the manager's last error; returns its code.
-inkling_status_t report(inkling_manager *m, const Status &status) {
-  if (!status.isOk())
-    m->lastError = status.message();
+/// Reports `status` into a handle's last error; returns its code. (Outside
+/// every try: a message that cannot be copied leaves the error empty.)
+template <typename Handle>
+inkling_status_t report(Handle *handle, const Status &status) {
+  if (!status.isOk()) {
+    try {
+      handle->lastError = status.message();
+    } catch (...) {
+      handle->lastError.clear();
+    }
+  }
   return static_cast<inkling_status_t>(status.code());
 }
 
-/// Runs `body` (returning a Status) on a valid manager, catching
-/// allocation failures.
+/// Runs `body` (returning a Status): no C++ exception crosses the boundary.
+template <typename Body> Status catching(Body &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return internalError("out of memory");
+  } catch (...) {
+    return internalError("unexpected C++ exception");
+  }
+}
+
+/// Runs `body` on a valid manager; a failure's message is its last error.
 template <typename Body>
 inkling_status_t withManager(inkling_manager *m, Body &&body) {
   if (!m || !m->manager)
     return INKLING_INVALID_ARGUMENT;
-  try {
-    return report(m, body(*m->manager));
-  } catch (const std::bad_alloc &) {
-    return report(m, internalError("out of memory"));
-  } catch (...) {
-    return report(m, internalError("unexpected C++ exception"));
-  }
+  return report(m, catching([&] { return body(*m->manager); }));
 }
 
+/// Runs `body` on a valid registry; a failure's message is its last error.
+template <typename Body>
+inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
+  if (!r)
+    return INKLING_INVALID_ARGUMENT;
+  return report(r, catching([&] { return body(r->registry); }));
+}
+
+/// Runs `body`; a failure's message goes to the caller's buffer.
 template <typename Body>
 inkling_status_t guarded(char *error, size_t capacity, Body &&body) {
-  try {
-    return report(body(), error, capacity);
-  } catch (const std::bad_alloc &) {
-    return report(internalError("out of memory"), error, capacity);
-  } catch (...) {
-    return report(internalError("unexpected C++ exception"), error, capacity);
-  }
+  return report(catching(body), error, capacity);
 }
 
 Status nullArgument(const char *name) {
   return invalidArgument(std::string(name) + " is NULL");
+}
+
+/// Stores a value into a C output (`*out` left alone on an error).
+template <typename T, typename Out> Status store(StatusOr<T> value, Out *out) {
+  if (!value)
+    return value.status();
+  *out = *std::move(value);
+  return Status::ok();
 }
 
 StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config) {
@@ -166,6 +188,43 @@ void toC(const CacheSpec &spec, const char *name, inkling_cache_spec_t &out) {
   out.reads_through_block_stride = spec.readsThroughBlockStride;
   out.fixed_block_size = spec.fixedBlockSize;
   out.stride_alignment = spec.strideAlignment;
+}
+
+CacheSpec fromC(const inkling_cache_spec_t &in) {
+  CacheSpec spec;
+  spec.name = in.name ? in.name : "";
+  spec.blockSize = in.block_size;
+  spec.pageBytes = in.page_bytes;
+  spec.readsThroughBlockStride = in.reads_through_block_stride;
+  spec.fixedBlockSize = in.fixed_block_size;
+  spec.strideAlignment = in.stride_alignment;
+  return spec;
+}
+
+StepBufferSpec fromC(const inkling_step_buffer_spec_t &in) {
+  StepBufferSpec spec;
+  spec.queryStartLoc = in.query_start_loc;
+  spec.numComputed = in.num_computed;
+  spec.blockTable = in.block_table;
+  spec.slotMapping = in.slot_mapping;
+  spec.blockCopies = in.block_copies;
+  spec.maxRows = in.max_rows;
+  spec.numCols = in.num_cols;
+  spec.maxTokens = in.max_tokens;
+  spec.maxCopies = in.max_copies;
+  spec.tokenSeq = in.token_seq;
+  return spec;
+}
+
+AttentionLayerSpec fromC(const inkling_attention_layer_t &in) {
+  AttentionLayerSpec spec;
+  spec.blockSize = in.block_size;
+  spec.numKvHeads = in.num_kv_heads;
+  spec.headSize = in.head_size;
+  spec.dtypeBytes = in.dtype_bytes;
+  spec.readsThroughBlockStride = in.reads_through_block_stride != 0;
+  spec.tensorsPerPage = in.tensors_per_page;
+  return spec;
 }
 
 } // namespace
@@ -269,11 +328,8 @@ inkling_status_t inkling_add_sequence(inkling_manager_t *manager,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_sequence)
       return nullArgument("output sequence id");
-    StatusOr<SequenceId> id = m.addSequence(tokens, num_tokens, start_position);
-    if (!id)
-      return id.status();
-    *out_sequence = *id;
-    return Status::ok();
+    return store(m.addSequence(tokens, num_tokens, start_position),
+                 out_sequence);
   });
 }
 
@@ -358,11 +414,7 @@ inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_child)
       return nullArgument("output child id");
-    StatusOr<SequenceId> child = m.fork(parent);
-    if (!child)
-      return child.status();
-    *out_child = *child;
-    return Status::ok();
+    return store(m.fork(parent), out_child);
   });
 }
 
@@ -387,13 +439,10 @@ inkling_status_t inkling_add_sequence_with_keys(
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_sequence)
       return nullArgument("output sequence id");
-    StatusOr<SequenceId> id =
-        m.addSequence(tokens, num_tokens, start_position, cache_points,
-                      num_cache_points, extra_keys, num_extra_key_bytes);
-    if (!id)
-      return id.status();
-    *out_sequence = *id;
-    return Status::ok();
+    return store(m.addSequence(tokens, num_tokens, start_position, cache_points,
+                               num_cache_points, extra_keys,
+                               num_extra_key_bytes),
+                 out_sequence);
   });
 }
 
@@ -404,12 +453,9 @@ inkling_status_t inkling_longest_cached_prefix_with_keys(
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_length)
       return nullArgument("output length");
-    StatusOr<int64_t> hit = m.longestCachedPrefix(
-        tokens, num_tokens, max_length, extra_keys, num_extra_key_bytes);
-    if (!hit)
-      return hit.status();
-    *out_length = *hit;
-    return Status::ok();
+    return store(m.longestCachedPrefix(tokens, num_tokens, max_length,
+                                       extra_keys, num_extra_key_bytes),
+                 out_length);
   });
 }
 
@@ -421,12 +467,8 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_length)
       return nullArgument("output length");
-    StatusOr<int64_t> hit =
-        m.longestCachedPrefix(tokens, num_tokens, max_length);
-    if (!hit)
-      return hit.status();
-    *out_length = *hit;
-    return Status::ok();
+    return store(m.longestCachedPrefix(tokens, num_tokens, max_length),
+                 out_length);
   });
 }
 
@@ -437,11 +479,7 @@ inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!out_length)
       return nullArgument("output length");
-    StatusOr<int64_t> hit = m.longestCachedPrefix(sequence, max_length);
-    if (!hit)
-      return hit.status();
-    *out_length = *hit;
-    return Status::ok();
+    return store(m.longestCachedPrefix(sequence, max_length), out_length);
   });
 }
 
@@ -476,18 +514,7 @@ inkling_step_buffers_create(inkling_manager_t *manager,
       return nullArgument("step buffer spec");
     if (!out)
       return nullArgument("output step buffers pointer");
-    StepBufferSpec cpp;
-    cpp.queryStartLoc = spec->query_start_loc;
-    cpp.numComputed = spec->num_computed;
-    cpp.blockTable = spec->block_table;
-    cpp.slotMapping = spec->slot_mapping;
-    cpp.blockCopies = spec->block_copies;
-    cpp.maxRows = spec->max_rows;
-    cpp.numCols = spec->num_cols;
-    cpp.maxTokens = spec->max_tokens;
-    cpp.maxCopies = spec->max_copies;
-    cpp.tokenSeq = spec->token_seq;
-    StatusOr<StepBuffers> buffers = m.bindStepBuffers(cpp);
+    StatusOr<StepBuffers> buffers = m.bindStepBuffers(fromC(*spec));
     if (!buffers)
       return buffers.status();
     auto handle = std::make_unique<inkling_step_buffers>();
@@ -582,15 +609,9 @@ inkling_status_t inkling_unify_page_sizes(const inkling_cache_spec_t *specs,
       return invalidArgument("spec and output arrays of " +
                              std::to_string(num_specs) +
                              " entries must be non-NULL");
-    std::vector<CacheSpec> cpp(num_specs);
-    for (int64_t i = 0; i < num_specs; ++i) {
-      cpp[i].name = specs[i].name ? specs[i].name : "";
-      cpp[i].blockSize = specs[i].block_size;
-      cpp[i].pageBytes = specs[i].page_bytes;
-      cpp[i].readsThroughBlockStride = specs[i].reads_through_block_stride;
-      cpp[i].fixedBlockSize = specs[i].fixed_block_size;
-      cpp[i].strideAlignment = specs[i].stride_alignment;
-    }
+    std::vector<CacheSpec> cpp;
+    for (int64_t i = 0; i < num_specs; ++i)
+      cpp.push_back(fromC(specs[i]));
     StatusOr<UnifiedPages> unified = unifyPageSizes(cpp);
     if (!unified)
       return unified.status();
@@ -663,33 +684,6 @@ inkling_check_rank_tiling(const inkling_layout_config_t *config,
   });
 }
 
-} // extern "C"
-
-namespace {
-
-/// Runs `body` (returning a Status) on a registry, keeping the message of a
-/// failure; allocation failures become INKLING_INTERNAL.
-template <typename Body>
-inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
-  if (!r)
-    return INKLING_INVALID_ARGUMENT;
-  Status status;
-  try {
-    status = body(r->registry);
-  } catch (const std::bad_alloc &) {
-    status = internalError("out of memory");
-  } catch (...) {
-    status = internalError("unexpected C++ exception");
-  }
-  if (!status.isOk())
-    r->lastError = status.message();
-  return static_cast<inkling_status_t>(status.code());
-}
-
-} // namespace
-
-extern "C" {
-
 inkling_status_t inkling_cache_registry_create(inkling_cache_registry_t **out) {
   if (!out)
     return INKLING_INVALID_ARGUMENT;
@@ -733,14 +727,7 @@ inkling_cache_registry_add_attention(inkling_cache_registry_t *registry,
       return nullArgument("layer name");
     if (!spec)
       return nullArgument("attention layer spec");
-    AttentionLayerSpec cpp;
-    cpp.blockSize = spec->block_size;
-    cpp.numKvHeads = spec->num_kv_heads;
-    cpp.headSize = spec->head_size;
-    cpp.dtypeBytes = spec->dtype_bytes;
-    cpp.readsThroughBlockStride = spec->reads_through_block_stride != 0;
-    cpp.tensorsPerPage = spec->tensors_per_page;
-    return r.addAttentionLayer(name, cpp);
+    return r.addAttentionLayer(name, fromC(*spec));
   });
 }
 
