@@ -25,8 +25,8 @@ from collections import namedtuple
 import numpy as np
 
 from . import _paths
-from .runtime import (FAILED_PRECONDITION, INVALID_ARGUMENT, OK,
-                      InklingError)
+from .runtime import (FAILED_PRECONDITION, INVALID_ARGUMENT, OK, Closing,
+                      InklingError, load_cdll)
 
 __all__ = ["Layer", "Cuda", "DeviceArray", "ArgSpec", "load_library"]
 
@@ -101,23 +101,11 @@ _SIGNATURES = {
                               + _ERR),
 }
 
-_loaded = {}
-_load_lock = threading.Lock()
-
-
 def load_library(path=None):
     """Loads (once per path) libinkling_layer.so: by default the one next to
     the package."""
-    path = path or _paths.library("libinkling_layer.so")
-    with _load_lock:
-        if path not in _loaded:
-            lib = ctypes.CDLL(path)
-            for name, (restype, argtypes) in _SIGNATURES.items():
-                function = getattr(lib, name)
-                function.restype = restype
-                function.argtypes = list(argtypes)
-            _loaded[path] = lib
-        return _loaded[path]
+    return load_cdll(path or _paths.library("libinkling_layer.so"),
+                     _SIGNATURES)
 
 
 def _error(status, message):
@@ -141,7 +129,7 @@ ArgSpec = namedtuple(
     "ArgSpec", "index name role stream element dtype shape strides type")
 
 
-class Cuda:
+class Cuda(Closing):
     """A CUDA driver for GPU layers: device 0's primary context (the one
     PyTorch uses). `library`: None for libcuda.so.1, or another driver (the
     tests' fake one)."""
@@ -165,12 +153,6 @@ class Cuda:
             self._lib.inklingCudaClose(self._handle)
             self._handle = None
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
-
     def _check_open(self):
         if not self._handle:
             raise _error(FAILED_PRECONDITION, "the CUDA driver is closed")
@@ -187,7 +169,7 @@ class Cuda:
         return device
 
 
-class DeviceArray:
+class DeviceArray(Closing):
     """Device memory with `__cuda_array_interface__` (version 3), for hosts
     without torch; freed by close() or when collected."""
 
@@ -231,12 +213,6 @@ class DeviceArray:
             self._cuda._lib.inklingCudaFree(self._cuda._handle, self.address)
         self.address = 0
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
-
 
 def _torch_tensor(value):
     """`value` if it is a torch.Tensor (torch is optional: never imported
@@ -247,7 +223,7 @@ def _torch_tensor(value):
     return None
 
 
-class Layer:
+class Layer(Closing):
     """A layer function compiled once; call it on arrays.
 
     ir: the IR text (str or bytes); or Layer.from_file(path).
@@ -332,18 +308,6 @@ class Layer:
             if self._handle:
                 self._lib.inklingLayerDestroy(self._handle)
                 self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
 
     # Calls -----------------------------------------------------------------
 

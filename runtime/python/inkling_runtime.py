@@ -63,6 +63,26 @@ _P = ctypes.POINTER
 _ERROR_CAPACITY = 1024
 
 
+class Closing:
+    """Base of the objects that own a native handle: close() at the end of
+    a `with` block and when collected (also in layer.py)."""
+
+    def close(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
 class InklingError(Exception):
     """A failed runtime call: `code` (a status code) and `message`."""
 
@@ -214,6 +234,21 @@ _SIGNATURES = {
 }
 
 _loaded = {}
+_load_lock = threading.Lock()
+
+
+def load_cdll(path, signatures):
+    """ctypes.CDLL(path), once per path, its functions typed from
+    `signatures` (name -> (restype, argtypes)); also layer.py's loader."""
+    with _load_lock:
+        if path not in _loaded:
+            lib = ctypes.CDLL(path)
+            for name, (restype, argtypes) in signatures.items():
+                function = getattr(lib, name)
+                function.restype = restype
+                function.argtypes = list(argtypes)
+            _loaded[path] = lib
+        return _loaded[path]
 
 
 def _default_library():
@@ -228,14 +263,7 @@ def load(path=None):
     """Loads (once per path) and returns the runtime's shared library."""
     path = path or os.environ.get("INKLING_RUNTIME_LIB") or \
         _default_library()
-    if path not in _loaded:
-        lib = ctypes.CDLL(path)
-        for name, (restype, argtypes) in _SIGNATURES.items():
-            function = getattr(lib, name)
-            function.restype = restype
-            function.argtypes = list(argtypes)
-        _loaded[path] = lib
-    return _loaded[path]
+    return load_cdll(path, _SIGNATURES)
 
 
 def _raise_if_failed(lib, status, message):
@@ -286,7 +314,7 @@ ManagerStats = namedtuple("ManagerStats", [f for f, _ in _ManagerStats._fields_]
 StepInfo = namedtuple("StepInfo", [f for f, _ in _StepInfo._fields_])
 
 
-class Manager:
+class Manager(Closing):
     """Block tables of one group of sconv layers (SequenceManager)."""
 
     def __init__(self, layout_config, num_blocks, lookahead=0,
@@ -316,18 +344,6 @@ class Manager:
     @property
     def closed(self):
         return not self._handle
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
 
     def _invoke(self, function, *args):
         """Calls function(handle, *args) under the lock; raises on failure
@@ -824,7 +840,7 @@ class CachePlan:
         return views
 
 
-class CacheRegistry:
+class CacheRegistry(Closing):
     """A model's cache layers by unique name, then its plan. A successful
     plan freezes it; failed calls raise InklingError and change nothing."""
 
@@ -839,18 +855,6 @@ class CacheRegistry:
         if self._handle:
             self._lib.inkling_cache_registry_destroy(self._handle)
             self._handle = _VOID()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _check(self, status):
         if status != OK:
