@@ -1,5 +1,4 @@
-//===- Serving.h - What the parts of inkling-run's serve mode share -*- C++
-//-*-===//
+//===- Serving.h - What inkling-run's serving parts share -------*- C++ -*-===//
 //
 // Serve.cpp runs the loop; Workload, StepIO, Checker and Report each do one
 // job of it. They share the counters of the report and the way a failure of
