@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "inkling/Runtime/StepBuffers.h"
 #include "inkling/Runtime/inkling_runtime.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -199,20 +200,9 @@ private:
     int64_t cols = data.ConsumeIntegralInRange<int64_t>(0, 16);
     int64_t maxTokens = data.ConsumeIntegralInRange<int64_t>(0, 64);
     int64_t maxCopies = data.ConsumeIntegralInRange<int64_t>(0, 4);
-    std::vector<int32_t> qsl(rows + 1), computed(rows), table(rows * cols),
-        copies(maxCopies * 2);
-    std::vector<int64_t> slots(maxTokens);
-    inkling_step_buffer_spec_t spec;
-    memset(&spec, 0, sizeof(spec));
-    spec.query_start_loc = qsl.data();
-    spec.num_computed = computed.data();
-    spec.block_table = table.data();
-    spec.slot_mapping = slots.data();
-    spec.block_copies = copies.data();
-    spec.max_rows = rows;
-    spec.num_cols = cols;
-    spec.max_tokens = maxTokens;
-    spec.max_copies = maxCopies;
+    inkling::HostStepBuffers host(rows, cols, maxTokens, maxCopies,
+                                  /*withTokenSeq=*/false);
+    inkling_step_buffer_spec_t spec = host.cApiSpec();
     inkling_step_buffers_t *buffers = nullptr;
     inkling_status_t status =
         inkling_step_buffers_create(manager, &spec, &buffers);
@@ -230,7 +220,7 @@ private:
     if (status == INKLING_OK) {
       // Every stored slot addresses a real, non-null block.
       for (int64_t t = 0; t < info.num_padded_tokens; ++t) {
-        int64_t slot = slots[t];
+        int64_t slot = host.slotMapping[t];
         require(slot >= -1, "slots are -1 or valid");
         if (slot >= 0)
           require(slot / blockSize > 0, "no slot in the null block");

@@ -37,23 +37,11 @@ public:
     manager_ = std::move(*SequenceManager::create(config));
     int64_t rows = numSequences + 8;
     numCols_ = (context + maxSteps + extraTokens) / 4 + 16;
-    queryStartLoc_.resize(rows + 1);
-    numComputed_.resize(rows);
-    blockTable_.resize(rows * numCols_);
-    slotMapping_.resize(numSequences + extraTokens + 64);
-    blockCopies_.resize(2 * rows);
-    StepBufferSpec spec;
-    spec.queryStartLoc = queryStartLoc_.data();
-    spec.numComputed = numComputed_.data();
-    spec.blockTable = blockTable_.data();
-    spec.slotMapping = slotMapping_.data();
-    spec.blockCopies = blockCopies_.data();
-    spec.maxRows = rows;
-    spec.numCols = numCols_;
-    spec.maxTokens = static_cast<int64_t>(slotMapping_.size());
-    spec.maxCopies = rows;
+    host_ = std::make_unique<HostStepBuffers>(
+        rows, numCols_, numSequences + extraTokens + 64, rows,
+        /*withTokenSeq=*/false);
     buffers_ = std::make_unique<StepBuffers>(
-        std::move(*manager_->bindStepBuffers(spec)));
+        std::move(*manager_->bindStepBuffers(host_->spec)));
     for (int64_t s = 0; s < numSequences; ++s)
       ids_.push_back(newSequence(s));
   }
@@ -109,8 +97,7 @@ private:
   int64_t numSequences_, context_, numCols_;
   int64_t salt_ = 1 << 20;
   std::unique_ptr<SequenceManager> manager_;
-  std::vector<int32_t> queryStartLoc_, numComputed_, blockTable_, blockCopies_;
-  std::vector<int64_t> slotMapping_;
+  std::unique_ptr<HostStepBuffers> host_;
   std::unique_ptr<StepBuffers> buffers_;
   std::vector<SequenceId> ids_;
 };

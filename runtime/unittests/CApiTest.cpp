@@ -1,5 +1,6 @@
 //===- CApiTest.cpp - The C API as a foreign caller uses it ---------------===//
 
+#include "inkling/Runtime/StepBuffers.h"
 #include "inkling/Runtime/inkling_runtime.h"
 
 #include <gtest/gtest.h>
@@ -20,24 +21,13 @@ inkling_layout_config_t layoutConfig(int64_t tp = 1) {
   return config;
 }
 
-struct Buffers {
-  std::vector<int32_t> qsl, computed, table, copies, tokenSeq;
-  std::vector<int64_t> slots;
-  inkling_step_buffer_spec_t spec{};
+/// Every entry starts as 77, so that the tests see what the runtime wrote.
+struct Buffers : inkling::HostStepBuffers {
+  inkling_step_buffer_spec_t cSpec;
   Buffers(int64_t rows, int64_t cols, int64_t tokens, int64_t maxCopies)
-      : qsl(rows + 1), computed(rows), table(rows * cols),
-        copies(2 * maxCopies + 2), tokenSeq(tokens, 77), slots(tokens) {
-    spec.query_start_loc = qsl.data();
-    spec.num_computed = computed.data();
-    spec.block_table = table.data();
-    spec.slot_mapping = slots.data();
-    spec.block_copies = copies.data();
-    spec.max_rows = rows;
-    spec.num_cols = cols;
-    spec.max_tokens = tokens;
-    spec.max_copies = maxCopies;
-    spec.token_seq = tokenSeq.data();
-  }
+      : HostStepBuffers(rows, cols, tokens, maxCopies, /*withTokenSeq=*/true,
+                        /*fill=*/77),
+        cSpec(cApiSpec()) {}
 };
 
 class CApiTest : public ::testing::Test {
@@ -55,7 +45,7 @@ protected:
     // The tests check the window's slot mapping (no snapshots).
     ASSERT_EQ(inkling_manager_set_prefix_policy(manager, "window", 8),
               INKLING_OK);
-    ASSERT_EQ(inkling_step_buffers_create(manager, &buffers.spec, &step),
+    ASSERT_EQ(inkling_step_buffers_create(manager, &buffers.cSpec, &step),
               INKLING_OK)
         << inkling_manager_last_error(manager);
   }
@@ -129,7 +119,7 @@ TEST_F(CApiTest, ScheduleAheadThenTheTokenArrives) {
   ASSERT_EQ(inkling_append_tokens(manager, seq, &sampled, 1), INKLING_OK);
   info = build({seq});
   EXPECT_EQ(info.num_tokens, 1);
-  EXPECT_EQ(buffers.computed[0], 3);
+  EXPECT_EQ(buffers.numComputed[0], 3);
   EXPECT_EQ(inkling_commit(manager, seq, 1, nullptr, 0), INKLING_OK)
       << inkling_manager_last_error(manager);
 }
@@ -201,21 +191,21 @@ TEST_F(CApiTest, OneEngineStep) {
   EXPECT_EQ(info.num_rows, 3);
   EXPECT_EQ(info.num_tokens, 12);
   EXPECT_EQ(info.num_padded_tokens, 16);
-  EXPECT_EQ(buffers.qsl[0], 0);
-  EXPECT_EQ(buffers.qsl[1], 10);
-  EXPECT_EQ(buffers.qsl[2], 12);
-  EXPECT_EQ(buffers.qsl[3], 12);
+  EXPECT_EQ(buffers.queryStartLoc[0], 0);
+  EXPECT_EQ(buffers.queryStartLoc[1], 10);
+  EXPECT_EQ(buffers.queryStartLoc[2], 12);
+  EXPECT_EQ(buffers.queryStartLoc[3], 12);
   for (int t = 0; t < 4; ++t)
-    EXPECT_EQ(buffers.slots[t], -1) << "lookahead 3: stores [4, 10)";
+    EXPECT_EQ(buffers.slotMapping[t], -1) << "lookahead 3: stores [4, 10)";
   for (int t = 4; t < 12; ++t)
-    EXPECT_GE(buffers.slots[t], 4) << t;
+    EXPECT_GE(buffers.slotMapping[t], 4) << t;
   for (int t = 12; t < 16; ++t)
-    EXPECT_EQ(buffers.slots[t], -1) << t;
+    EXPECT_EQ(buffers.slotMapping[t], -1) << t;
   // Row a maps logical blocks 1 and 2 only.
   for (int j = 0; j < 32; ++j)
-    EXPECT_EQ(buffers.table[j] != 0, j == 1 || j == 2) << j;
-  EXPECT_EQ(buffers.slots[4], buffers.table[1] * 4 + 0);
-  EXPECT_EQ(buffers.slots[9], buffers.table[2] * 4 + 1);
+    EXPECT_EQ(buffers.blockTable[j] != 0, j == 1 || j == 2) << j;
+  EXPECT_EQ(buffers.slotMapping[4], buffers.blockTable[1] * 4 + 0);
+  EXPECT_EQ(buffers.slotMapping[9], buffers.blockTable[2] * 4 + 1);
   int32_t sampled = 11;
   ASSERT_EQ(inkling_commit(manager, a, 10, &sampled, 1), INKLING_OK);
   ASSERT_EQ(inkling_commit(manager, b, 2, &sampled, 1), INKLING_OK);
@@ -276,8 +266,8 @@ TEST_F(CApiTest, PrefixHitAndFork) {
   ASSERT_EQ(inkling_schedule(manager, child, 1), INKLING_OK);
   inkling_step_info_t info = build({child});
   EXPECT_EQ(info.num_copies, 1);
-  EXPECT_NE(buffers.copies[0], buffers.copies[1]);
-  EXPECT_EQ(buffers.table[2], buffers.copies[1])
+  EXPECT_NE(buffers.blockCopies[0], buffers.blockCopies[1]);
+  EXPECT_EQ(buffers.blockTable[2], buffers.blockCopies[1])
       << "the row maps the copy's destination";
   inkling_manager_stats_t stats{};
   ASSERT_EQ(inkling_manager_stats(manager, &stats), INKLING_OK);

@@ -135,30 +135,13 @@ private:
   int64_t numBlocks_, blockSize_, kernel_;
 };
 
-/// Step buffers with their storage.
-struct OwnedStepBuffers {
-  std::vector<int32_t> queryStartLoc, numComputed, blockTable, blockCopies;
-  std::vector<int64_t> slotMapping;
-  std::vector<int32_t> tokenSeq;
-  StepBufferSpec spec;
-
+/// Step buffers with their storage, every entry 77 until the runtime
+/// writes it.
+struct OwnedStepBuffers : HostStepBuffers {
   OwnedStepBuffers(int64_t maxRows, int64_t numCols, int64_t maxTokens,
                    int64_t maxCopies)
-      : queryStartLoc(maxRows + 1, 77), numComputed(maxRows, 77),
-        blockTable(maxRows * numCols, 77),
-        blockCopies(std::max<int64_t>(1, maxCopies * 2), 77),
-        slotMapping(maxTokens, 77), tokenSeq(maxTokens, 77) {
-    spec.queryStartLoc = queryStartLoc.data();
-    spec.numComputed = numComputed.data();
-    spec.blockTable = blockTable.data();
-    spec.slotMapping = slotMapping.data();
-    spec.tokenSeq = tokenSeq.data();
-    spec.blockCopies = blockCopies.data();
-    spec.maxRows = maxRows;
-    spec.numCols = numCols;
-    spec.maxTokens = maxTokens;
-    spec.maxCopies = maxCopies;
-  }
+      : HostStepBuffers(maxRows, numCols, maxTokens, maxCopies,
+                        /*withTokenSeq=*/true, /*fill=*/77) {}
 };
 
 /// Checks that the block table holds exactly each row's window and this

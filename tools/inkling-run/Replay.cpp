@@ -111,127 +111,219 @@ size_t checkedBytes(int64_t count, int64_t bytes) {
   return static_cast<size_t>(count * bytes);
 }
 
-} // namespace
+/// One replay, step by step; each step returns 0 or the exit code of a
+/// printed error.
+class Replayer {
+public:
+  Replayer(LayerProgram &program, const ReplayOptions &options)
+      : program_(program), options_(options) {}
 
-int run::replay(LayerProgram &program, const ReplayOptions &options) {
-  std::string error;
-  const LayerSignature &before = program.signature();
-  if (!program.keepOnlyOp(options.opIndex, error))
-    return fail(error);
-  OpInfo op = before.ops[options.opIndex];
-  const LayerSignature &sig = program.signature();
-  const Layout &layout = sig.layout;
-  int64_t H = layout.headsPerRank, W = layout.config.kernel;
+  int run();
+
+private:
+  /// Keeps only the op; its operands by name.
+  int selectOp();
+  /// The .npy files of --inputs, one per input of the op.
+  int readInputs();
+  /// query_start_loc, num_computed, block_table, slot_mapping and token_seq,
+  /// checked against each other; T and M.
+  int readMetadata();
+  /// The cache: whole pages of the layer's geometry.
+  int checkCacheArray();
+  /// One buffer and descriptor per argument of the function.
+  int bindArguments();
+  int bindUnused(const ArgInfo &arg, MemRefArg &m);
+  int bindStream(size_t i, const ArgInfo &arg, MemRefArg &m);
+  int bindParam(const ArgInfo &arg, const std::string &name, MemRefArg &m);
+  int invoke();
+  int writeOutputs();
+  bool writeArray(const std::string &name, npy::Array array);
+
+  uint8_t *bytesOf(size_t bytes) {
+    storage_.push_back(std::make_unique<Buffer>(bytes));
+    return storage_.back()->data;
+  }
+  std::string xName(const ArgInfo &arg) const {
+    return suffix_ ? std::string("x_") + streamName(*arg.stream)
+                   : std::string("x");
+  }
+
+  LayerProgram &program_;
+  const ReplayOptions &options_;
+  const LayerSignature *sig_ = nullptr;
+  OpInfo op_;
+  int64_t H_ = 0, W_ = 0;
+  std::string error_;
 
   // The op's operands by name.
-  bool suffix = op.streams.size() > 1;
-  std::map<std::string, int> names;
-  for (int arg : op.arguments)
-    names[operandName(sig.args[arg], suffix)] = arg;
-  std::set<std::string> outputNames;
-  for (int arg : op.outputs)
-    outputNames.insert(operandName(sig.args[arg], suffix));
-  std::string expected;
-  for (const auto &[name, arg] : names)
-    if (!outputNames.count(name) && name != "status")
-      expected += (expected.empty() ? "" : ", ") + name;
+  bool suffix_ = false;
+  std::map<std::string, int> names_;
+  std::set<std::string> outputNames_;
+  std::string expected_;
+  std::map<std::string, npy::Array> inputs_;
 
-  std::map<std::string, npy::Array> inputs;
-  for (const std::string &item : options.inputs) {
+  // Metadata.
+  std::vector<int64_t> qsl_, nc_, bt_, slots_;
+  std::vector<int32_t> tokenSeq_;
+  int64_t B_ = 0, T_ = 0, M_ = 0;
+  int64_t cacheBytes_ = 0;
+
+  std::vector<std::unique_ptr<Buffer>> storage_;
+  std::vector<MemRefArg> call_;
+  std::vector<int32_t> qsl32_, nc32_, bt32_;
+  std::vector<int64_t> status_;
+  std::map<int, int64_t> tokenStride_; // of outputs
+};
+
+} // namespace
+
+int Replayer::run() {
+  if (int rc = selectOp())
+    return rc;
+  if (int rc = readInputs())
+    return rc;
+  if (int rc = readMetadata())
+    return rc;
+  if (int rc = checkCacheArray())
+    return rc;
+  // Inputs are read and checked before the (slower) compilation. Checked
+  // mode adds a status buffer as the last argument.
+  CompileOptions compile;
+  compile.checked = true;
+  compile.addStatus = true;
+  compile.fusion = options_.fusion.empty() ? "none" : options_.fusion;
+  compile.threads = options_.threads;
+  if (!program_.compile(compile, error_))
+    return fail(error_);
+  if (int rc = bindArguments())
+    return rc;
+  if (int rc = invoke())
+    return rc;
+  return writeOutputs();
+}
+
+int Replayer::selectOp() {
+  const LayerSignature &before = program_.signature();
+  if (!program_.keepOnlyOp(options_.opIndex, error_))
+    return fail(error_);
+  op_ = before.ops[options_.opIndex];
+  sig_ = &program_.signature();
+  H_ = sig_->layout.headsPerRank;
+  W_ = sig_->layout.config.kernel;
+  suffix_ = op_.streams.size() > 1;
+  for (int arg : op_.arguments)
+    names_[operandName(sig_->args[arg], suffix_)] = arg;
+  for (int arg : op_.outputs)
+    outputNames_.insert(operandName(sig_->args[arg], suffix_));
+  for (const auto &[name, arg] : names_)
+    if (!outputNames_.count(name) && name != "status")
+      expected_ += (expected_.empty() ? "" : ", ") + name;
+  return 0;
+}
+
+int Replayer::readInputs() {
+  for (const std::string &item : options_.inputs) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       return fail("--inputs: '" + item + "' is not name=file.npy");
     std::string name = item.substr(0, eq), path = item.substr(eq + 1);
-    if (!names.count(name) || outputNames.count(name) || name == "status")
-      return fail("--inputs: " + op.name + " (op " +
-                  std::to_string(options.opIndex) + ") has no input named '" +
-                  name + "' (inputs: " + expected + ")");
+    if (!names_.count(name) || outputNames_.count(name) || name == "status")
+      return fail("--inputs: " + op_.name + " (op " +
+                  std::to_string(options_.opIndex) + ") has no input named '" +
+                  name + "' (inputs: " + expected_ + ")");
     npy::Array array;
-    if (!npy::read(path, array, error))
-      return fail(error);
-    inputs[name] = std::move(array);
+    if (!npy::read(path, array, error_))
+      return fail(error_);
+    inputs_[name] = std::move(array);
   }
-  for (const auto &[name, arg] : names)
-    if (!outputNames.count(name) && name != "status" && !inputs.count(name))
-      return fail("--inputs: missing '" + name + "' (" + op.name + " op " +
-                  std::to_string(options.opIndex) +
-                  " reads it; inputs: " + expected + ")");
+  for (const auto &[name, arg] : names_)
+    if (!outputNames_.count(name) && name != "status" && !inputs_.count(name))
+      return fail("--inputs: missing '" + name + "' (" + op_.name + " op " +
+                  std::to_string(options_.opIndex) +
+                  " reads it; inputs: " + expected_ + ")");
+  return 0;
+}
 
-  // Metadata.
-  std::vector<int64_t> qsl, nc, bt, slots;
+int Replayer::readMetadata() {
   auto meta = [&](const char *name, std::vector<int64_t> &out, size_t rank) {
-    const npy::Array &a = inputs[name];
+    const npy::Array &a = inputs_[name];
     if (a.shape.size() != rank) {
-      error = std::string(name) + ": shape " + a.shapeString() + ", expected " +
-              std::to_string(rank) + " dimension" + (rank > 1 ? "s" : "");
+      error_ = std::string(name) + ": shape " + a.shapeString() +
+               ", expected " + std::to_string(rank) + " dimension" +
+               (rank > 1 ? "s" : "");
       return false;
     }
-    return integers(name, a, out, error);
+    return integers(name, a, out, error_);
   };
-  if (!meta("query_start_loc", qsl, 1) || !meta("num_computed", nc, 1) ||
-      !meta("block_table", bt, 2) || !meta("slot_mapping", slots, 1))
-    return fail(error);
-  int64_t B = static_cast<int64_t>(nc.size());
-  if (static_cast<int64_t>(qsl.size()) != B + 1)
-    return fail("query_start_loc: " + std::to_string(qsl.size()) +
+  if (!meta("query_start_loc", qsl_, 1) || !meta("num_computed", nc_, 1) ||
+      !meta("block_table", bt_, 2) || !meta("slot_mapping", slots_, 1))
+    return fail(error_);
+  int64_t B = static_cast<int64_t>(nc_.size());
+  B_ = B;
+  if (static_cast<int64_t>(qsl_.size()) != B + 1)
+    return fail("query_start_loc: " + std::to_string(qsl_.size()) +
                 " entries, expected B + 1 = " + std::to_string(B + 1) +
                 " (num_computed has " + std::to_string(B) + ")");
-  if (qsl[0] != 0)
-    return fail("query_start_loc[0] is " + std::to_string(qsl[0]) +
+  if (qsl_[0] != 0)
+    return fail("query_start_loc[0] is " + std::to_string(qsl_[0]) +
                 ", expected 0");
   for (int64_t b = 0; b <= B; ++b)
-    if (qsl[b] < 0 || qsl[b] > INT32_MAX)
+    if (qsl_[b] < 0 || qsl_[b] > INT32_MAX)
       return fail("query_start_loc[" + std::to_string(b) + "] is " +
-                  std::to_string(qsl[b]) + ", expected [0, 2^31 - 1]");
+                  std::to_string(qsl_[b]) + ", expected [0, 2^31 - 1]");
   for (int64_t b = 0; b < B; ++b) {
-    if (qsl[b + 1] < qsl[b])
+    if (qsl_[b + 1] < qsl_[b])
       return fail("query_start_loc decreases at " + std::to_string(b + 1));
-    if (nc[b] < 0 || nc[b] > INT32_MAX)
+    if (nc_[b] < 0 || nc_[b] > INT32_MAX)
       return fail("num_computed[" + std::to_string(b) + "] is " +
-                  std::to_string(nc[b]));
+                  std::to_string(nc_[b]));
   }
   // Tokens at or past qsl[B] are padding: the inputs may have more rows.
-  int64_t T = qsl[B];
-  for (const auto &[name, array] : inputs)
+  int64_t T = qsl_[B];
+  for (const auto &[name, array] : inputs_)
     if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty() &&
         array.shape[0] > T)
       T = array.shape[0];
-  std::vector<int32_t> tokenSeq;
-  if (names.count("token_seq")) {
+  if (names_.count("token_seq")) {
     std::vector<int64_t> entries;
     if (!meta("token_seq", entries, 1))
-      return fail(error);
+      return fail(error_);
     if (static_cast<int64_t>(entries.size()) < T)
       return fail("token_seq: " + std::to_string(entries.size()) +
                   " entries, the step has " + std::to_string(T) + " tokens");
     for (int64_t v : entries)
-      tokenSeq.push_back(static_cast<int32_t>(v));
+      tokenSeq_.push_back(static_cast<int32_t>(v));
   }
-  const npy::Array &btArray = inputs["block_table"];
+  const npy::Array &btArray = inputs_["block_table"];
   if (btArray.shape[0] != B || btArray.shape[1] < 1)
     return fail("block_table: shape " + btArray.shapeString() + ", expected (" +
                 std::to_string(B) + ", M >= 1)");
-  int64_t M = btArray.shape[1];
-  if (static_cast<int64_t>(slots.size()) < T)
-    return fail("slot_mapping: " + std::to_string(slots.size()) +
+  M_ = btArray.shape[1];
+  T_ = T;
+  if (static_cast<int64_t>(slots_.size()) < T)
+    return fail("slot_mapping: " + std::to_string(slots_.size()) +
                 " entries, the step has " + std::to_string(T) + " tokens");
   // Each token stores its own row: a slot used twice in one step is a
   // race between the two stores (on a GPU, they run at once). Padding
   // tokens store nothing, whatever their slots.
   std::map<int64_t, int64_t> firstToken;
-  for (int64_t t = 0; t < qsl[B]; ++t) {
-    if (slots[t] < 0)
+  for (int64_t t = 0; t < qsl_[B]; ++t) {
+    if (slots_[t] < 0)
       continue;
-    auto [it, fresh] = firstToken.emplace(slots[t], t);
+    auto [it, fresh] = firstToken.emplace(slots_[t], t);
     if (!fresh)
-      return fail("slot_mapping: slot " + std::to_string(slots[t]) +
+      return fail("slot_mapping: slot " + std::to_string(slots_[t]) +
                   " appears for tokens " + std::to_string(it->second) +
                   " and " + std::to_string(t) +
                   " (each token stores its own row)");
   }
+  return 0;
+}
 
-  // The cache.
-  const npy::Array &cacheArray = inputs["cache"];
+int Replayer::checkCacheArray() {
+  const LayerSignature &sig = *sig_;
+  const Layout &layout = sig.layout;
+  const npy::Array &cacheArray = inputs_["cache"];
   int64_t cacheBytes = cacheArray.count() * cacheArray.itemBytes;
   if ((cacheArray.itemBytes != 2 && cacheArray.itemBytes != 1) ||
       cacheBytes == 0 || cacheBytes % sig.pageBytes != 0)
@@ -256,207 +348,208 @@ int run::replay(LayerProgram &program, const ReplayOptions &options) {
                 "): the layer's block size N "
                 "is " +
                 std::to_string(layout.blockSize) + " (--block-size sets it)");
+  cacheBytes_ = cacheBytes;
+  return 0;
+}
 
-  // Inputs are read and checked before the (slower) compilation. Checked
-  // mode adds a status buffer as the last argument.
-  CompileOptions compile;
-  compile.checked = true;
-  compile.addStatus = true;
-  compile.fusion = options.fusion.empty() ? "none" : options.fusion;
-  compile.threads = options.threads;
-  if (!program.compile(compile, error))
-    return fail(error);
-
+int Replayer::bindArguments() {
+  const LayerSignature &sig = *sig_;
   // Buffers for every argument of the function (the others are unused).
-  std::vector<std::unique_ptr<Buffer>> storage;
-  std::vector<MemRefArg> call(sig.args.size());
-  auto bytesOf = [&](size_t bytes) {
-    storage.push_back(std::make_unique<Buffer>(bytes));
-    return storage.back()->data;
-  };
-  std::vector<int32_t> qsl32(qsl.begin(), qsl.end()),
-      nc32(nc.begin(), nc.end()), bt32(bt.begin(), bt.end());
-  for (int64_t v : bt)
+  call_.assign(sig.args.size(), MemRefArg());
+  qsl32_.assign(qsl_.begin(), qsl_.end());
+  nc32_.assign(nc_.begin(), nc_.end());
+  bt32_.assign(bt_.begin(), bt_.end());
+  for (int64_t v : bt_)
     if (v < INT32_MIN || v > INT32_MAX)
       return fail("block_table: entry " + std::to_string(v) +
                   " does not fit int32");
-  std::vector<int64_t> status(8, 0);
-  std::map<int, int64_t> tokenStride; // of outputs
+  status_.assign(8, 0);
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
-    MemRefArg &m = call[i];
-    std::string name = operandName(arg, suffix);
-    bool used = names.count(name) && names[name] == static_cast<int>(i);
-    size_t rank = arg.shape.size();
+    MemRefArg &m = call_[i];
+    std::string name = operandName(arg, suffix_);
+    bool used = names_.count(name) && names_[name] == static_cast<int>(i);
+    int rc = 0;
     if (!used && arg.role != ArgRole::Status) {
-      // Unused by the kept op: an empty (or static-shaped, zeroed) buffer.
-      int64_t count = 1;
-      m.sizes.assign(rank, 0);
-      m.strides.assign(rank, 1);
-      for (size_t r = rank; r-- > 0;) {
-        m.sizes[r] = arg.shape[r] == kDynamic ? 0 : arg.shape[r];
-        m.strides[r] = arg.strides[r] == kDynamic ? count : arg.strides[r];
-        count = checkedBytes(count, std::max<int64_t>(1, m.sizes[r]));
-      }
-      m.offset = arg.offset == kDynamic ? 0 : arg.offset;
-      size_t bytes = checkedBytes(count, elementBytes(arg.element));
-      if (bytes == 0)
-        return fail(operandName(arg, suffix) + ": " + arg.type +
-                    ": too large for a replay");
-      m.data = bytesOf(bytes);
-      continue;
-    }
-    switch (arg.role) {
-    case ArgRole::Cache:
-      m.data = bytesOf(cacheBytes);
-      std::memcpy(m.data, cacheArray.data.data(), cacheBytes);
-      m.sizes = {cacheBytes};
-      m.strides = {1};
-      break;
-    case ArgRole::QueryStartLoc:
-      m.data = qsl32.data();
-      m.sizes = {B + 1};
-      m.strides = {1};
-      break;
-    case ArgRole::NumComputed:
-      m.data = nc32.data();
-      m.sizes = {B};
-      m.strides = {1};
-      break;
-    case ArgRole::BlockTable:
-      m.data = bt32.data();
-      m.sizes = {B, M};
-      m.strides = {M, 1};
-      break;
-    case ArgRole::SlotMapping:
-      m.data = slots.data();
-      m.sizes = {static_cast<int64_t>(slots.size())};
-      m.strides = {1};
-      break;
-    case ArgRole::TokenSeq:
-      m.data = tokenSeq.data();
-      m.sizes = {static_cast<int64_t>(tokenSeq.size())};
-      m.strides = {1};
-      break;
-    case ArgRole::Status:
-      m.data = status.data();
-      m.sizes = {static_cast<int64_t>(status.size())};
-      m.strides = {1};
-      break;
-    case ArgRole::Input:
-    case ArgRole::Output: {
-      int64_t w = layout.range(*arg.stream).width, row = H * w;
-      std::string xName = suffix ? std::string("x_") + streamName(*arg.stream)
-                                 : std::string("x");
-      int64_t stride = arg.strides[0] == kDynamic ? row : arg.strides[0];
-      int64_t offset = arg.offset == kDynamic ? 0 : arg.offset;
-      m.offset = offset;
-      m.sizes = rank == 3 ? std::vector<int64_t>{T, H, w}
-                          : std::vector<int64_t>{T, row};
-      m.strides = rank == 3 ? std::vector<int64_t>{stride, w, 1}
-                            : std::vector<int64_t>{stride, 1};
-      const npy::Array &x = inputs[xName];
-      // Exactly (T, H, w) or (T, H*w): a transposed x has the same count.
-      if (x.itemBytes != 2 || (x.shape != std::vector<int64_t>{T, H, w} &&
-                               x.shape != std::vector<int64_t>{T, row}))
-        return fail(xName + ": shape " + x.shapeString() + " of dtype '" +
-                    x.dtype + "', expected uint16 (" + std::to_string(T) +
-                    ", " + std::to_string(H) + ", " + std::to_string(w) +
-                    ") or (" + std::to_string(T) + ", " + std::to_string(row) +
-                    ")");
-      int64_t elements = 0;
-      size_t bytes = stride < row || offset < 0 ||
-                             __builtin_mul_overflow(T, stride, &elements) ||
-                             __builtin_add_overflow(elements, offset, &elements)
-                         ? 0
-                         : checkedBytes(elements, 2);
-      if (bytes == 0 && T > 0)
-        return fail(operandName(arg, suffix) + ": " + arg.type +
-                    " with offset " + std::to_string(offset) +
-                    " and token stride " + std::to_string(stride) + " for " +
-                    std::to_string(T) + " tokens of " + std::to_string(row) +
-                    " elements: not a buffer a replay can allocate");
-      uint8_t *data = bytesOf(bytes);
-      m.data = data;
-      if (arg.role == ArgRole::Output) {
-        tokenStride[i] = stride;
+      rc = bindUnused(arg, m);
+    } else {
+      switch (arg.role) {
+      case ArgRole::Cache:
+        denseArg(m, bytesOf(cacheBytes_), {cacheBytes_});
+        std::memcpy(m.data, inputs_["cache"].data.data(), cacheBytes_);
+        break;
+      case ArgRole::QueryStartLoc:
+        denseArg(m, qsl32_.data(), {B_ + 1});
+        break;
+      case ArgRole::NumComputed:
+        denseArg(m, nc32_.data(), {B_});
+        break;
+      case ArgRole::BlockTable:
+        denseArg(m, bt32_.data(), {B_, M_});
+        break;
+      case ArgRole::SlotMapping:
+        denseArg(m, slots_.data(), {static_cast<int64_t>(slots_.size())});
+        break;
+      case ArgRole::TokenSeq:
+        denseArg(m, tokenSeq_.data(), {static_cast<int64_t>(tokenSeq_.size())});
+        break;
+      case ArgRole::Status:
+        denseArg(m, status_.data(), {static_cast<int64_t>(status_.size())});
+        break;
+      case ArgRole::Input:
+      case ArgRole::Output:
+        rc = bindStream(i, arg, m);
+        break;
+      case ArgRole::Weights:
+      case ArgRole::Bias:
+        rc = bindParam(arg, name, m);
         break;
       }
-      for (int64_t t = 0; t < T; ++t)
-        std::memcpy(data + (offset + t * stride) * 2,
-                    x.data.data() + t * row * 2, row * 2);
-      break;
     }
-    case ArgRole::Weights:
-    case ArgRole::Bias: {
-      int64_t row = H * layout.range(*arg.stream).width;
-      bool weights = arg.role == ArgRole::Weights;
-      const npy::Array &a = inputs[name];
-      std::vector<int64_t> want =
-          weights ? std::vector<int64_t>{row, W} : std::vector<int64_t>{row};
-      if (a.itemBytes != 2 || a.shape != want) {
-        npy::Array shapeOnly;
-        shapeOnly.shape = want;
-        return fail(name + ": shape " + a.shapeString() + " of dtype '" +
-                    a.dtype + "', expected uint16 " + shapeOnly.shapeString());
-      }
-      m.data = bytesOf(a.data.size());
-      std::memcpy(m.data, a.data.data(), a.data.size());
-      m.sizes = want;
-      m.strides =
-          weights ? std::vector<int64_t>{W, 1} : std::vector<int64_t>{1};
-      break;
-    }
-    }
+    if (rc)
+      return rc;
   }
+  return 0;
+}
 
+int Replayer::bindUnused(const ArgInfo &arg, MemRefArg &m) {
+  // Unused by the kept op: an empty (or static-shaped, zeroed) buffer.
+  size_t rank = arg.shape.size();
+  int64_t count = 1;
+  m.sizes.assign(rank, 0);
+  m.strides.assign(rank, 1);
+  for (size_t r = rank; r-- > 0;) {
+    m.sizes[r] = arg.shape[r] == kDynamic ? 0 : arg.shape[r];
+    m.strides[r] = arg.strides[r] == kDynamic ? count : arg.strides[r];
+    count = checkedBytes(count, std::max<int64_t>(1, m.sizes[r]));
+  }
+  m.offset = arg.offset == kDynamic ? 0 : arg.offset;
+  size_t bytes = checkedBytes(count, elementBytes(arg.element));
+  if (bytes == 0)
+    return fail(operandName(arg, suffix_) + ": " + arg.type +
+                ": too large for a replay");
+  m.data = bytesOf(bytes);
+  return 0;
+}
+
+int Replayer::bindStream(size_t i, const ArgInfo &arg, MemRefArg &m) {
+  const Layout &layout = sig_->layout;
+  int64_t H = H_, T = T_;
+  size_t rank = arg.shape.size();
+  int64_t w = layout.range(*arg.stream).width, row = H * w;
+  std::string xName = this->xName(arg);
+  int64_t stride = arg.strides[0] == kDynamic ? row : arg.strides[0];
+  int64_t offset = arg.offset == kDynamic ? 0 : arg.offset;
+  m.offset = offset;
+  m.sizes =
+      rank == 3 ? std::vector<int64_t>{T, H, w} : std::vector<int64_t>{T, row};
+  m.strides = rank == 3 ? std::vector<int64_t>{stride, w, 1}
+                        : std::vector<int64_t>{stride, 1};
+  const npy::Array &x = inputs_[xName];
+  // Exactly (T, H, w) or (T, H*w): a transposed x has the same count.
+  if (x.itemBytes != 2 || (x.shape != std::vector<int64_t>{T, H, w} &&
+                           x.shape != std::vector<int64_t>{T, row}))
+    return fail(xName + ": shape " + x.shapeString() + " of dtype '" + x.dtype +
+                "', expected uint16 (" + std::to_string(T) + ", " +
+                std::to_string(H) + ", " + std::to_string(w) + ") or (" +
+                std::to_string(T) + ", " + std::to_string(row) + ")");
+  int64_t elements = 0;
+  size_t bytes = stride < row || offset < 0 ||
+                         __builtin_mul_overflow(T, stride, &elements) ||
+                         __builtin_add_overflow(elements, offset, &elements)
+                     ? 0
+                     : checkedBytes(elements, 2);
+  if (bytes == 0 && T > 0)
+    return fail(operandName(arg, suffix_) + ": " + arg.type + " with offset " +
+                std::to_string(offset) + " and token stride " +
+                std::to_string(stride) + " for " + std::to_string(T) +
+                " tokens of " + std::to_string(row) +
+                " elements: not a buffer a replay can allocate");
+  uint8_t *data = bytesOf(bytes);
+  m.data = data;
+  if (arg.role == ArgRole::Output) {
+    tokenStride_[i] = stride;
+    return 0;
+  }
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(data + (offset + t * stride) * 2, x.data.data() + t * row * 2,
+                row * 2);
+  return 0;
+}
+
+int Replayer::bindParam(const ArgInfo &arg, const std::string &name,
+                        MemRefArg &m) {
+  int64_t row = H_ * sig_->layout.range(*arg.stream).width;
+  bool weights = arg.role == ArgRole::Weights;
+  const npy::Array &a = inputs_[name];
+  std::vector<int64_t> want =
+      weights ? std::vector<int64_t>{row, W_} : std::vector<int64_t>{row};
+  if (a.itemBytes != 2 || a.shape != want) {
+    npy::Array shapeOnly;
+    shapeOnly.shape = want;
+    return fail(name + ": shape " + a.shapeString() + " of dtype '" + a.dtype +
+                "', expected uint16 " + shapeOnly.shapeString());
+  }
+  denseArg(m, bytesOf(a.data.size()), want);
+  std::memcpy(m.data, a.data.data(), a.data.size());
+  return 0;
+}
+
+int Replayer::invoke() {
   // The static sizes, strides and offsets of the IR against the tensors,
   // and the alignment contract, before the kernel touches anything.
-  if (!program.checkArguments(call, error))
-    return fail(error);
-  program.invoke(call);
-  if (status[0] != 0) {
-    return fail(op.name + " (op " + std::to_string(options.opIndex) +
+  if (!program_.checkArguments(call_, error_))
+    return fail(error_);
+  program_.invoke(call_);
+  if (status_[0] != 0) {
+    return fail(op_.name + " (op " + std::to_string(options_.opIndex) +
                 "): the checked kernel " +
-                describeCheckedStatus(status.data()) + "; no output written");
+                describeCheckedStatus(status_.data()) + "; no output written");
   }
+  return 0;
+}
 
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
-    return fail("--outputs=" + options.outputDir + ": " + ec.message());
-  auto writeArray = [&](const std::string &name, npy::Array array) {
-    llvm::SmallString<256> path(options.outputDir);
-    llvm::sys::path::append(path, name + ".npy");
-    if (!npy::write(std::string(path), array, error))
-      return false;
-    std::printf("inkling-run: wrote %s (%s, shape %s)\n", path.c_str(),
-                array.dtype == "u2" ? "bf16 as uint16" : array.dtype.c_str(),
-                array.shapeString().c_str());
-    return true;
-  };
-  for (int out : op.outputs) {
+bool Replayer::writeArray(const std::string &name, npy::Array array) {
+  llvm::SmallString<256> path(options_.outputDir);
+  llvm::sys::path::append(path, name + ".npy");
+  if (!npy::write(std::string(path), array, error_))
+    return false;
+  std::printf("inkling-run: wrote %s (%s, shape %s)\n", path.c_str(),
+              array.dtype == "u2" ? "bf16 as uint16" : array.dtype.c_str(),
+              array.shapeString().c_str());
+  return true;
+}
+
+int Replayer::writeOutputs() {
+  if (std::error_code ec =
+          llvm::sys::fs::create_directories(options_.outputDir))
+    return fail("--outputs=" + options_.outputDir + ": " + ec.message());
+  const LayerSignature &sig = *sig_;
+  for (int out : op_.outputs) {
     const ArgInfo &arg = sig.args[out];
-    std::string name = operandName(arg, suffix);
-    std::string xName =
-        suffix ? std::string("x_") + streamName(*arg.stream) : std::string("x");
-    int64_t row = H * layout.range(*arg.stream).width;
+    int64_t row = H_ * sig.layout.range(*arg.stream).width;
     npy::Array array;
     array.dtype = "u2";
     array.itemBytes = 2;
-    array.shape = inputs[xName].shape;
-    array.data.resize(T * row * 2);
-    const auto *data = static_cast<const uint8_t *>(call[out].data);
-    for (int64_t t = 0; t < T; ++t)
+    array.shape = inputs_[xName(arg)].shape;
+    array.data.resize(T_ * row * 2);
+    const auto *data = static_cast<const uint8_t *>(call_[out].data);
+    for (int64_t t = 0; t < T_; ++t)
       std::memcpy(array.data.data() + t * row * 2,
-                  data + (call[out].offset + t * tokenStride[out]) * 2,
+                  data + (call_[out].offset + t * tokenStride_[out]) * 2,
                   row * 2);
-    if (!writeArray(name, std::move(array)))
-      return fail(error);
+    if (!writeArray(operandName(arg, suffix_), std::move(array)))
+      return fail(error_);
   }
-  if (op.writesCache) {
-    npy::Array array = cacheArray;
-    std::memcpy(array.data.data(), call[sig.cache].data, cacheBytes);
+  if (op_.writesCache) {
+    npy::Array array = inputs_["cache"];
+    std::memcpy(array.data.data(), call_[sig.cache].data, cacheBytes_);
     if (!writeArray("cache", std::move(array)))
-      return fail(error);
+      return fail(error_);
   }
   return 0;
+}
+
+int run::replay(LayerProgram &program, const ReplayOptions &options) {
+  return Replayer(program, options).run();
 }

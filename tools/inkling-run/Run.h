@@ -88,6 +88,17 @@ struct ReplayOptions {
 /// Runs one sconv op on .npy tensors and writes its outputs as .npy.
 int replay(exec::LayerProgram &program, const ReplayOptions &options);
 
+/// Points `m` at dense row-major `data` of `sizes` (offset 0).
+inline void denseArg(exec::MemRefArg &m, void *data,
+                     std::vector<int64_t> sizes) {
+  m.data = data;
+  m.offset = 0;
+  m.strides.assign(sizes.size(), 1);
+  for (size_t r = sizes.size(); r-- > 1;)
+    m.strides[r - 1] = m.strides[r] * sizes[r];
+  m.sizes = std::move(sizes);
+}
+
 /// Prints "inkling-run: <message>" to stderr; returns 1.
 int fail(const std::string &message);
 

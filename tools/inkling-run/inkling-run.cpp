@@ -234,31 +234,8 @@ int listModel(const LayerSignature &sig) {
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  // libLLVM registers an internal `-threads` option of its own, so this
-  // tool's `--threads` is registered once that one is out of the way (a
-  // global cl::opt of the same name would abort at load time).
-  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
-    llvmThreads->removeArgument();
-  cl::opt<int> threads(
-      "threads",
-      cl::desc("CPU threads for the layer's loop nests (OpenMP): 0 (default), "
-               "every core (OMP_NUM_THREADS if set); 1, the calling thread "
-               "alone. Steps of fewer than --min-parallel-iterations "
-               "(token, head) pairs run on one thread either way"),
-      cl::init(0), cl::cat(model));
-  cl::HideUnrelatedOptions({&model, &workload, &replayCat});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "inkling-run: compile a model's sconv layer and serve a checked "
-      "synthetic workload through the runtime and the kernels\n\n"
-      "  inkling-run MODEL.mlir [options]\n"
-      "  inkling-run MODEL.mlir --replay=OP --inputs=name=file.npy,... "
-      "--outputs=DIR\n");
-
+/// The tool's own options; 0 or the exit code of a printed error.
+int checkToolOptions(int threads) {
   if (device != "cpu" && device != "gpu")
     return run::fail("--device=" + device + ": expected cpu or gpu");
   if (threads < 0 || threads > 4096)
@@ -267,45 +244,32 @@ int main(int argc, char **argv) {
   if (minParallelIterations < 0)
     return run::fail("--min-parallel-iterations=" +
                      std::to_string(minParallelIterations) + ": expected >= 0");
-  bool gpu = device == "gpu";
+  return 0;
+}
 
-  std::string error;
-  auto program = LayerProgram::load(modelPath, entry, error);
-  if (!program)
-    return run::fail(error);
-  if (blockSize < 0)
-    return run::fail("--block-size=" + std::to_string(blockSize) +
-                     ": expected a block size >= 1");
-  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
-    return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
-                     error);
-  const LayerSignature &sig = program->signature();
-  if (listOps)
-    return listModel(sig);
+int replayOneOp(LayerProgram &program, int threads) {
+  if (device == "gpu")
+    return run::fail("--replay runs on the CPU; drop --device=gpu");
+  if (outputs.empty())
+    return run::fail("--replay needs --outputs=DIR");
+  if (crossLayer)
+    return run::fail("--cross-layer serves a workload; --replay runs one "
+                     "layer's op (use --block-size for its geometry)");
+  run::ReplayOptions options;
+  options.modelPath = modelPath;
+  options.opIndex = replayOp;
+  options.inputs.assign(inputs.begin(), inputs.end());
+  options.outputDir = outputs;
+  options.fusion = fusion;
+  options.threads = threads;
+  return run::replay(program, options);
+}
 
-  if (replayOp >= 0) {
-    if (gpu)
-      return run::fail("--replay runs on the CPU; drop --device=gpu");
-    if (outputs.empty())
-      return run::fail("--replay needs --outputs=DIR");
-    if (crossLayer)
-      return run::fail("--cross-layer serves a workload; --replay runs one "
-                       "layer's op (use --block-size for its geometry)");
-    run::ReplayOptions options;
-    options.modelPath = modelPath;
-    options.opIndex = replayOp;
-    options.inputs.assign(inputs.begin(), inputs.end());
-    options.outputDir = outputs;
-    options.fusion = fusion;
-    options.threads = threads;
-    return run::replay(*program, options);
-  }
-  if (!inputs.empty() || !outputs.empty())
-    return run::fail("--inputs and --outputs go with --replay=OP");
-
-  // Every option is range-checked before any arithmetic on it (products
-  // of these bounds fit int64 and the allocations they size); the error
-  // names the option and the value as given.
+/// Every workload option is range-checked before any arithmetic on it
+/// (products of these bounds fit int64 and the allocations they size); the
+/// error names the option and the value as given. False if one is out of
+/// range (printed).
+bool workloadInRange() {
   auto intIn = [](const char *name, int64_t value, int64_t lo, int64_t hi,
                   const char *note = "") {
     if (value >= lo && value <= hi)
@@ -348,7 +312,7 @@ int main(int argc, char **argv) {
       !realIn("preempt-rate", preemptRate, 0, 1) ||
       !realIn("fork-rate", forkRate, 0, 1) ||
       !realIn("shared-prefix-rate", sharedPrefixRate, 0, 1))
-    return 1;
+    return false;
   // The caches live in host memory (also with --device=gpu: the checker's
   // copies): a budget beyond it would only thrash or fail later.
   double physicalMB = double(sysconf(_SC_PHYS_PAGES)) *
@@ -358,33 +322,42 @@ int main(int argc, char **argv) {
     std::snprintf(text, sizeof(text),
                   "--budget-mb=%g: more than this machine's memory (%.0f MiB)",
                   double(budgetMB), physicalMB);
-    return run::fail(text);
+    run::fail(text);
+    return false;
   }
-  run::ServeOptions options;
-  options.modelPath = modelPath;
-  // Without --layers: the module's count, else the bind's cross-layer
-  // count, else 2.
-  options.layers =
-      layers > 0 ? int64_t(layers)
+  return true;
+}
+
+/// Without --layers: the module's count, else the bind's cross-layer count,
+/// else 2. 0 or the exit code of a printed error.
+int resolveLayers(LayerProgram &program, int64_t &resolved) {
+  const LayerSignature &sig = program.signature();
+  resolved = layers > 0
+                 ? int64_t(layers)
                  : sig.numLayers.value_or(sig.crossLayers > 1 ? sig.crossLayers
                                                               : int64_t(2));
-  if (options.layers < 1 || options.layers > 1024)
-    return run::fail(
-        modelPath + ": inkling.num_layers = " + std::to_string(options.layers) +
-        ": expected an integer in [1, 1024] (or pass --layers)");
-  if (crossLayer && !program->setCacheGeometry(0, options.layers, error))
+  if (resolved < 1 || resolved > 1024)
+    return run::fail(modelPath +
+                     ": inkling.num_layers = " + std::to_string(resolved) +
+                     ": expected an integer in [1, 1024] (or pass --layers)");
+  std::string error;
+  if (crossLayer && !program.setCacheGeometry(0, resolved, error))
     return run::fail("--cross-layer: " + error);
-  if (!planAttention.empty() && !printPlan)
-    return run::fail("--plan-attention goes with --print-plan");
-  if (printPlan) {
-    std::vector<int64_t> attention(planAttention.begin(), planAttention.end());
-    StatusOr<CachePlan> plan =
-        run::planCache(sig, options.layers, budgetMB, attention);
-    if (!plan)
-      return run::fail("--print-plan: " + plan.status().message());
-    std::fputs(plan->describe().c_str(), stdout);
-    return 0;
-  }
+  return 0;
+}
+
+int printCachePlan(const LayerSignature &sig, int64_t numLayers) {
+  std::vector<int64_t> attention(planAttention.begin(), planAttention.end());
+  StatusOr<CachePlan> plan =
+      run::planCache(sig, numLayers, budgetMB, attention);
+  if (!plan)
+    return run::fail("--print-plan: " + plan.status().message());
+  std::fputs(plan->describe().c_str(), stdout);
+  return 0;
+}
+
+/// The prefix cache's options; 0 or the exit code of a printed error.
+int checkPrefixOptions() {
   if (!std::isfinite(cachePointRate) || cachePointRate < 0 ||
       cachePointRate > 1)
     return run::fail("--cache-point-rate=" + std::to_string(cachePointRate) +
@@ -398,6 +371,13 @@ int main(int argc, char **argv) {
                  << policy.status().message() << "\n";
     return 1;
   }
+  return 0;
+}
+
+run::ServeOptions serveOptions(int64_t numLayers, int threads) {
+  run::ServeOptions options;
+  options.modelPath = modelPath;
+  options.layers = numLayers;
   options.budgetMB = budgetMB;
   options.compile.checked = checked;
   options.compile.fusion = fusion;
@@ -430,21 +410,26 @@ int main(int argc, char **argv) {
   options.json = json;
   options.progress = !noProgress;
   options.injectFault = injectFault;
+  return options;
+}
 
-  // The layer, compiled once: JIT-compiled for the CPU, or lowered to a
-  // kernel bundle that the runtime's CUDA launcher loads (the driver is
-  // dlopen-ed: without one, this is a one-line error).
+/// The layer, compiled once: JIT-compiled for the CPU, or lowered to a
+/// kernel bundle that the runtime's CUDA launcher loads (the driver is
+/// dlopen-ed: without one, this is a one-line error); then served.
+int compileAndServe(LayerProgram &program, run::ServeOptions &options,
+                    int threads) {
+  std::string error;
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<run::Executor> executor;
-  if (gpu) {
+  if (device == "gpu") {
     run::GpuExecutorOptions gpuOptions;
     gpuOptions.driverLibrary = cudaDriver;
     gpuOptions.kernelsDir = kernelsDir;
     gpuOptions.chip = gpuChip;
     gpuOptions.compile = options.compile;
-    executor = run::createGpuExecutor(*program, gpuOptions, error);
-  } else if (program->compile(options.compile, error)) {
-    executor = run::createCpuExecutor(*program);
+    executor = run::createGpuExecutor(program, gpuOptions, error);
+  } else if (program.compile(options.compile, error)) {
+    executor = run::createCpuExecutor(program);
     options.cpuThreads =
         threads > 0 ? int(threads) : LayerProgram::defaultThreadCount();
   }
@@ -453,5 +438,64 @@ int main(int argc, char **argv) {
   options.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return run::serve(sig, *executor, options);
+  return run::serve(program.signature(), *executor, options);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // libLLVM registers an internal `-threads` option of its own, so this
+  // tool's `--threads` is registered once that one is out of the way (a
+  // global cl::opt of the same name would abort at load time).
+  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
+    llvmThreads->removeArgument();
+  cl::opt<int> threads(
+      "threads",
+      cl::desc("CPU threads for the layer's loop nests (OpenMP): 0 (default), "
+               "every core (OMP_NUM_THREADS if set); 1, the calling thread "
+               "alone. Steps of fewer than --min-parallel-iterations "
+               "(token, head) pairs run on one thread either way"),
+      cl::init(0), cl::cat(model));
+  cl::HideUnrelatedOptions({&model, &workload, &replayCat});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "inkling-run: compile a model's sconv layer and serve a checked "
+      "synthetic workload through the runtime and the kernels\n\n"
+      "  inkling-run MODEL.mlir [options]\n"
+      "  inkling-run MODEL.mlir --replay=OP --inputs=name=file.npy,... "
+      "--outputs=DIR\n");
+
+  if (int rc = checkToolOptions(threads))
+    return rc;
+  std::string error;
+  auto program = LayerProgram::load(modelPath, entry, error);
+  if (!program)
+    return run::fail(error);
+  if (blockSize < 0)
+    return run::fail("--block-size=" + std::to_string(blockSize) +
+                     ": expected a block size >= 1");
+  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
+    return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
+                     error);
+  if (listOps)
+    return listModel(program->signature());
+  if (replayOp >= 0)
+    return replayOneOp(*program, threads);
+  if (!inputs.empty() || !outputs.empty())
+    return run::fail("--inputs and --outputs go with --replay=OP");
+
+  if (!workloadInRange())
+    return 1;
+  int64_t numLayers = 0;
+  if (int rc = resolveLayers(*program, numLayers))
+    return rc;
+  if (!planAttention.empty() && !printPlan)
+    return run::fail("--plan-attention goes with --print-plan");
+  if (printPlan)
+    return printCachePlan(program->signature(), numLayers);
+  if (int rc = checkPrefixOptions())
+    return rc;
+  run::ServeOptions options = serveOptions(numLayers, threads);
+  return compileAndServe(*program, options, threads);
 }

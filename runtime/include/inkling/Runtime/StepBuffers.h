@@ -25,7 +25,9 @@
 
 #include "inkling/Runtime/BlockPool.h"
 #include "inkling/Runtime/Status.h"
+#include "inkling/Runtime/inkling_runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +48,67 @@ struct StepBufferSpec {
   /// [maxTokens], optional: the row of each token (sconv.step's token_seq),
   /// written for the step's tokens in O(tokens); 0 for padding tokens.
   int32_t *tokenSeq = nullptr;
+};
+
+/// Host storage for step metadata and the spec that points into it: the
+/// one place that sizes the arrays and fills a spec (engines, tools, tests).
+/// Inline, so that callers of the C API alone (cApiSpec) need no C++
+/// runtime symbols. Moving keeps `spec` valid (the arrays keep their
+/// storage); copying would not, so it is deleted.
+struct HostStepBuffers {
+  std::vector<int32_t> queryStartLoc, numComputed, blockTable, blockCopies;
+  std::vector<int64_t> slotMapping;
+  std::vector<int32_t> tokenSeq; ///< Empty without token_seq.
+  StepBufferSpec spec;
+
+  /// Arrays for `maxRows` rows of `numCols` logical blocks, `maxTokens`
+  /// tokens and `maxCopies` copies (negative sizes allocate nothing; bind
+  /// rejects the spec), every entry `fill` (bind rewrites block_table and
+  /// slot_mapping); token_seq only `withTokenSeq`.
+  HostStepBuffers(int64_t maxRows, int64_t numCols, int64_t maxTokens,
+                  int64_t maxCopies, bool withTokenSeq = true, int32_t fill = 0)
+      : queryStartLoc(size(maxRows + 1), fill),
+        numComputed(size(maxRows), fill),
+        blockTable(size(maxRows) * size(numCols), fill),
+        blockCopies(2 * size(maxCopies), fill),
+        slotMapping(size(maxTokens), fill),
+        tokenSeq(withTokenSeq ? size(maxTokens) : 0, fill) {
+    spec.queryStartLoc = queryStartLoc.data();
+    spec.numComputed = numComputed.data();
+    spec.blockTable = blockTable.data();
+    spec.slotMapping = slotMapping.data();
+    spec.blockCopies = blockCopies.data();
+    spec.maxRows = maxRows;
+    spec.numCols = numCols;
+    spec.maxTokens = maxTokens;
+    spec.maxCopies = maxCopies;
+    spec.tokenSeq = withTokenSeq ? tokenSeq.data() : nullptr;
+  }
+  HostStepBuffers(const HostStepBuffers &) = delete;
+  HostStepBuffers &operator=(const HostStepBuffers &) = delete;
+  HostStepBuffers(HostStepBuffers &&) = default;
+  HostStepBuffers &operator=(HostStepBuffers &&) = default;
+
+  /// The same spec for inkling_step_buffers_create.
+  inkling_step_buffer_spec_t cApiSpec() const {
+    inkling_step_buffer_spec_t c{};
+    c.query_start_loc = spec.queryStartLoc;
+    c.num_computed = spec.numComputed;
+    c.block_table = spec.blockTable;
+    c.slot_mapping = spec.slotMapping;
+    c.block_copies = spec.blockCopies;
+    c.max_rows = spec.maxRows;
+    c.num_cols = spec.numCols;
+    c.max_tokens = spec.maxTokens;
+    c.max_copies = spec.maxCopies;
+    c.token_seq = spec.tokenSeq;
+    return c;
+  }
+
+private:
+  static size_t size(int64_t count) {
+    return static_cast<size_t>(std::max<int64_t>(0, count));
+  }
 };
 
 /// One mapped logical block of a sequence.

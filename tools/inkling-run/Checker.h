@@ -1,0 +1,96 @@
+//===- Checker.h - inkling-run's full-history reference checks --*- C++ -*-===//
+//
+// After every layer of a step the checker compares every output with the
+// conv of docs/Design.md section 4 over inputs regenerated from each
+// sequence's token history (never read from the buffers the kernel ran
+// on), padding outputs with their inputs; after every step, every cache
+// row the next step will read. Fault injection (--inject-fault) corrupts one
+// value to show that the checks catch it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_TOOLS_INKLING_RUN_CHECKER_H
+#define INKLING_TOOLS_INKLING_RUN_CHECKER_H
+
+#include "Serving.h"
+#include "StepIO.h"
+#include "Workload.h"
+
+#include <string>
+#include <vector>
+
+namespace inkling::run {
+
+struct Mismatch {
+  bool found = false;
+  std::string text;
+};
+
+/// --inject-fault=KIND:STEP.
+struct FaultPlan {
+  enum class Kind { None, Input, Output, Cache, Padding };
+  Kind kind = Kind::None;
+  int64_t step = -1;
+  static FaultPlan parse(const std::string &text);
+  bool at(int64_t s, Kind k) const { return step == s && kind == k; }
+};
+
+/// What the checks look at in one step.
+struct CheckedStep {
+  int64_t step = 0;
+  const std::vector<Request *> *batch = nullptr;
+  const std::vector<Request *> *running = nullptr;
+  StepInfo info;
+};
+
+class Checker {
+public:
+  Checker(const exec::LayerSignature &signature, Executor &executor,
+          const ServeOptions &options, const Workload &workload, StepIO &io,
+          Stats &stats)
+      : sig_(signature), exec_(executor), opt_(options), workload_(workload),
+        io_(io), stats_(stats) {}
+
+  /// The weights and biases as floats (weights transposed to [W][H*w]);
+  /// after io's allocate.
+  void setUp(int64_t numBlocks);
+
+  /// False at the first mismatch of `layer`'s outputs (mismatch()).
+  bool checkOutputs(int64_t layer, const CheckedStep &s);
+  /// After the commit: false at the first mismatch, or when the executor
+  /// cannot bring a page back (printed; mismatch() not found).
+  bool checkCache(const CheckedStep &s, const SequenceManager &manager);
+  /// Corrupts one value; false if the executor failed (printed).
+  bool injectFault(FaultPlan::Kind fault, const CheckedStep &s,
+                   const SequenceManager &manager);
+
+  const Mismatch &mismatch() const { return mismatch_; }
+
+private:
+  bool checkConvOutputs(int64_t layer, const exec::ConvInfo &conv,
+                        const CheckedStep &s);
+  bool checkPaddingOutputs(int64_t layer, const exec::ConvInfo &conv,
+                           const CheckedStep &s);
+  /// Position q of r from its cache page `physical` in every layer.
+  bool checkCacheRow(const Request &r, int64_t q, int64_t physical,
+                     int64_t step);
+
+  const exec::LayerSignature &sig_;
+  Executor &exec_;
+  const ServeOptions &opt_;
+  const Workload &workload_;
+  StepIO &io_;
+  Stats &stats_;
+  Mismatch mismatch_;
+  int64_t numBlocks_ = 0;
+  std::vector<std::vector<std::vector<float>>> paramFloat_; // [layer][arg]
+  /// Per block: the step after which its pages were last brought to the
+  /// host for the checker.
+  std::vector<int64_t> hostPageStep_;
+  std::vector<uint16_t> scratch_, zeros_, expected_;
+  std::vector<float> acc_;
+};
+
+} // namespace inkling::run
+
+#endif // INKLING_TOOLS_INKLING_RUN_CHECKER_H

@@ -1,0 +1,252 @@
+//===- StepIO.cpp - inkling-run's host buffers and layer calls ------------===//
+
+#include "StepIO.h"
+#include "Serving.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace inkling;
+using namespace inkling::exec;
+using namespace inkling::run;
+
+Aligned::Aligned(size_t bytes)
+    : size(bytes), data(static_cast<uint8_t *>(
+                       std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64))) {
+  if (!data) {
+    std::fprintf(stderr, "inkling-run: cannot allocate %zu bytes\n", bytes);
+    std::exit(1);
+  }
+}
+
+Aligned::~Aligned() { std::free(data); }
+
+void StepIO::allocateStepBuffers(int64_t maxRows, int64_t numCols,
+                                 int64_t maxTokens) {
+  maxTokens_ = maxTokens;
+  host_ = std::make_unique<HostStepBuffers>(maxRows, numCols, maxTokens,
+                                            /*maxCopies=*/maxRows);
+  status_.assign(8, 0);
+}
+
+int StepIO::allocate(const CachePlan &plan, const Generator &gen) {
+  plan_ = &plan;
+  // One allocation per plan tensor, poisoned (bf16 NaN) so that a read of
+  // a row that was never written shows.
+  for (const PlanTensor &tensor : plan.tensors) {
+    caches_.push_back(std::make_unique<Aligned>(tensor.bytes));
+    std::memset(caches_.back()->data, 0xff, tensor.bytes);
+  }
+
+  // Stream inputs and outputs (shared by the layers), weights and biases
+  // (per layer, seeded).
+  int64_t W = sig_.layout.config.kernel;
+  size_t numArgs = sig_.args.size();
+  argData_.resize(numArgs);
+  geometry_.resize(numArgs);
+  paramData_.resize(opt_.layers);
+  for (int64_t l = 0; l < opt_.layers; ++l)
+    paramData_[l].resize(numArgs);
+  for (size_t i = 0; i < numArgs; ++i) {
+    const ArgInfo &arg = sig_.args[i];
+    if (arg.role == ArgRole::Input || arg.role == ArgRole::Output) {
+      if (int rc = allocateStream(i))
+        return rc;
+    } else if (arg.role == ArgRole::Weights || arg.role == ArgRole::Bias) {
+      int64_t count =
+          rowElements(*arg.stream) * (arg.role == ArgRole::Weights ? W : 1);
+      for (int64_t l = 0; l < opt_.layers; ++l) {
+        // Weights are read through their type's strides; the bindings here
+        // are dense (what the verifier allows: identity layouts).
+        auto data = std::make_unique<Aligned>(count * 2);
+        gen.params(arg.role == ArgRole::Weights ? 0x77 : 0x62, l,
+                   static_cast<int>(i),
+                   reinterpret_cast<uint16_t *>(data->data), count);
+        paramData_[l][i] = std::move(data);
+      }
+    }
+  }
+  call_.resize(numArgs);
+  return addBuffers();
+}
+
+int StepIO::allocateStream(size_t i) {
+  const ArgInfo &arg = sig_.args[i];
+  int64_t row = rowElements(*arg.stream);
+  StreamGeometry &g = geometry_[i];
+  g.offset = arg.offset == kDynamic ? 0 : arg.offset;
+  g.tokenStride = arg.strides[0] == kDynamic ? row : arg.strides[0];
+  // A static token stride or offset of the IR sizes the buffer: check the
+  // product before it overflows (1 TiB at most).
+  int64_t elements = 0;
+  if (g.offset < 0 || g.tokenStride < row ||
+      __builtin_mul_overflow(maxTokens_, g.tokenStride, &elements) ||
+      __builtin_add_overflow(elements, g.offset, &elements) ||
+      elements > (int64_t(1) << 39))
+    return fail(opt_.modelPath + ": argument " + std::to_string(i) + " (" +
+                arg.type + "): token stride " + std::to_string(g.tokenStride) +
+                " and offset " + std::to_string(g.offset) + " for " +
+                std::to_string(maxTokens_) +
+                " tokens (--token-budget): not a buffer inkling-run can "
+                "allocate");
+  argData_[i] = std::make_unique<Aligned>(elements * 2);
+  std::memset(argData_[i]->data, 0, elements * 2);
+  return 0;
+}
+
+int StepIO::addBuffers() {
+  auto add = [&](void *data, size_t bytes) {
+    return executorOk(exec_, 0, "allocating device memory",
+                      exec_.addBuffer(data, bytes));
+  };
+  HostStepBuffers &h = *host_;
+  bool ok =
+      add(h.queryStartLoc.data(), h.queryStartLoc.size() * sizeof(int32_t)) &&
+      add(h.numComputed.data(), h.numComputed.size() * sizeof(int32_t)) &&
+      add(h.blockTable.data(), h.blockTable.size() * sizeof(int32_t)) &&
+      add(h.slotMapping.data(), h.slotMapping.size() * sizeof(int64_t)) &&
+      add(h.tokenSeq.data(), h.tokenSeq.size() * sizeof(int32_t)) &&
+      add(status_.data(), status_.size() * sizeof(int64_t));
+  for (size_t l = 0; ok && l < caches_.size(); ++l)
+    ok = add(caches_[l]->data, plan_->tensors[l].bytes);
+  for (size_t i = 0; ok && i < argData_.size(); ++i)
+    if (argData_[i])
+      ok = add(argData_[i]->data, argData_[i]->size);
+  for (size_t l = 0; ok && l < paramData_.size(); ++l)
+    for (size_t i = 0; ok && i < paramData_[l].size(); ++i)
+      if (paramData_[l][i])
+        ok = add(paramData_[l][i]->data, paramData_[l][i]->size);
+  return ok ? 0 : 1;
+}
+
+void StepIO::fillInputs(int64_t layer, const std::vector<Request *> &batch,
+                        const StepInfo &info, const Workload &workload,
+                        int64_t step) {
+  const Generator &gen = workload.generator();
+  for (int s = 0; s < kNumStreams; ++s) {
+    int arg = sig_.input[s];
+    if (arg < 0)
+      continue;
+    Stream stream = static_cast<Stream>(s);
+    int64_t row = rowElements(stream);
+    uint16_t *x = streamData(arg);
+    const StreamGeometry &g = geometry_[arg];
+    for (size_t b = 0; b < batch.size(); ++b) {
+      Request *r = batch[b];
+      for (int64_t i = 0; i < r->numScheduled; ++i)
+        gen.row(r->stepChain[i], layer, stream,
+                x + g.offset + (host_->queryStartLoc[b] + i) * g.tokenStride,
+                row);
+    }
+    for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t)
+      gen.row(workload.padChain(step, t), layer, stream,
+              x + g.offset + t * g.tokenStride, row);
+  }
+}
+
+void StepIO::poisonPadding(const std::vector<Request *> &batch,
+                           const StepInfo &info) {
+  // A history row of the first sequence that has one (position c - 1).
+  int64_t N = sig_.layout.blockSize, numCols = host_->spec.numCols;
+  int64_t slot = -1;
+  for (size_t b = 0; b < batch.size() && slot < 0; ++b) {
+    int64_t c = batch[b]->computed;
+    if (c > 0)
+      slot = int64_t(host_->blockTable[b * numCols + (c - 1) / N]) * N +
+             (c - 1) % N;
+  }
+  for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t) {
+    host_->slotMapping[t] = slot;
+    host_->tokenSeq[t] = static_cast<int32_t>(info.numRows + 7);
+  }
+}
+
+void StepIO::undoPadding(const StepInfo &info) {
+  for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t)
+    host_->slotMapping[t] = -1;
+}
+
+bool StepIO::copyPages(const StepInfo &info, int64_t step) {
+  int64_t stride = blockStrideBytes();
+  for (int64_t i = 0; i < info.numCopies; ++i) {
+    int32_t src = host_->blockCopies[2 * i],
+            dst = host_->blockCopies[2 * i + 1];
+    for (auto &cache : caches_)
+      if (!executorOk(exec_, step, "copy-on-write",
+                      exec_.copyCacheBytes(cache->data + dst * stride,
+                                           cache->data + src * stride, stride)))
+        return false;
+  }
+  return true;
+}
+
+void StepIO::describe(size_t i, int64_t layer, int64_t B, int64_t T) {
+  const ArgInfo &arg = sig_.args[i];
+  const Layout &layout = sig_.layout;
+  MemRefArg &m = call_[i];
+  m.offset = 0;
+  HostStepBuffers &h = *host_;
+  switch (arg.role) {
+  case ArgRole::Cache:
+    denseArg(m, layerBase(layer), {layerBytes(layer)});
+    break;
+  case ArgRole::QueryStartLoc:
+    denseArg(m, h.queryStartLoc.data(), {B + 1});
+    break;
+  case ArgRole::NumComputed:
+    denseArg(m, h.numComputed.data(), {B});
+    break;
+  case ArgRole::BlockTable:
+    denseArg(m, h.blockTable.data(), {B, h.spec.numCols});
+    break;
+  case ArgRole::SlotMapping:
+    denseArg(m, h.slotMapping.data(), {T});
+    break;
+  case ArgRole::TokenSeq:
+    denseArg(m, h.tokenSeq.data(), {T});
+    break;
+  case ArgRole::Status:
+    std::fill(status_.begin(), status_.end(), 0);
+    denseArg(m, status_.data(), {static_cast<int64_t>(status_.size())});
+    break;
+  case ArgRole::Input:
+  case ArgRole::Output: {
+    const StreamGeometry &g = geometry_[i];
+    int64_t w = layout.range(*arg.stream).width;
+    m.data = argData_[i]->data;
+    m.offset = g.offset;
+    if (arg.shape.size() == 3) {
+      m.sizes = {T, layout.headsPerRank, w};
+      m.strides = {g.tokenStride, w, 1};
+    } else {
+      m.sizes = {T, layout.headsPerRank * w};
+      m.strides = {g.tokenStride, 1};
+    }
+    break;
+  }
+  case ArgRole::Weights:
+    denseArg(m, paramData_[layer][i]->data,
+             {rowElements(*arg.stream), layout.config.kernel});
+    break;
+  case ArgRole::Bias:
+    denseArg(m, paramData_[layer][i]->data, {rowElements(*arg.stream)});
+    break;
+  }
+}
+
+bool StepIO::invokeLayer(int64_t layer, const StepInfo &info, int64_t step,
+                         std::string &failure) {
+  // Kernels see the padded token dimension.
+  for (size_t i = 0; i < sig_.args.size(); ++i)
+    describe(i, layer, info.numSequences, info.numPaddedTokens);
+  if (!executorOk(exec_, step, "the layer", exec_.invoke(call_)))
+    return false;
+  if (sig_.status >= 0 && status_[0] != 0 && failure.empty()) {
+    failure = "step " + std::to_string(step) + ", layer " +
+              std::to_string(layer) + ": the checked kernel " +
+              exec::describeCheckedStatus(status_.data());
+  }
+  return true;
+}
