@@ -3,11 +3,10 @@
 #include "inkling/Runtime/SequenceManager.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <limits>
 #include <sstream>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #ifdef INKLING_RUNTIME_MUTANTS
 // Test builds only (runtime/unittests: the model check's mutation test): the
@@ -41,6 +40,13 @@ int64_t spanBlocks(int64_t count, int64_t blockSize) {
 }
 
 std::string str(int64_t value) { return std::to_string(value); }
+// A key as 32 hex digits, high half first.
+std::string hex(PrefixKey key) {
+  char text[33];
+  std::snprintf(text, sizeof(text), "%016" PRIx64 "%016" PRIx64, key.hi,
+                key.lo);
+  return text;
+}
 std::string seqName(SequenceId id) { return "sequence " + str(id); }
 
 } // namespace
@@ -91,14 +97,6 @@ Status checkPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery) {
   return Status::ok();
 }
 
-// The chain root of a request: the manager's seed, or a hash of the
-// request's extra keys under it.
-uint64_t requestSeed(uint64_t prefixSeed, const uint8_t *keys, int64_t bytes) {
-  if (bytes == 0)
-    return prefixSeed;
-  return XXH3_64bits_withSeed(keys, static_cast<size_t>(bytes), prefixSeed);
-}
-
 Status checkExtraKeys(const uint8_t *keys, int64_t bytes) {
   if (bytes < 0 || bytes > kMaxExtraKeyBytes)
     return invalidArgument("extra keys of " + str(bytes) +
@@ -145,7 +143,8 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
                                  BlockPool pool)
     : config_(config), blockSize_(config.layout.blockSize),
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
-      pool_(std::move(pool)), cache_(pool_.numBlocks()) {
+      defaultRoot_(chainRoot(config.prefixSeed)), pool_(std::move(pool)),
+      cache_(pool_.numBlocks()) {
   static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
   maxHeld_ = maxBlocksPerSequence(config.layout, lookahead_);
   if ((blockSize_ & (blockSize_ - 1)) == 0)
@@ -220,9 +219,7 @@ int32_t SequenceManager::newSlot() {
       (seq.generation & ~Sequence::kFinished) % kMaxGeneration + 1;
   seq = Sequence();
   seq.generation = generation;
-  seq.slot = static_cast<uint32_t>(slot);
-  seq.lastHash = config_.prefixSeed;
-  seeds_[slot] = config_.prefixSeed;
+  seq.lastHash = seeds_[slot] = defaultRoot_;
   cachePoints_[slot].clear();
   hitFrom_[slot] = 0;
   chains_[slot].base = 0;
@@ -241,8 +238,12 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
   seq.numTokens += count;
   if (!config_.enablePrefixCaching)
     return;
+  // The running key stays in registers (a 16-byte reload of what pushHash
+  // just stored would stall on store forwarding).
+  PrefixKey key = seq.lastHash;
   auto chain = [&](const int32_t *block) {
-    pushHash(seq, chainBlockHash(seq.lastHash, block, blockSize_));
+    key = chainBlockHash(key, block, blockSize_);
+    pushHash(seq, key);
   };
   int32_t *tail = tailTokens(seq);
   int64_t i = 0;
@@ -261,7 +262,7 @@ void SequenceManager::appendTokensUnchecked(Sequence &seq,
     tail[seq.tailCount++] = tokens[i];
 }
 
-void SequenceManager::pushHash(Sequence &seq, uint64_t hash) {
+void SequenceManager::pushHash(Sequence &seq, PrefixKey hash) {
   seq.lastHash = hash;
   HashChain &chain = chainOf(seq);
   // Drop the hashes of blocks before c/N (in batches, so the vector stays
@@ -327,7 +328,7 @@ Status SequenceManager::checkStartPosition(const HashChain &chain,
 
 void SequenceManager::startAt(Sequence &seq, int64_t startPosition,
                               const ResumeBlocks &blocks) {
-  hitFrom_[seq.slot] = static_cast<int32_t>(startPosition);
+  hitFrom_[slotOf(seq)] = static_cast<int32_t>(startPosition);
   seq.state = SequenceState::Idle;
   seq.numComputed = startPosition;
   seq.numScheduled = 0;
@@ -379,7 +380,7 @@ SequenceManager::addSequence(const int32_t *tokens, int64_t numTokens,
   }
   if (Status status = checkExtraKeys(extraKeys, numExtraKeyBytes); !status)
     return status;
-  uint64_t seed = requestSeed(config_.prefixSeed, extraKeys, numExtraKeyBytes);
+  PrefixKey seed = chainRoot(config_.prefixSeed, extraKeys, numExtraKeyBytes);
   HashChain prefix;
   if (config_.enablePrefixCaching && startPosition > 0)
     appendChainHashes(seed, tokens, std::min(startPosition, numTokens),
@@ -393,7 +394,14 @@ SequenceManager::addSequence(const int32_t *tokens, int64_t numTokens,
   Sequence &seq = seqs_[slot];
   seeds_[slot] = seq.lastHash = seed;
   cachePoints_[slot].assign(cachePoints, cachePoints + numCachePoints);
-  appendTokensUnchecked(seq, tokens, numTokens);
+  // The blocks before a hit are hashed already: continue the chain there.
+  int64_t hashed = static_cast<int64_t>(prefix.hashes.size()) * blockSize_;
+  if (hashed > 0) {
+    chainOf(seq).hashes.assign(prefix.hashes.begin(), prefix.hashes.end());
+    seq.lastHash = prefix.hashes.back();
+    seq.numTokens = static_cast<int32_t>(hashed);
+  }
+  appendTokensUnchecked(seq, tokens + hashed, numTokens - hashed);
   startAt(seq, startPosition, blocks);
   return (static_cast<SequenceId>(seq.generation) << 32) | slot;
 }
@@ -433,7 +441,7 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
   if (!config_.enablePrefixCaching)
     return int64_t(0);
   int64_t blocks = std::min(maxLength, numTokens) / blockSize_;
-  uint64_t hash = requestSeed(config_.prefixSeed, extraKeys, numExtraKeyBytes);
+  PrefixKey hash = chainRoot(config_.prefixSeed, extraKeys, numExtraKeyBytes);
   int64_t best = 0;
   // A resume at (j+1)N needs the blocks of its W-1 history positions: the
   // run of consecutive cached blocks ending at j must reach back to
@@ -579,14 +587,14 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
     // where the shared part ends (boundaries already cached are skipped).
     // Only a hit at a grid point (below) starts a frontier: a hit
     // elsewhere came from a frontier or a cache point, at the shared end.
-    int64_t hit = hitFrom_[seq.slot];
+    int64_t hit = hitFrom_[slotOf(seq)];
     int64_t hitBlocks = hit / blockSize_;
     bool onGrid = hit % every == 0 || (hitBlocks & (hitBlocks - 1)) == 0;
     if (hit > 0 && onGrid)
       for (int64_t b = std::min(top, hit + every); b > std::max(c, hit);
            b -= blockSize_)
         bounds.push_back(b);
-    for (int32_t point : cachePoints_[seq.slot]) {
+    for (int32_t point : cachePoints_[slotOf(seq)]) {
       int64_t b = point - point % blockSize_;
       if (b > c && b <= top)
         bounds.push_back(b);
@@ -698,12 +706,12 @@ Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens,
   for (int64_t j = plan.first + (plan.overlap ? 1 : 0); j <= plan.last; ++j)
     held[seq.numHeld++] = {static_cast<int32_t>(j), pool_.allocateUnchecked()};
   if (snapScratch_.blocks > 0) {
-    std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+    std::vector<MappedBlock> &blocks = snapBlocks_[slotOf(seq)];
     blocks.clear();
     for (const SnapshotRange &range : snapScratch_.ranges)
       for (int64_t j = blockOf(range.from); j <= blockOf(range.to - 1); ++j)
         blocks.push_back({static_cast<int32_t>(j), pool_.allocateUnchecked()});
-    snapRanges_[seq.slot] = snapScratch_.ranges;
+    snapRanges_[slotOf(seq)] = snapScratch_.ranges;
     numSnapshotBlocks_ += snapScratch_.blocks;
   }
   seq.state = SequenceState::Scheduled;
@@ -778,7 +786,7 @@ void SequenceManager::registerCompleteBlocks(Sequence &seq,
     int32_t block = held[i].physical;
     if (j < chainOf(seq).base)
       continue; // hash dropped (resumed without token ids): not cached
-    uint64_t hash = chainOf(seq).at(j);
+    const PrefixKey &hash = chainOf(seq).at(j);
     if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
       pool_.setCacheTagUnchecked(block, hash);
   }
@@ -913,7 +921,8 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
         const HashChain &chain = chainOf(*seq);
         bool isLast = blockOf(seq->numTokens) == done.logical + 1;
         if (isLast || done.logical >= chain.base) {
-          uint64_t hash = isLast ? seq->lastHash : chain.at(done.logical);
+          const PrefixKey &hash =
+              isLast ? seq->lastHash : chain.at(done.logical);
           if (cache_.insert(hash, done.physical))
             pool_.setCacheTagUnchecked(done.physical, hash);
         }
@@ -977,7 +986,7 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
     appendTokensUnchecked(seq, newTokens, numNewTokens);
   }
   seq.numComputed = computed;
-  if (!snapBlocks_[seq.slot].empty()) {
+  if (!snapBlocks_[slotOf(seq)].empty()) {
     registerSnapshots(seq, seq.validFrom, oldComputed);
     releaseSnapshots(seq);
   }
@@ -1013,9 +1022,9 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
 void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
                                         int64_t oldComputed) {
   const HashChain &chain = chainOf(seq);
-  const std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+  const std::vector<MappedBlock> &blocks = snapBlocks_[slotOf(seq)];
   size_t i = 0;
-  for (const SnapshotRange &range : snapRanges_[seq.slot]) {
+  for (const SnapshotRange &range : snapRanges_[slotOf(seq)]) {
     // A range from c continues the held history, valid from validFrom.
     int64_t validFrom = range.from == oldComputed ? oldValidFrom : range.from;
     for (; i < blocks.size() && blocks[i].logical < range.to / blockSize_;
@@ -1029,7 +1038,7 @@ void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
           j >= chain.end())
         continue;
       // Mutant: register the block under the next block's prefix.
-      uint64_t hash =
+      const PrefixKey &hash =
           INKLING_MUTANT("snapshot-next-hash") && j + 1 < chain.end()
               ? chain.at(j + 1)
               : chain.at(j);
@@ -1040,13 +1049,13 @@ void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
 }
 
 void SequenceManager::releaseSnapshots(Sequence &seq) {
-  std::vector<MappedBlock> &blocks = snapBlocks_[seq.slot];
+  std::vector<MappedBlock> &blocks = snapBlocks_[slotOf(seq)];
   // Registered blocks go to the evictable queue, the others are free.
   for (const MappedBlock &block : blocks)
     pool_.releaseUnchecked(block.physical);
   numSnapshotBlocks_ -= static_cast<int64_t>(blocks.size());
   blocks.clear();
-  snapRanges_[seq.slot].clear();
+  snapRanges_[slotOf(seq)].clear();
 }
 
 Status SequenceManager::setPrefixPolicy(PrefixPolicy policy,
@@ -1151,7 +1160,7 @@ Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
     // The last block hash names the whole prefix; the partial block is kept
     // as tokens: together they check every token id.
     int64_t whole = static_cast<int64_t>(rebuilt.hashes.size()) * blockSize_;
-    uint64_t last =
+    PrefixKey last =
         rebuilt.hashes.empty() ? seedOf(seq) : rebuilt.hashes.back();
     if (last != seq.lastHash ||
         !std::equal(tokens + whole, tokens + numTokens, tailTokens(seq)))
@@ -1178,7 +1187,7 @@ Status SequenceManager::finish(SequenceId id) {
   seq.generation |= Sequence::kFinished;
   chainOf(seq).hashes.clear();
   chainOf(seq).base = 0;
-  freeSlots_.push_back(static_cast<int32_t>(&seq - seqs_.data()));
+  freeSlots_.push_back(static_cast<int32_t>(slotOf(seq)));
   --numLive_;
   return Status::ok();
 }
@@ -1310,7 +1319,7 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
     // Snapshot blocks (below the window) in the row too: every stored slot
     // is then block_table[b][p / N] * N + p % N, which checked kernels
     // require; the convs never read them (they lie at or above c).
-    const std::vector<MappedBlock> &snapshots = snapBlocks_[seq.slot];
+    const std::vector<MappedBlock> &snapshots = snapBlocks_[slotOf(seq)];
     buffers.writeExtras(b, held, seq.numHeld, snapshots.data(),
                         snapshots.size());
 
@@ -1324,9 +1333,9 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
       // are the last entries of the window, in order.
       std::fill(slots, slots + (seq.storeFrom - c), int64_t(-1));
       // Snapshot ranges below the window, into their own blocks.
-      const std::vector<MappedBlock> &snaps = snapBlocks_[seq.slot];
+      const std::vector<MappedBlock> &snaps = snapBlocks_[slotOf(seq)];
       size_t k = 0;
-      for (const SnapshotRange &range : snapRanges_[seq.slot])
+      for (const SnapshotRange &range : snapRanges_[slotOf(seq)])
         for (int64_t q = range.from; q < range.to; ++q) {
           while (snaps[k].logical < blockOf(q))
             ++k;
@@ -1399,7 +1408,7 @@ StatusOr<SequenceInfo> SequenceManager::sequenceInfo(SequenceId id) const {
   info.validFrom = seq.validFrom;
   const MappedBlock *held = heldBlocks(seq);
   info.blocks.assign(held, held + seq.numHeld);
-  info.snapshotBlocks = snapBlocks_[seq.slot];
+  info.snapshotBlocks = snapBlocks_[slotOf(seq)];
   info.hasCopy = seq.copySrc >= 0;
   if (info.hasCopy)
     info.copy = {seq.copySrc, seq.copyDst};
@@ -1555,12 +1564,12 @@ std::string SequenceManager::debugString() const {
       continue;
     os << ' ' << block << "(rc=" << pool_.refCount(block);
     if (pool_.hasCacheTag(block))
-      os << " tag=" << std::hex << pool_.cacheTag(block) << std::dec;
+      os << " tag=" << hex(pool_.cacheTag(block));
     os << ')';
   }
   os << "\ncache:";
   for (auto [hash, block] : cache_.entries())
-    os << ' ' << std::hex << hash << std::dec << "->" << block;
+    os << ' ' << hex(hash) << "->" << block;
   os << "\nsequences=" << numLive_ << '\n';
   for (size_t slot = 0; slot < seqs_.size(); ++slot) {
     const Sequence &seq = seqs_[slot];
@@ -1579,10 +1588,10 @@ std::string SequenceManager::debugString() const {
       os << range.from << '-' << range.to << ' ';
     for (const MappedBlock &snap : snapBlocks_[slot])
       os << snap.logical << ':' << snap.physical << ' ';
-    os << "] seed=" << std::hex << seeds_[slot] << std::dec;
+    os << "] seed=" << hex(seeds_[slot]);
     os << " points=" << cachePoints_[slot].size();
     os << " hashes=[" << chainOf(seq).base << ", " << chainOf(seq).end() << ")/"
-       << std::hex << seq.lastHash << std::dec;
+       << hex(seq.lastHash);
     os << " tail=[";
     for (int32_t i = 0; i < seq.tailCount; ++i)
       os << tailTokens(seq)[i] << ' ';

@@ -18,6 +18,8 @@
 //   * the cache contents (simulated per slot) at every idle sequence's
 //     history are the values its own token prefix produced, which checks
 //     copy-on-write, prefix hits and speculative rollback by effect.
+//   * every cached block holds what its key names, and its key is the one
+//     recomputed from the tokens it was written for.
 // INKLING_MODEL_CHECK_OPS overrides the operations per configuration.
 //
 //===----------------------------------------------------------------------===//
@@ -983,39 +985,58 @@ private:
     return "";
   }
 
-  /// Every cached block holds what its hash names: the model records, for
-  /// the chain hash of each whole block of every known token prefix, that
-  /// block's identities; a tagged block's last W-1 positions (what a resume
-  /// reads) must hold them.
+  /// Every cached block holds what its key names, and its key is the one
+  /// recomputed from the tokens it was stored for. The model records, for
+  /// each whole block of every known token prefix, the chain key and the
+  /// block's identities (the values the kernels write there, each naming
+  /// the token prefix up to its position). A tagged block's last W-1
+  /// positions (what a resume reads) must hold the identities its tag
+  /// names, and the identity in its last position names the token prefix
+  /// the block was written for: the key of that prefix must be the tag.
   std::string checkCachedContents() {
     for (ModelSeq &seq : seqs_) {
       const std::vector<uint64_t> &identities = seq.knownIdentities();
       hashScratch_.clear();
-      appendChainHashes(kDefaultPrefixSeed, seq.tokens.data(),
-                        seq.tokens.size(), n_, hashScratch_);
-      for (size_t j = 0; j < hashScratch_.size(); ++j)
+      appendChainHashes(root_, seq.tokens.data(), seq.tokens.size(), n_,
+                        hashScratch_);
+      for (size_t j = 0; j < hashScratch_.size(); ++j) {
         named_.try_emplace(hashScratch_[j], identities.begin() + j * n_,
                            identities.begin() + (j + 1) * n_);
+        keyOfPrefix_.try_emplace(identities[(j + 1) * n_ - 1], hashScratch_[j]);
+      }
     }
     const BlockPool &pool = manager_->pool();
     for (int32_t block = 1; block < pool.numBlocks(); ++block) {
       if (!pool.hasCacheTag(block))
         continue;
-      auto it = named_.find(pool.cacheTag(block));
+      PrefixKey tag = pool.cacheTag(block);
+      auto it = named_.find(tag);
       if (it == named_.end())
         return "cached block " + std::to_string(block) +
                " has a tag that names no known prefix";
       for (int64_t k = std::max<int64_t>(0, n_ - history()); k < n_; ++k)
         if (simulator_.value(block * n_ + k) != it->second[k])
           return "cached block " + std::to_string(block) + " offset " +
-                 std::to_string(k) + " differs from what its hash names";
+                 std::to_string(k) + " differs from what its key names";
+      auto stored = keyOfPrefix_.find(simulator_.value(block * n_ + n_ - 1));
+      if (stored == keyOfPrefix_.end() || stored->second != tag)
+        return "cached block " + std::to_string(block) +
+               " is tagged with a key other than its tokens' key";
+      ++keyChecks_;
     }
     return "";
   }
 
   ModelConfig config_;
-  std::unordered_map<uint64_t, std::vector<uint64_t>> named_;
-  std::vector<uint64_t> hashScratch_;
+  struct KeyHash {
+    size_t operator()(const PrefixKey &key) const { return key.lo; }
+  };
+  // The chain root of every request of the model (no extra keys).
+  PrefixKey root_ = chainRoot(kDefaultPrefixSeed);
+  std::unordered_map<PrefixKey, std::vector<uint64_t>, KeyHash> named_;
+  // The identity of a block's last position -> the key of its prefix.
+  std::unordered_map<uint64_t, PrefixKey> keyOfPrefix_;
+  std::vector<PrefixKey> hashScratch_;
   int64_t n_;
   std::vector<int64_t> holders_, liveSlots_, writtenSlots_, positions_;
   std::vector<int32_t> logicals_;
@@ -1032,12 +1053,15 @@ private:
   int64_t successes_ = 0, failures_ = 0, prefixHits_ = 0, copies_ = 0;
   int64_t arrivals_ = 0; // tokens delivered after their step was scheduled
   int64_t snapshotChecks_ = 0;
+  int64_t keyChecks_ = 0;
   int64_t maxEvery_ = config_.snapshotEvery;
   bool everyBlockSeen_ = false;
 
 public:
   /// Checks that saw a sequence holding snapshot blocks.
   int64_t snapshotChecks() const { return snapshotChecks_; }
+  /// Cached blocks whose tag was checked against their tokens' key.
+  int64_t keyChecks() const { return keyChecks_; }
 };
 
 // 16 configurations x 12000 calls = 192,000 checked operations per run. The
@@ -1081,6 +1105,7 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   EXPECT_GT(checker.failures(), 100);
   EXPECT_GT(checker.prefixHits(), 10);
   EXPECT_GT(checker.arrivals(), 10) << "async scheduling not exercised";
+  EXPECT_GT(checker.keyChecks(), 1000) << "cached blocks not checked";
   EXPECT_GE(checker.calls(), opsPerConfig());
   if (GetParam().policy != PrefixPolicy::Window)
     EXPECT_GT(checker.snapshotChecks(), 20);
@@ -1091,7 +1116,8 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
             << checker.failures() << " failed as predicted, "
             << checker.prefixHits() << " prefix hits, " << checker.copies()
             << " copy-on-write copies, " << checker.snapshotChecks()
-            << " checks with snapshot blocks, " << checker.arrivals()
+            << " checks with snapshot blocks, " << checker.keyChecks()
+            << " cached-block key checks, " << checker.arrivals()
             << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
