@@ -1141,8 +1141,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, ModelCheckTest, ::testing::ValuesIn(kConfigs),
 #else
 
 // The model check against a runtime with one injected bug
-// (SequenceManager.cpp's INKLING_MUTANT sites, compiled into this test's
-// copy of the runtime only): some configuration must report it. One mutant:
+// (the INKLING_MUTANT sites of runtime/lib/Sequence*.cpp, compiled into this
+// test's copy of the runtime only): some configuration must report it. One mutant:
 //   InklingRuntimeMutantTests --gtest_filter='*no_lookahead'
 // prints the first violation the model check found.
 class ModelCheckMutantTest : public ::testing::TestWithParam<const char *> {};

@@ -455,6 +455,18 @@ private:
   void releaseSnapshots(Sequence &seq);
   void registerSnapshots(Sequence &seq, int64_t oldValidFrom,
                          int64_t oldComputed);
+  // buildStep's parts (SequenceStep.cpp).
+  Status checkStepRows(const SequenceId *ids, int64_t numSequences,
+                       const StepBufferSpec &spec, int64_t &numTokens,
+                       int64_t &numCopies);
+  void writeSlots(const Sequence &seq, int64_t *slots) const;
+  // checkInvariants' parts (SequenceInvariants.cpp).
+  Status checkSequence(const Sequence &seq, std::vector<int64_t> &references,
+                       int64_t &totalSnaps) const;
+  Status checkSnapshots(const Sequence &seq, const std::string &name,
+                        std::vector<int64_t> &references,
+                        int64_t &totalSnaps) const;
+  Status checkCacheTags() const;
   const PrefixKey &seedOf(const Sequence &seq) const {
     return seeds_[slotOf(seq)];
   }
