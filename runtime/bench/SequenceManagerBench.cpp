@@ -5,6 +5,9 @@
 //     of <context> tokens; the ns_per_seq counter is the figure of the
 //     50 ns/sequence target.
 //   BM_MixedStep: 256 decoding sequences plus two 2048-token prefill chunks.
+//   BM_PrefixAdmission/<prompt>: admitting a request whose prompt is cached
+//     (longestCachedPrefix, addSequence at the hit, finish): the prefix
+//     hashing of prefill; ns_per_token is per prompt token.
 //   BM_BlocksHeld32K: the 32K-prompt trace, runtime vs allocate-the-whole-
 //     chunk baseline; the figures are counters.
 //
@@ -192,6 +195,47 @@ void BM_MixedStep(benchmark::State &state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_MixedStep)->Unit(benchmark::kMicrosecond);
+
+/// Admission of a request whose whole prompt (state.range(0) tokens) a
+/// finished request cached: look up the hit, add the sequence there (which
+/// hashes the prompt again), finish it. Both hash every block of the prompt.
+void BM_PrefixAdmission(benchmark::State &state) {
+  int64_t promptTokens = state.range(0);
+  SequenceManagerConfig config;
+  config.layout = trace::traceLayout();
+  config.numBlocks = 4096;
+  std::unique_ptr<SequenceManager> manager =
+      std::move(*SequenceManager::create(config));
+  std::vector<int32_t> prompt(promptTokens);
+  for (int64_t i = 0; i < promptTokens; ++i)
+    prompt[i] = static_cast<int32_t>((i * 104729) % 50000);
+  // Prefill once: the chunk's end is snapshotted, then cached on finish.
+  SequenceId first = *manager->addSequence(prompt);
+  Engine::check(manager->schedule(first, promptTokens));
+  int32_t sampled = 1;
+  Engine::check(manager->commit(first, promptTokens, &sampled, 1));
+  Engine::check(manager->finish(first));
+  int64_t hit = 0;
+  for (auto _ : state) {
+    hit = *manager->longestCachedPrefix(prompt.data(), promptTokens,
+                                        promptTokens);
+    StatusOr<SequenceId> id = manager->addSequence(prompt, hit);
+    if (!id)
+      Engine::fail(id.status());
+    Engine::check(manager->finish(*id));
+  }
+  if (hit != promptTokens)
+    Engine::fail(notFound("the prompt's end is not cached"));
+  state.counters["ns_per_token"] =
+      benchmark::Counter(static_cast<double>(promptTokens) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PrefixAdmission)
+    ->ArgNames({"prompt"})
+    ->Arg(2048)
+    ->Arg(32768)
+    ->Unit(benchmark::kMicrosecond);
 
 /// The 32K-prompt trace: 8 sequences, prompts of 32768 tokens in chunks of
 /// state.range(0), then 64 decode steps of 1 + lookahead tokens.

@@ -17,7 +17,7 @@ StatusOr<BlockPool> BlockPool::create(int64_t numBlocks) {
   pool.refCounts_.assign(numBlocks, 0);
   pool.tagged_.assign(numBlocks, 0);
   pool.links_.resize(numBlocks);
-  pool.tags_.assign(numBlocks, 0);
+  pool.tags_.assign(numBlocks, PrefixKey());
   // Queue every usable block in id order, so the first allocations are
   // 1, 2, 3, ... (easy to read in dumps and tests).
   for (int32_t block = 1; block < numBlocks; ++block)
@@ -83,7 +83,7 @@ Status BlockPool::release(int32_t block) {
   return Status::ok();
 }
 
-Status BlockPool::setCacheTag(int32_t block, uint64_t tag) {
+Status BlockPool::setCacheTag(int32_t block, PrefixKey tag) {
   if (Status status = checkBlock(block, "tag"); !status)
     return status;
   if (refCounts_[block] == 0)

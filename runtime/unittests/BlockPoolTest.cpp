@@ -11,8 +11,8 @@ using namespace inkling;
 namespace {
 
 struct RecordingListener : BlockEvictionListener {
-  std::vector<std::pair<int32_t, uint64_t>> evicted;
-  void onEvict(int32_t block, uint64_t tag) override {
+  std::vector<std::pair<int32_t, PrefixKey>> evicted;
+  void onEvict(int32_t block, PrefixKey tag) override {
     evicted.emplace_back(block, tag);
   }
 };
@@ -97,8 +97,10 @@ TEST(BlockPoolTest, CachedBlocksAreEvictedLeastRecentlyFreedFirst) {
   pool.setEvictionListener(&listener);
   std::vector<int32_t> blocks(4);
   ASSERT_TRUE(pool.allocate(4, blocks.data()).isOk());
-  ASSERT_TRUE(pool.setCacheTag(1, 0x11).isOk());
-  ASSERT_TRUE(pool.setCacheTag(2, 0x22).isOk());
+  // Tags keep the whole 128-bit key: these two differ only in the high half.
+  ASSERT_TRUE(pool.setCacheTag(1, {0x22, 0x11}).isOk());
+  ASSERT_TRUE(pool.setCacheTag(2, {0x22, 0xbeef}).isOk());
+  EXPECT_EQ(pool.cacheTag(1), (PrefixKey{0x22, 0x11}));
   // Free 2 (cached), 3 (plain), 1 (cached), 4 (plain).
   for (int32_t block : {2, 3, 1, 4})
     ASSERT_TRUE(pool.release(block).isOk());
@@ -110,7 +112,8 @@ TEST(BlockPoolTest, CachedBlocksAreEvictedLeastRecentlyFreedFirst) {
   EXPECT_TRUE(listener.evicted.empty());
   EXPECT_EQ(*pool.allocate(), 2);
   ASSERT_EQ(listener.evicted.size(), 1u);
-  EXPECT_EQ(listener.evicted[0], std::make_pair(int32_t(2), uint64_t(0x22)));
+  EXPECT_EQ(listener.evicted[0].first, 2);
+  EXPECT_EQ(listener.evicted[0].second, (PrefixKey{0x22, 0xbeef}));
   EXPECT_FALSE(pool.hasCacheTag(2));
   EXPECT_TRUE(pool.checkInvariants().isOk());
 }
@@ -118,7 +121,7 @@ TEST(BlockPoolTest, CachedBlocksAreEvictedLeastRecentlyFreedFirst) {
 TEST(BlockPoolTest, PrefixHitRevivesAFreeCachedBlock) {
   BlockPool pool = makePool(4);
   int32_t block = *pool.allocate();
-  ASSERT_TRUE(pool.setCacheTag(block, 7).isOk());
+  ASSERT_TRUE(pool.setCacheTag(block, {7, 7}).isOk());
   ASSERT_TRUE(pool.release(block).isOk());
   EXPECT_EQ(pool.numFreeBlocks(), 3);
   ASSERT_TRUE(pool.retain(block).isOk());
@@ -131,8 +134,8 @@ TEST(BlockPoolTest, PrefixHitRevivesAFreeCachedBlock) {
 
 TEST(BlockPoolTest, OnlyHeldBlocksCanBeTagged) {
   BlockPool pool = makePool(3);
-  EXPECT_EQ(pool.setCacheTag(1, 5).code(), StatusCode::FailedPrecondition);
-  EXPECT_EQ(pool.setCacheTag(0, 5).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(pool.setCacheTag(1, {5, 5}).code(), StatusCode::FailedPrecondition);
+  EXPECT_EQ(pool.setCacheTag(0, {5, 5}).code(), StatusCode::InvalidArgument);
   EXPECT_FALSE(pool.hasCacheTag(1));
 }
 

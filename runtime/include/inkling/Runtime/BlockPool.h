@@ -13,6 +13,7 @@
 #ifndef INKLING_RUNTIME_BLOCKPOOL_H
 #define INKLING_RUNTIME_BLOCKPOOL_H
 
+#include "inkling/Runtime/PrefixKey.h"
 #include "inkling/Runtime/Status.h"
 
 #include <cstdint>
@@ -24,11 +25,11 @@ namespace inkling {
 inline constexpr int32_t kNullBlock = 0;
 
 /// Told when a free block that carries a cache tag is handed out again, so
-/// the prefix cache can forget the tag's hash.
+/// the prefix cache can forget the tag's key.
 class BlockEvictionListener {
 public:
   virtual ~BlockEvictionListener() = default;
-  virtual void onEvict(int32_t block, uint64_t tag) = 0;
+  virtual void onEvict(int32_t block, PrefixKey tag) = 0;
 };
 
 class BlockPool {
@@ -64,14 +65,15 @@ public:
     return block > kNullBlock && block < numBlocks();
   }
 
-  /// Cache tags: the prefix hash a block's contents are registered under.
-  /// Only a held block can be tagged.
-  Status setCacheTag(int32_t block, uint64_t tag);
+  /// Cache tags: the whole 128-bit prefix key a block's contents are
+  /// registered under (so eviction erases exactly that key). Only a held
+  /// block can be tagged.
+  Status setCacheTag(int32_t block, PrefixKey tag);
   bool hasCacheTag(int32_t block) const {
     return isUsable(block) && tagged_[block];
   }
-  uint64_t cacheTag(int32_t block) const {
-    return hasCacheTag(block) ? tags_[block] : 0;
+  PrefixKey cacheTag(int32_t block) const {
+    return hasCacheTag(block) ? tags_[block] : PrefixKey();
   }
   /// Forgets a tag without telling the listener (the caller already knows).
   void clearCacheTag(int32_t block);
@@ -113,7 +115,7 @@ public:
     return refCounts_[block] > 1 || tagged_[block];
   }
   [[gnu::always_inline]] void setCacheTagUnchecked(int32_t block,
-                                                   uint64_t tag) {
+                                                   PrefixKey tag) {
     tagged_[block] = 1;
     tags_[block] = tag;
   }
@@ -158,7 +160,7 @@ private:
   std::vector<int32_t> refCounts_;
   std::vector<uint8_t> tagged_;
   std::vector<Link> links_;
-  std::vector<uint64_t> tags_;
+  std::vector<PrefixKey> tags_;
   int32_t numFree_ = 0;
   BlockEvictionListener *listener_ = nullptr;
 };

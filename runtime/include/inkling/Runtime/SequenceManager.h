@@ -323,13 +323,13 @@ public:
 
 private:
   // The hot record of a sequence: one cache line. Positions and counts fit
-  // int32 (they stay below 2^31, checked on every call).
+  // int32 (they stay below 2^31, checked on every call); its slot is its
+  // index in seqs_ (slotOf), so that the 128-bit last key fits.
   struct alignas(64) Sequence {
     static constexpr uint32_t kFinished = 0x80000000u;
     // [1, 2^31) while live; | kFinished once finished (so stale handles
     // never match); the next sequence in the slot takes the next one.
     uint32_t generation = 0;
-    uint32_t slot = 0; // index in seqs_, held_, tails_ and chains_
     int32_t numComputed = 0;
     int32_t numTokens = 0;
     int32_t numScheduled = 0;
@@ -337,10 +337,10 @@ private:
     int32_t validFrom = 0;
     int32_t copySrc = -1; // -1: no pending copy-on-write
     int32_t copyDst = -1;
-    int32_t tailCount = 0; // known tokens after the last whole block
     int32_t numHeld = 0;
+    uint16_t tailCount = 0; // known tokens after the last whole block (< N)
     SequenceState state = SequenceState::Idle;
-    uint64_t lastHash = 0; // hash of the last whole block, or the seed
+    PrefixKey lastHash; // key of the last whole block, or the chain root
     uint64_t buildStamp = 0;
 
     bool live() const { return generation != 0 && !(generation & kFinished); }
@@ -365,7 +365,9 @@ private:
   // The sequence of a handle if it is preempted (what resuming needs), or
   // why not.
   StatusOr<Sequence *> preemptedSequence(SequenceId id);
-  size_t slotOf(const Sequence &seq) const { return seq.slot; }
+  // The index of a sequence in seqs_, held_, tails_, chains_ and the other
+  // per-slot vectors.
+  size_t slotOf(const Sequence &seq) const { return &seq - seqs_.data(); }
   MappedBlock *heldBlocks(const Sequence &seq) {
     return held_.data() + slotOf(seq) * maxHeld_;
   }
@@ -378,15 +380,15 @@ private:
   // O(window) per decoding sequence, whatever its length.
   struct HashChain {
     int64_t base = 0;
-    std::vector<uint64_t> hashes;
+    std::vector<PrefixKey> hashes;
     int64_t end() const { return base + static_cast<int64_t>(hashes.size()); }
-    uint64_t at(int64_t block) const { return hashes[block - base]; }
+    const PrefixKey &at(int64_t block) const { return hashes[block - base]; }
   };
-  HashChain &chainOf(const Sequence &seq) { return chains_[seq.slot]; }
+  HashChain &chainOf(const Sequence &seq) { return chains_[slotOf(seq)]; }
   const HashChain &chainOf(const Sequence &seq) const {
-    return chains_[seq.slot];
+    return chains_[slotOf(seq)];
   }
-  void pushHash(Sequence &seq, uint64_t hash);
+  void pushHash(Sequence &seq, PrefixKey hash);
   int32_t *tailTokens(const Sequence &seq) {
     return tails_.data() + slotOf(seq) * blockSize_;
   }
@@ -453,7 +455,21 @@ private:
   void releaseSnapshots(Sequence &seq);
   void registerSnapshots(Sequence &seq, int64_t oldValidFrom,
                          int64_t oldComputed);
-  uint64_t seedOf(const Sequence &seq) const { return seeds_[seq.slot]; }
+  // buildStep's parts (SequenceStep.cpp).
+  Status checkStepRows(const SequenceId *ids, int64_t numSequences,
+                       const StepBufferSpec &spec, int64_t &numTokens,
+                       int64_t &numCopies);
+  void writeSlots(const Sequence &seq, int64_t *slots) const;
+  // checkInvariants' parts (SequenceInvariants.cpp).
+  Status checkSequence(const Sequence &seq, std::vector<int64_t> &references,
+                       int64_t &totalSnaps) const;
+  Status checkSnapshots(const Sequence &seq, const std::string &name,
+                        std::vector<int64_t> &references,
+                        int64_t &totalSnaps) const;
+  Status checkCacheTags() const;
+  const PrefixKey &seedOf(const Sequence &seq) const {
+    return seeds_[slotOf(seq)];
+  }
 
   // Division by N for positions < 2^31: a shift when N is a power of two
   // (the magic below does not exist for N = 1), else a multiply (Lemire et
@@ -472,7 +488,8 @@ private:
   int64_t lookahead_ = 0; // L
   int64_t maxHeld_ = 0;
   uint64_t divMagic_ = 0;
-  int blockShift_ = -1; // log2(N) when N is a power of two, else -1
+  int blockShift_ = -1;   // log2(N) when N is a power of two, else -1
+  PrefixKey defaultRoot_; // chainRoot(prefixSeed): no extra keys
   BlockPool pool_;
   PrefixCache cache_;
   std::vector<Sequence> seqs_;
@@ -483,7 +500,7 @@ private:
   std::vector<int32_t> freeSlots_;
   // Per slot: chain root (prefix seed and extra keys), cache points, and
   // the snapshot ranges and blocks of a pending step.
-  std::vector<uint64_t> seeds_;
+  std::vector<PrefixKey> seeds_;
   std::vector<int32_t> hitFrom_; // the prefix hit a sequence started at
   std::vector<std::vector<int32_t>> cachePoints_;
   std::vector<std::vector<SnapshotRange>> snapRanges_;

@@ -1,0 +1,337 @@
+//===- ModelCheckOperations.cpp - The run and whole-sequence calls --------===//
+//
+// The model check's run loop, and its operations on whole sequences: add
+// (with and without prefix hits and cache points), append, preempt, resume,
+// fork, finish, calls with stale ids, policy switches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelChecker.h"
+
+#include <utility>
+
+namespace inkling::modelcheck {
+
+ModelChecker::ModelChecker(const ModelConfig &config)
+    : config_(config), n_(config.n()), rng_(config.seed),
+      buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
+      simulator_(config.numBlocks, config.n(), config.kernel) {
+  SequenceManagerConfig managerConfig;
+  managerConfig.layout = testLayout(config.kernel, config.n());
+  managerConfig.numBlocks = config.numBlocks;
+  managerConfig.lookahead = config.lookahead;
+  managerConfig.prefixPolicy = config.policy;
+  managerConfig.snapshotEvery = config.snapshotEvery;
+  manager_ = std::move(*SequenceManager::create(managerConfig));
+  step_ = std::make_unique<StepBuffers>(
+      std::move(*manager_->bindStepBuffers(buffers_.spec)));
+  for (auto &base : bases_)
+    for (int i = 0; i < 64; ++i)
+      base.push_back(static_cast<int32_t>(rng_() % 3));
+}
+
+std::string ModelChecker::run(int64_t ops) {
+  for (op_ = 0; calls() < ops && op_ < 20 * ops; ++op_) {
+    int64_t before = calls();
+    std::string err = randomOperation();
+    if (err.empty() && calls() != before) // picks without a target: no-ops
+      err = checkAll();
+    if (!err.empty())
+      return "op " + std::to_string(op_) + " (" + lastOp_ + "): " + err + "\n" +
+             manager_->debugString();
+  }
+  // Finishing everything returns every block.
+  for (const ModelSeq &seq : seqs_)
+    if (!manager_->finish(seq.id))
+      return "final finish failed";
+  if (manager_->pool().numHeldBlocks() != 0)
+    return "blocks leaked after finishing every sequence";
+  return "";
+}
+
+std::string ModelChecker::switchPolicy() {
+  PrefixPolicy policies[] = {PrefixPolicy::Window, PrefixPolicy::Snapshots,
+                             PrefixPolicy::EveryBlock};
+  PrefixPolicy policy = policies[uniform(0, 2)];
+  int64_t every = uniform(1, 4);
+  lastOp_ = std::string("set policy ") + prefixPolicyName(policy);
+  if (chance(0.2)) // a bad interval: named, nothing changes
+    return expect(StatusCode::InvalidArgument, [&] {
+      return manager_->setPrefixPolicy(policy, chance(0.5) ? 0 : -every);
+    });
+  if (std::string err =
+          expect(StatusCode::Ok,
+                 [&] { return manager_->setPrefixPolicy(policy, every); });
+      !err.empty())
+    return err;
+  maxEvery_ = std::max(maxEvery_, every);
+  everyBlockSeen_ |= policy == PrefixPolicy::EveryBlock;
+  return "";
+}
+
+std::string ModelChecker::randomOperation() {
+  // Long sequences finish, to keep positions within the buffers.
+  for (size_t i = 0; i < seqs_.size(); ++i)
+    if (static_cast<int64_t>(seqs_[i].tokens.size()) >= kMaxLength - 10)
+      return finish(i);
+  // Snapshot configurations switch policies now and then (the window
+  // configurations draw exactly as before).
+  if (config_.policy != PrefixPolicy::Window && chance(0.01))
+    return switchPolicy();
+  // Each operation's share of the draws, in percent.
+  using Operation = std::string (ModelChecker::*)();
+  static constexpr std::pair<int64_t, Operation> kOperations[] = {
+      {10, &ModelChecker::add},
+      {22, &ModelChecker::schedule},
+      {18, &ModelChecker::runStep},
+      {22, &ModelChecker::commit},
+      {5, &ModelChecker::append},
+      {4, &ModelChecker::preempt},
+      {5, &ModelChecker::resume},
+      {4, &ModelChecker::fork},
+      {3, &ModelChecker::finishAny},
+      {1, &ModelChecker::scheduleBatch},
+      {1, &ModelChecker::arrive},
+      {2, &ModelChecker::commitBatch},
+      {3, &ModelChecker::staleIdOperation}};
+  int64_t pick = uniform(0, 99);
+  for (auto [weight, operation] : kOperations) {
+    if (pick < weight)
+      return (this->*operation)();
+    pick -= weight;
+  }
+  return "";
+}
+
+std::string ModelChecker::finishAny() {
+  return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
+}
+
+std::string ModelChecker::add() {
+  lastOp_ = "add";
+  if (static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
+    return "";
+  const auto &base = bases_[uniform(0, 2)];
+  std::vector<int32_t> prompt(base.begin(), base.begin() + uniform(1, 40));
+  if (chance(0.3))
+    for (int64_t i = uniform(0, 5); i > 0; --i)
+      prompt.push_back(static_cast<int32_t>(rng_() % 3));
+  int64_t len = prompt.size();
+  int64_t start = 0;
+  StatusCode code = StatusCode::Ok;
+  if (chance(0.5)) {
+    int64_t maxLength = uniform(0, len);
+    StatusOr<int64_t> hit =
+        manager_->longestCachedPrefix(prompt.data(), len, maxLength);
+    if (!hit)
+      return "longestCachedPrefix: " + hit.status().toString();
+    if (*hit > maxLength || *hit % n_ != 0)
+      return "bad prefix hit " + std::to_string(*hit);
+    start = *hit;
+    prefixHits_ += start > 0;
+  } else if (chance(0.1)) {
+    start = uniform(1, len + n_);
+    if (start % n_ != 0)
+      code = StatusCode::InvalidArgument;
+    else if (start > len)
+      code = StatusCode::OutOfRange;
+    else if (*manager_->longestCachedPrefix(prompt.data(), start, start) !=
+             start)
+      code = StatusCode::NotFound;
+  }
+  // Cache points (snapshot policies): sorted positions in [1, len); now
+  // and then a bad list, which must fail naming the value.
+  std::vector<int64_t> points;
+  if (config_.policy != PrefixPolicy::Window && chance(0.5)) {
+    for (int64_t q = 1; q <= len; ++q)
+      if (chance(0.15))
+        points.push_back(q);
+    if (!points.empty() && code == StatusCode::Ok && chance(0.1)) {
+      int64_t bad = uniform(0, 2);
+      if (bad == 0)
+        points.back() = len + uniform(1, 3), code = StatusCode::OutOfRange;
+      else if (bad == 1)
+        points.push_back(points.back()), code = StatusCode::InvalidArgument;
+      else
+        points.front() = 0, code = StatusCode::OutOfRange;
+    }
+  }
+  lastOp_ = "add len " + std::to_string(len) + " at " + std::to_string(start) +
+            " points " + std::to_string(points.size());
+  StatusOr<SequenceId> id = SequenceId(0);
+  if (std::string err =
+          expect(code,
+                 [&] {
+                   id = manager_->addSequence(prompt.data(), len, start,
+                                              points.data(), points.size());
+                   return id.status();
+                 });
+      !err.empty())
+    return err;
+  if (code == StatusCode::Ok) {
+    ModelSeq seq;
+    seq.id = *id;
+    seq.computed = start;
+    seq.tokens = prompt;
+    seqs_.push_back(seq);
+  }
+  return "";
+}
+
+std::string ModelChecker::append() {
+  lastOp_ = "append";
+  if (seqs_.empty())
+    return "";
+  ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+  // Appending inside a running step would contradict its drafts.
+  if (seq.state == State::Scheduled)
+    return "";
+  return appendToken(seq, static_cast<int32_t>(rng_() % 2));
+}
+
+std::string ModelChecker::appendToken(ModelSeq &seq, int32_t token) {
+  if (std::string err =
+          expect(StatusCode::Ok,
+                 [&] { return manager_->appendTokens(seq.id, &token, 1); });
+      !err.empty())
+    return err;
+  seq.tokens.push_back(token);
+  return "";
+}
+
+std::string ModelChecker::preempt() {
+  lastOp_ = "preempt";
+  if (seqs_.empty())
+    return "";
+  ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+  StatusCode code = seq.state == State::Preempted
+                        ? StatusCode::FailedPrecondition
+                        : StatusCode::Ok;
+  if (std::string err = expect(code, [&] { return manager_->preempt(seq.id); });
+      !err.empty())
+    return err;
+  seq.state = State::Preempted;
+  seq.computed = seq.scheduled = 0;
+  seq.pending = false; // the step (and its token) is dropped
+  return "";
+}
+
+std::string ModelChecker::resume() {
+  lastOp_ = "resume";
+  if (seqs_.empty())
+    return "";
+  ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+  int64_t start = 0;
+  StatusCode code = seq.state == State::Preempted
+                        ? StatusCode::Ok
+                        : StatusCode::FailedPrecondition;
+  if (chance(0.6)) {
+    int64_t maxLength = uniform(0, seq.tokens.size());
+    StatusOr<int64_t> hit = manager_->longestCachedPrefix(
+        seq.tokens.data(), seq.tokens.size(), maxLength);
+    if (!hit || *hit > maxLength || *hit % n_ != 0)
+      return "bad prefix hit for a sequence";
+    start = *hit;
+    prefixHits_ += start > 0 && code == StatusCode::Ok;
+  }
+  if (chance(0.2)) {
+    // Without token ids: a hit among the hashes the sequence still keeps.
+    if (start > 0) {
+      StatusOr<int64_t> kept = manager_->longestCachedPrefix(seq.id, start);
+      if (!kept || *kept > start || *kept % n_ != 0)
+        return "bad kept-window prefix hit";
+      start = *kept;
+    }
+    lastOp_ = "resume without tokens at " + std::to_string(start);
+    if (std::string err =
+            expect(code, [&] { return manager_->resume(seq.id, start); });
+        !err.empty())
+      return err;
+    if (code == StatusCode::Ok) {
+      seq.state = State::Idle;
+      seq.computed = start;
+    }
+    return "";
+  }
+  // The engine passes the sequence's token ids; sometimes wrong ones.
+  std::vector<int32_t> tokens = seq.tokens;
+  if (code == StatusCode::Ok && !tokens.empty() && chance(0.1)) {
+    if (chance(0.5))
+      tokens.pop_back();
+    else
+      tokens[uniform(0, tokens.size() - 1)] ^= 1;
+    code = StatusCode::InvalidArgument;
+  }
+  lastOp_ = "resume at " + std::to_string(start);
+  if (std::string err =
+          expect(code, [&] { return manager_->resume(seq.id, tokens, start); });
+      !err.empty())
+    return err;
+  if (code == StatusCode::Ok) {
+    seq.state = State::Idle;
+    seq.computed = start;
+  }
+  return "";
+}
+
+std::string ModelChecker::fork() {
+  lastOp_ = "fork";
+  if (seqs_.empty() || static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
+    return "";
+  size_t index = uniform(0, seqs_.size() - 1);
+  StatusCode code = seqs_[index].state == State::Idle
+                        ? StatusCode::Ok
+                        : StatusCode::FailedPrecondition;
+  StatusOr<SequenceId> child = SequenceId(0);
+  if (std::string err = expect(code,
+                               [&] {
+                                 child = manager_->fork(seqs_[index].id);
+                                 return child.status();
+                               });
+      !err.empty())
+    return err;
+  if (code == StatusCode::Ok) {
+    ModelSeq copy = seqs_[index];
+    copy.id = *child;
+    seqs_.push_back(copy);
+  }
+  return "";
+}
+
+std::string ModelChecker::finish(size_t index) {
+  lastOp_ = "finish";
+  SequenceId id = seqs_[index].id;
+  if (std::string err =
+          expect(StatusCode::Ok, [&] { return manager_->finish(id); });
+      !err.empty())
+    return err;
+  seqs_.erase(seqs_.begin() + index);
+  finished_.push_back(id);
+  return "";
+}
+
+std::string ModelChecker::staleIdOperation() {
+  lastOp_ = "stale id";
+  if (finished_.empty())
+    return "";
+  SequenceId id = finished_[uniform(0, finished_.size() - 1)];
+  int32_t token = 1;
+  switch (uniform(0, 4)) {
+  case 0:
+    return expect(StatusCode::NotFound,
+                  [&] { return manager_->schedule(id, 1); });
+  case 1:
+    return expect(StatusCode::NotFound,
+                  [&] { return manager_->commit(id, 1); });
+  case 2:
+    return expect(StatusCode::NotFound,
+                  [&] { return manager_->fork(id).status(); });
+  case 3:
+    return expect(StatusCode::NotFound,
+                  [&] { return manager_->appendTokens(id, &token, 1); });
+  default:
+    return expect(StatusCode::NotFound, [&] { return manager_->finish(id); });
+  }
+}
+
+} // namespace inkling::modelcheck
