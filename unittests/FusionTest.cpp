@@ -20,8 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/Compare.h"
+#include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
-#include "Harness/StreamData.h"
 #include "Reference/Reference.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -157,27 +157,20 @@ using InsertsFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
 
 class FusionTest : public ::testing::TestWithParam<FusionCase> {
 protected:
-  struct Compiled {
-    Layout layout;
-    int64_t pageBytes = 0;
+  struct Compiled : TestLayout {
     std::string source;
     std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
   };
 
   /// The layout's module, and its engine for `variant` (none: the module
-  /// only), compiled on demand (ctest runs every test in its own process).
+  /// only), compiled on demand.
   Compiled &compiled(const Variant *variant) {
-    static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const FusionCase &fc = GetParam();
-    auto &slot = (*cache)[fc.name];
-    if (!slot) {
-      auto derived = Layout::derive(fc.config);
-      EXPECT_TRUE(derived.isOk());
-      slot = std::make_unique<Compiled>();
-      slot->layout = *derived;
-      slot->pageBytes = derived->pageBytes() + fc.pagePaddingBytes;
+    bool made;
+    Compiled *slot =
+        &testCaseState<Compiled>(fc.name, fc.config, fc.pagePaddingBytes, made);
+    if (made)
       slot->source = buildModule(fc, slot->layout, slot->pageBytes);
-    }
     if (!variant)
       return *slot;
     auto &engine = slot->engines[variant->name];

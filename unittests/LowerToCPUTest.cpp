@@ -17,8 +17,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/Compare.h"
+#include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
-#include "Harness/StreamData.h"
 #include "Reference/Reference.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
@@ -177,27 +177,16 @@ protected:
   ::testing::AssertionResult convMatchesReference(int seeds, Corrupt corrupt);
   ::testing::AssertionResult paddedMatchesReference(int seeds);
 
-  struct Compiled {
-    Layout layout;
-    int64_t pageBytes;
+  struct Compiled : TestLayout {
     std::unique_ptr<mlir::ExecutionEngine> engine, checkedEngine;
   };
 
-  /// JIT-compiles each layout (and mode) once per test process, on demand:
-  /// ctest runs every test in its own process.
+  /// JIT-compiles each layout (and mode) once per test process, on demand.
   Compiled &compiled(bool checked = false) {
-    // Never destroyed: tearing the JIT down during static destruction, after
-    // LLVM's own globals, crashes the process at exit.
-    static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const LayoutCase &lc = GetParam();
-    auto &slot = (*cache)[lc.name];
-    if (!slot) {
-      auto derived = Layout::derive(lc.config);
-      EXPECT_TRUE(derived.isOk());
-      slot = std::make_unique<Compiled>();
-      slot->layout = *derived;
-      slot->pageBytes = derived->pageBytes() + lc.pagePaddingBytes;
-    }
+    bool made;
+    Compiled *slot =
+        &testCaseState<Compiled>(lc.name, lc.config, lc.pagePaddingBytes, made);
     auto &engine = checked ? slot->checkedEngine : slot->engine;
     if (!engine)
       engine = compile(buildModule(lc, slot->layout, slot->pageBytes, checked),
@@ -265,14 +254,27 @@ protected:
     run->bd = run->in.biasDescriptor();
     return run;
   }
-  /// The whole output buffer (the filler between rows keeps its poison)
-  /// against the reference, and the cache unchanged.
-  static ::testing::AssertionResult
-  convMatches(const ConvRun &run, const ConvVariant &v,
-              const std::vector<uint16_t> &cacheBefore,
-              const AlignedBuffer<uint16_t> &cache, const std::string &what) {
-    const AlignedBuffer<uint16_t> &y = run.y.buffer;
-    if (auto same = sameBits(run.expected.buffer.data, y.data, y.size,
+  /// One conv variant on random operands over `cache`: `call` runs the
+  /// function on the run's descriptors, `corrupt` flips a bit afterwards
+  /// (the mutation tests). Compares the whole output buffer (the filler
+  /// between rows keeps its poison) with the reference, and the cache with
+  /// itself before.
+  template <typename CallFn>
+  ::testing::AssertionResult
+  convMatches(std::mt19937_64 &rng, const Compiled &c, Stream s,
+              const ConvVariant &v, int64_t tokens, const Step &step,
+              AlignedBuffer<uint16_t> &cache, Corrupt corrupt,
+              const std::string &what, CallFn call) {
+    std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
+    std::unique_ptr<ConvRun> run =
+        prepareConv(rng, c, s, v, tokens, step, cache.data);
+    call(*run);
+    AlignedBuffer<uint16_t> &y = run->y.buffer;
+    if (corrupt == Corrupt::Output)
+      y.data[y.size / 2] ^= 0x4000;
+    if (corrupt == Corrupt::Cache)
+      cache.data[cache.size / 2] ^= 0x4000;
+    if (auto same = sameBits(run->expected.buffer.data, y.data, y.size,
                              v.silu ? 1 : 0, what);
         !same)
       return same;
@@ -345,20 +347,15 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
         int64_t tokens = step.meta.numTokens();
         AlignedBuffer<uint16_t> cache =
             makeCache(rng, layout, step, blockStride, kPoison);
-        std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
-        auto run = prepareConv(rng, c, s, v, tokens, step, cache.data);
         Call call =
             makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
-        conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, run->xd,
-             &run->wd, &run->bd, run->yd);
-        AlignedBuffer<uint16_t> &y = run->y.buffer;
-        if (corrupt == Corrupt::Output)
-          y.data[y.size / 2] ^= 0x4000;
-        if (corrupt == Corrupt::Cache)
-          cache.data[cache.size / 2] ^= 0x4000;
-        if (auto same =
-                convMatches(*run, v, cacheBefore, cache,
-                            name + " (seed " + std::to_string(seed) + ")");
+        if (auto same = convMatches(
+                rng, c, s, v, tokens, step, cache, corrupt,
+                name + " (seed " + std::to_string(seed) + ")",
+                [&](ConvRun &run) {
+                  conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots,
+                       run.xd, &run.wd, &run.bd, run.yd);
+                });
             !same)
           return same;
       }
@@ -442,13 +439,13 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
         auto conv = lookup<ConvFn>(*c.engine, name);
         if (!conv)
           return ::testing::AssertionFailure() << "no " << name;
-        std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
-        auto run = prepareConv(rng, c, s, v, tokens, step, cache.data);
-        conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
-             run->xd, &run->wd, &run->bd, run->yd);
-        if (auto same =
-                convMatches(*run, v, cacheBefore, cache,
-                            name + " (seed " + std::to_string(seed) + ")");
+        if (auto same = convMatches(
+                rng, c, s, v, tokens, step, cache, Corrupt::Nothing,
+                name + " (seed " + std::to_string(seed) + ")",
+                [&](ConvRun &run) {
+                  conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots,
+                       &seqDesc, run.xd, &run.wd, &run.bd, run.yd);
+                });
             !same)
           return same;
       }

@@ -1,22 +1,27 @@
-//===- StreamData.h - Random stream operands of the JIT tests ---*- C++ -*-===//
+//===- JitFixture.h - What the JIT tests' fixtures share --------*- C++ -*-===//
 //
 // What the lowering's JIT tests (LowerToCPUTest, FusionTest) share on top of
-// JitHarness.h: poisoned stream buffers with a row stride, and the random
-// operands of a conv (input, weights, bias) drawn in one order, so that a
-// seed gives the same data in every test.
+// JitHarness.h: the per-process state of a layout under test, poisoned
+// stream buffers with a row stride, and the random operands of a conv
+// (input, weights, bias) drawn in one order, so that a seed gives the same
+// data in every test.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef INKLING_UNITTESTS_HARNESS_STREAMDATA_H
-#define INKLING_UNITTESTS_HARNESS_STREAMDATA_H
+#ifndef INKLING_UNITTESTS_HARNESS_JITFIXTURE_H
+#define INKLING_UNITTESTS_HARNESS_JITFIXTURE_H
 
 #include "Harness/JitHarness.h"
 #include "Reference/Reference.h"
 
+#include "gtest/gtest.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace inkling::harness {
@@ -24,6 +29,36 @@ namespace inkling::harness {
 /// 0xFFFF, a bf16 NaN: what outputs and cache bytes hold before a run, so
 /// that a compare of the whole buffer sees any element written wrongly.
 inline constexpr uint16_t kPoison = 0xFFFF;
+
+/// A layout under test: derived from its config, with padding bytes added
+/// to its page.
+struct TestLayout {
+  Layout layout;
+  int64_t pageBytes = 0;
+};
+
+/// The state of test case `name` (a `State` derived from TestLayout), made
+/// on first use and never destroyed: tearing a JIT down during static
+/// destruction, after LLVM's own globals, crashes the process at exit.
+/// `made` says whether this call made it. (ctest runs every test in its own
+/// process: each compiles what it uses.)
+template <typename State>
+State &testCaseState(const std::string &name, const LayoutConfig &config,
+                     int64_t pagePaddingBytes, bool &made) {
+  static auto *states = new std::map<std::string, std::unique_ptr<State>>();
+  auto &slot = (*states)[name];
+  made = !slot;
+  if (made) {
+    auto derived = Layout::derive(config);
+    EXPECT_TRUE(derived.isOk()) << name;
+    slot = std::make_unique<State>();
+    if (derived.isOk()) {
+      slot->layout = *derived;
+      slot->pageBytes = derived->pageBytes() + pagePaddingBytes;
+    }
+  }
+  return *slot;
+}
 
 /// Fills `buffer` with random bf16 values in [-scale, scale].
 inline void fillRandom(AlignedBuffer<uint16_t> &buffer, std::mt19937_64 &rng,
@@ -90,4 +125,4 @@ struct ConvInputs {
 
 } // namespace inkling::harness
 
-#endif // INKLING_UNITTESTS_HARNESS_STREAMDATA_H
+#endif // INKLING_UNITTESTS_HARNESS_JITFIXTURE_H
