@@ -14,6 +14,7 @@
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -66,6 +67,9 @@ private:
   bool noteInput(mlir::Operation *op, Stream stream, int index);
   bool checkCacheAndStep(mlir::Operation *op, mlir::Value cache,
                          mlir::Value step, sconv::LayoutAttr layout);
+  template <typename OpT> bool checkCacheAndStep(OpT op) {
+    return checkCacheAndStep(op, op.getCache(), op.getStep(), op.getLayout());
+  }
   bool addConv(mlir::Operation *op, Stream stream, mlir::Value x,
                const char *xName, mlir::Value weights, mlir::Value bias,
                mlir::Value out, bool residual, sconv::Activation activation,
@@ -74,12 +78,12 @@ private:
              std::vector<int> outputs, const std::vector<int> &operands);
 
   bool visit(mlir::Operation *op);
-  bool visitBind(sconv::BindOp bind);
-  bool visitStep(sconv::StepOp step);
-  bool visitInsert(sconv::InsertOp insert);
-  bool visitConv(sconv::ConvOp conv);
-  bool visitInsertPacked(sconv::InsertPackedOp packed);
-  bool visitFusedConv(sconv::FusedConvOp fused);
+  bool visitOp(sconv::BindOp bind);
+  bool visitOp(sconv::StepOp step);
+  bool visitOp(sconv::InsertOp insert);
+  bool visitOp(sconv::ConvOp conv);
+  bool visitOp(sconv::InsertPackedOp packed);
+  bool visitOp(sconv::FusedConvOp fused);
   bool visitOther(mlir::Operation *op);
 
   bool checkComplete();
@@ -285,22 +289,14 @@ void SignatureAnalyzer::addOp(mlir::Operation *op, std::vector<Stream> streams,
 }
 
 bool SignatureAnalyzer::visit(mlir::Operation *op) {
-  if (auto b = llvm::dyn_cast<sconv::BindOp>(op))
-    return visitBind(b);
-  if (auto s = llvm::dyn_cast<sconv::StepOp>(op))
-    return visitStep(s);
-  if (auto insert = llvm::dyn_cast<sconv::InsertOp>(op))
-    return visitInsert(insert);
-  if (auto conv = llvm::dyn_cast<sconv::ConvOp>(op))
-    return visitConv(conv);
-  if (auto packed = llvm::dyn_cast<sconv::InsertPackedOp>(op))
-    return visitInsertPacked(packed);
-  if (auto fused = llvm::dyn_cast<sconv::FusedConvOp>(op))
-    return visitFusedConv(fused);
-  return visitOther(op);
+  return llvm::TypeSwitch<mlir::Operation *, bool>(op)
+      .Case<sconv::BindOp, sconv::StepOp, sconv::InsertOp, sconv::ConvOp,
+            sconv::InsertPackedOp, sconv::FusedConvOp>(
+          [&](auto sconvOp) { return visitOp(sconvOp); })
+      .Default([&](mlir::Operation *other) { return visitOther(other); });
 }
 
-bool SignatureAnalyzer::visitBind(sconv::BindOp b) {
+bool SignatureAnalyzer::visitOp(sconv::BindOp b) {
   if (bind)
     return fail(b.getLoc(), "a second sconv.bind; inkling-run drives "
                             "one cache per layer function");
@@ -316,7 +312,7 @@ bool SignatureAnalyzer::visitBind(sconv::BindOp b) {
   return sig.cache >= 0;
 }
 
-bool SignatureAnalyzer::visitStep(sconv::StepOp s) {
+bool SignatureAnalyzer::visitOp(sconv::StepOp s) {
   if (step)
     return fail(s.getLoc(), "a second sconv.step; inkling-run drives "
                             "one step per layer function");
@@ -346,9 +342,8 @@ bool SignatureAnalyzer::visitStep(sconv::StepOp s) {
   return true;
 }
 
-bool SignatureAnalyzer::visitInsert(sconv::InsertOp insert) {
-  if (!checkCacheAndStep(insert, insert.getCache(), insert.getStep(),
-                         insert.getLayout()))
+bool SignatureAnalyzer::visitOp(sconv::InsertOp insert) {
+  if (!checkCacheAndStep(insert))
     return false;
   Stream stream = sconv::toRuntime(insert.getStream());
   int x = assign(insert, insert.getX(), "x", ArgRole::Input, stream);
@@ -359,9 +354,8 @@ bool SignatureAnalyzer::visitInsert(sconv::InsertOp insert) {
   return true;
 }
 
-bool SignatureAnalyzer::visitConv(sconv::ConvOp conv) {
-  if (!checkCacheAndStep(conv, conv.getCache(), conv.getStep(),
-                         conv.getLayout()))
+bool SignatureAnalyzer::visitOp(sconv::ConvOp conv) {
+  if (!checkCacheAndStep(conv))
     return false;
   Stream stream = sconv::toRuntime(conv.getStream());
   std::vector<int> operands;
@@ -373,9 +367,8 @@ bool SignatureAnalyzer::visitConv(sconv::ConvOp conv) {
   return true;
 }
 
-bool SignatureAnalyzer::visitInsertPacked(sconv::InsertPackedOp packed) {
-  if (!checkCacheAndStep(packed, packed.getCache(), packed.getStep(),
-                         packed.getLayout()))
+bool SignatureAnalyzer::visitOp(sconv::InsertPackedOp packed) {
+  if (!checkCacheAndStep(packed))
     return false;
   std::vector<Stream> streams;
   std::vector<int> operands;
@@ -393,9 +386,8 @@ bool SignatureAnalyzer::visitInsertPacked(sconv::InsertPackedOp packed) {
   return true;
 }
 
-bool SignatureAnalyzer::visitFusedConv(sconv::FusedConvOp fused) {
-  if (!checkCacheAndStep(fused, fused.getCache(), fused.getStep(),
-                         fused.getLayout()))
+bool SignatureAnalyzer::visitOp(sconv::FusedConvOp fused) {
+  if (!checkCacheAndStep(fused))
     return false;
   std::vector<Stream> streams;
   std::vector<int> operands, outputs;
