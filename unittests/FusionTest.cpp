@@ -85,15 +85,9 @@ constexpr Variant kVariants[] = {
 };
 
 const char *strategyName(FusionStrategy s) {
-  switch (s) {
-  case FusionStrategy::ConvInsert:
-    return "conv-insert";
-  case FusionStrategy::PackedInserts:
-    return "packed-inserts";
-  case FusionStrategy::None:
-    return "none";
-  }
-  return "?";
+  // In FusionStrategy's order.
+  constexpr const char *kNames[] = {"conv-insert", "packed-inserts", "none"};
+  return kNames[static_cast<int>(s)];
 }
 
 /// The layer functions: `layer_plain` (residual, no bias), `layer_silu`

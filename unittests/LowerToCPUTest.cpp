@@ -70,7 +70,8 @@ struct LayoutCase {
 void PrintTo(const LayoutCase &lc, std::ostream *os) { *os << lc.name; }
 
 /// The module: `insert_all` (the four inserts), `conv_<stream>_<variant>`,
-/// and, with a status buffer, `checked_insert_k` and `checked_conv_k`.
+/// the same with token_seq as `padded_...`, and, with a status buffer,
+/// `checked_insert_k` and `checked_conv_k`.
 std::string buildModule(const LayoutCase &lc, const Layout &layout,
                         int64_t pageBytes, bool checked) {
   LayerText text(lc.config, layout, pageBytes);
@@ -79,52 +80,38 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
   auto xType = [&](Stream s, bool flat) {
     return typeOfStream(layout, s, flat, lc.stridedStreams);
   };
+  // `<prefix>insert_all` and `<prefix>conv_<stream>_<variant>`; with
+  // `tokenSeq`, taking the per-token operand (and padded steps).
+  auto addFunctions = [&](const std::string &prefix, bool tokenSeq) {
+    std::string params = meta + (tokenSeq ? ", %token_seq: memref<?xi32>" : "");
+    std::string bindAndStep = text.bindAndStep(false, tokenSeq);
+    os << "func.func @" << prefix << "insert_all(" << params;
+    for (Stream s : kAllStreams)
+      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
+    os << ") {\n" << bindAndStep;
+    for (Stream s : kAllStreams)
+      os << text.insert(std::string("x_") + streamName(s), s,
+                        xType(s, isFlat(s)));
+    os << "  return\n}\n";
+    for (Stream s : kAllStreams) {
+      std::string x = xType(s, isFlat(s));
+      for (const ConvVariant &v : kVariants) {
+        os << "func.func @" << prefix << "conv_" << streamName(s) << "_"
+           << v.name << "(" << params << ", %x: " << x
+           << ", %w: " << text.weightsType(s) << ", %bias: " << text.biasType(s)
+           << ", %y: " << x << ") {\n"
+           << bindAndStep;
+        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
+        conv.silu = v.silu;
+        conv.residual = v.residual;
+        os << text.conv(conv, s, x) << "  return\n}\n";
+      }
+    }
+  };
   os << "module {\n";
   if (!checked) {
-    os << "func.func @insert_all(" << meta;
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
-    os << ") {\n" << text.bindAndStep();
-    for (Stream s : kAllStreams)
-      os << text.insert(std::string("x_") + streamName(s), s,
-                        xType(s, isFlat(s)));
-    os << "  return\n}\n";
-    for (Stream s : kAllStreams) {
-      std::string x = xType(s, isFlat(s));
-      for (const ConvVariant &v : kVariants) {
-        os << "func.func @conv_" << streamName(s) << "_" << v.name << "("
-           << meta << ", %x: " << x << ", %w: " << text.weightsType(s)
-           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
-           << text.bindAndStep();
-        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
-        conv.silu = v.silu;
-        conv.residual = v.residual;
-        os << text.conv(conv, s, x) << "  return\n}\n";
-      }
-    }
-    // The same ops with the per-token operand (and padded steps).
-    std::string metaSeq = meta + ", %token_seq: memref<?xi32>";
-    os << "func.func @padded_insert_all(" << metaSeq;
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
-    os << ") {\n" << text.bindAndStep(false, true);
-    for (Stream s : kAllStreams)
-      os << text.insert(std::string("x_") + streamName(s), s,
-                        xType(s, isFlat(s)));
-    os << "  return\n}\n";
-    for (Stream s : kAllStreams) {
-      std::string x = xType(s, isFlat(s));
-      for (const ConvVariant &v : kVariants) {
-        os << "func.func @padded_conv_" << streamName(s) << "_" << v.name << "("
-           << metaSeq << ", %x: " << x << ", %w: " << text.weightsType(s)
-           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
-           << text.bindAndStep(false, true);
-        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
-        conv.silu = v.silu;
-        conv.residual = v.residual;
-        os << text.conv(conv, s, x) << "  return\n}\n";
-      }
-    }
+    addFunctions("", false);
+    addFunctions("padded_", true);
   } else {
     Stream s = Stream::K;
     std::string x = xType(s, false);
