@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/Compare.h"
+#include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
 #include "inkling/Runtime/Reference.h"
 
@@ -38,8 +39,6 @@ using namespace inkling::reference;
 using sconv::FusionStrategy;
 
 namespace {
-
-constexpr uint16_t kPoison = 0xFFFF;
 
 struct FusionCase {
   const char *name;
@@ -86,15 +85,9 @@ constexpr Variant kVariants[] = {
 };
 
 const char *strategyName(FusionStrategy s) {
-  switch (s) {
-  case FusionStrategy::ConvInsert:
-    return "conv-insert";
-  case FusionStrategy::PackedInserts:
-    return "packed-inserts";
-  case FusionStrategy::None:
-    return "none";
-  }
-  return "?";
+  // In FusionStrategy's order.
+  constexpr const char *kNames[] = {"conv-insert", "packed-inserts", "none"};
+  return kNames[static_cast<int>(s)];
 }
 
 /// The layer functions: `layer_plain` (residual, no bias), `layer_silu`
@@ -149,15 +142,6 @@ std::string buildModule(const FusionCase &fc, const Layout &layout,
   return os.str();
 }
 
-/// A stream buffer: T rows of `tokenStride` elements (filler after the row).
-struct StreamData {
-  StreamData(int64_t tokens, int64_t tokenStride)
-      : tokenStride(tokenStride),
-        buffer(std::max<int64_t>(1, tokens) * tokenStride, kPoison) {}
-  int64_t tokenStride;
-  AlignedBuffer<uint16_t> buffer;
-};
-
 using LayerFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                          void *, void *, void *, void *, Mem2 *, Mem2 *, Mem2 *,
                          Mem2 *, Mem1 *, Mem1 *, Mem1 *, Mem1 *, void *, void *,
@@ -167,27 +151,20 @@ using InsertsFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
 
 class FusionTest : public ::testing::TestWithParam<FusionCase> {
 protected:
-  struct Compiled {
-    Layout layout;
-    int64_t pageBytes = 0;
+  struct Compiled : TestLayout {
     std::string source;
     std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
   };
 
   /// The layout's module, and its engine for `variant` (none: the module
-  /// only), compiled on demand (ctest runs every test in its own process).
+  /// only), compiled on demand.
   Compiled &compiled(const Variant *variant) {
-    static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const FusionCase &fc = GetParam();
-    auto &slot = (*cache)[fc.name];
-    if (!slot) {
-      auto derived = Layout::derive(fc.config);
-      EXPECT_TRUE(derived.isOk());
-      slot = std::make_unique<Compiled>();
-      slot->layout = *derived;
-      slot->pageBytes = derived->pageBytes() + fc.pagePaddingBytes;
+    bool made;
+    Compiled *slot =
+        &testCaseState<Compiled>(fc.name, fc.config, fc.pagePaddingBytes, made);
+    if (made)
       slot->source = buildModule(fc, slot->layout, slot->pageBytes);
-    }
     if (!variant)
       return *slot;
     auto &engine = slot->engines[variant->name];
@@ -208,18 +185,108 @@ protected:
   }
 
   int64_t tokenStride(const Layout &layout, Stream s) const {
-    int64_t row = layout.headsPerRank * layout.range(s).width;
-    return GetParam().stridedStreams ? row + 24 : row;
+    return streamTokenStride(layout, s, GetParam().stridedStreams);
   }
 
-  void *streamDescriptor(const Layout &layout, Stream s, StreamData &data,
-                         int64_t tokens,
-                         std::vector<std::unique_ptr<char[]>> &keep) {
-    return harness::streamDescriptor(data.buffer.data, tokens,
-                                     layout.headsPerRank, layout.range(s).width,
-                                     data.tokenStride, isFlat(s), keep);
-  }
+  /// What one strategy's function wrote: the cache and the four outputs.
+  struct Result {
+    std::vector<uint16_t> cache;
+    std::vector<std::vector<uint16_t>> outs;
+  };
+  using Inputs = std::vector<std::unique_ptr<ConvInputs>>;
+  ::testing::AssertionResult run(mlir::ExecutionEngine &engine,
+                                 const char *function, const Step &step,
+                                 const AlignedBuffer<uint16_t> &cache0,
+                                 Inputs &inputs, Result &result);
+  ::testing::AssertionResult
+  noneMatchesReference(const char *function, const Step &step,
+                       const AlignedBuffer<uint16_t> &cache0,
+                       const Inputs &inputs, const Result &none,
+                       const std::string &what);
 };
+
+/// Runs `function` of `engine` on a copy of `cache0` and fresh (poisoned)
+/// outputs.
+::testing::AssertionResult
+FusionTest::run(mlir::ExecutionEngine &engine, const char *function,
+                const Step &step, const AlignedBuffer<uint16_t> &cache0,
+                Inputs &inputs, Result &result) {
+  const Compiled &c = compiled(nullptr);
+  const Layout &layout = c.layout;
+  int64_t tokens = step.meta.numTokens();
+  AlignedBuffer<uint16_t> cache(cache0.size, 0);
+  std::copy(cache0.data, cache0.data + cache0.size, cache.data);
+  std::vector<std::unique_ptr<char[]>> keep;
+  std::vector<std::unique_ptr<StreamData>> ys;
+  void *x[4], *y[4];
+  Mem2 w[4];
+  Mem1 b[4];
+  for (Stream s : kAllStreams) {
+    int i = static_cast<int>(s);
+    x[i] = inputs[i]->x.descriptor(layout, s, isFlat(s), tokens, keep);
+    ys.push_back(std::make_unique<StreamData>(tokens, tokenStride(layout, s)));
+    y[i] = ys.back()->descriptor(layout, s, isFlat(s), tokens, keep);
+    w[i] = inputs[i]->weightsDescriptor();
+    b[i] = inputs[i]->biasDescriptor();
+  }
+  StepMetadata meta = step.meta;
+  Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, meta);
+  void *address = lookupFunction(engine, function);
+  if (!address)
+    return ::testing::AssertionFailure() << "no function " << function;
+  if (std::string(function) != "inserts")
+    reinterpret_cast<LayerFn>(address)(
+        &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, x[0], x[1],
+        x[2], x[3], &w[0], &w[1], &w[2], &w[3], &b[0], &b[1], &b[2], &b[3],
+        y[0], y[1], y[2], y[3]);
+  else
+    reinterpret_cast<InsertsFn>(address)(&call.cache, &call.qsl, &call.nc,
+                                         &call.bt, &call.slots, x[0], x[1],
+                                         x[2], x[3]);
+  result.cache.assign(cache.data, cache.data + cache.size);
+  for (auto &yd : ys)
+    result.outs.emplace_back(yd->buffer.data,
+                             yd->buffer.data + yd->buffer.size);
+  return ::testing::AssertionSuccess();
+}
+
+/// `none` against the reference: convs over the step's initial cache, then
+/// the inserts (they commute: docs/Design.md section 4).
+::testing::AssertionResult
+FusionTest::noneMatchesReference(const char *function, const Step &step,
+                                 const AlignedBuffer<uint16_t> &cache0,
+                                 const Inputs &inputs, const Result &none,
+                                 const std::string &what) {
+  const Compiled &c = compiled(nullptr);
+  const Layout &layout = c.layout;
+  int64_t tokens = step.meta.numTokens(), blockStride = c.pageBytes / 2;
+  bool convs = std::string(function) != "inserts";
+  bool silu = std::string(function) == "layer_silu";
+  std::vector<uint16_t> expectedCache(cache0.data, cache0.data + cache0.size);
+  for (Stream s : kAllStreams) {
+    int i = static_cast<int>(s);
+    const ConvInputs &in = *inputs[i];
+    if (convs) {
+      StreamData expected(tokens, tokenStride(layout, s));
+      ConvOptions options;
+      options.residual = !silu;
+      options.silu = silu;
+      options.bias = silu ? in.bias.data : nullptr;
+      referenceConv(layout, s, in.x.view(), in.weights.data, step.meta,
+                    {cache0.data, blockStride, step.numBlocks}, options,
+                    expected.mutableView());
+      if (auto same = sameBits(
+              expected.buffer.data, none.outs[i].data(), expected.buffer.size,
+              silu ? 1 : 0, what + ": none vs reference, out " + streamName(s));
+          !same)
+        return same;
+    }
+    referenceInsert(layout, s, in.x.view(), step.meta,
+                    {expectedCache.data(), blockStride, step.numBlocks});
+  }
+  return sameBits(expectedCache.data(), none.cache.data(), none.cache.size(), 0,
+                  what + ": none vs reference, cache");
+}
 
 /// The ops each strategy leaves in the module (summed over its functions).
 TEST_P(FusionTest, StrategiesFuse) {
@@ -259,7 +326,6 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
   Compiled &c = compiled(nullptr);
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
-  int64_t kernel = layout.config.kernel;
 
   for (int seed = 0; seed < GetParam().seeds; ++seed) {
     std::mt19937_64 rng(5000 + seed);
@@ -267,103 +333,23 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
     int64_t tokens = step.meta.numTokens();
     AlignedBuffer<uint16_t> cache0 =
         makeCache(rng, layout, step, blockStride, kPoison);
-    std::vector<std::unique_ptr<StreamData>> xs;
-    std::vector<AlignedBuffer<uint16_t>> ws, bs;
-    for (Stream s : kAllStreams) {
-      auto x = std::make_unique<StreamData>(tokens, tokenStride(layout, s));
-      for (size_t i = 0; i < x->buffer.size; ++i)
-        x->buffer.data[i] = randomBf16(rng, 4.0f);
-      xs.push_back(std::move(x));
-      int64_t channels = layout.headsPerRank * layout.range(s).width;
-      ws.emplace_back(channels * kernel, 0);
-      for (size_t i = 0; i < ws.back().size; ++i)
-        ws.back().data[i] = randomBf16(rng, 1.0f);
-      bs.emplace_back(channels, 0);
-      for (size_t i = 0; i < bs.back().size; ++i)
-        bs.back().data[i] = randomBf16(rng, 1.0f);
-    }
+    Inputs inputs;
+    for (Stream s : kAllStreams)
+      inputs.push_back(std::make_unique<ConvInputs>(rng, layout, s, tokens,
+                                                    tokenStride(layout, s)));
 
     for (const char *function :
          {"layer_plain", "layer_silu", "layer_calls", "inserts"}) {
-      bool convs = std::string(function) != "inserts";
-      bool silu = std::string(function) == "layer_silu";
-      // Results of each strategy: the cache and the four outputs.
-      struct Result {
-        std::vector<uint16_t> cache;
-        std::vector<std::vector<uint16_t>> outs;
-      };
       std::map<std::string, Result> results;
-      for (const Variant &variant : kVariants) {
-        mlir::ExecutionEngine &engine = *c.engines[variant.name];
-        AlignedBuffer<uint16_t> cache(cache0.size, 0);
-        std::copy(cache0.data, cache0.data + cache0.size, cache.data);
-        std::vector<std::unique_ptr<char[]>> keep;
-        std::vector<std::unique_ptr<StreamData>> ys;
-        void *x[4], *y[4];
-        Mem2 w[4];
-        Mem1 b[4];
-        for (Stream s : kAllStreams) {
-          int i = static_cast<int>(s);
-          int64_t channels = layout.headsPerRank * layout.range(s).width;
-          x[i] = streamDescriptor(layout, s, *xs[i], tokens, keep);
-          ys.push_back(
-              std::make_unique<StreamData>(tokens, tokenStride(layout, s)));
-          y[i] = streamDescriptor(layout, s, *ys.back(), tokens, keep);
-          w[i] = descriptor<uint16_t, 2>(ws[i].data, {channels, kernel},
-                                         {kernel, 1});
-          b[i] = descriptor<uint16_t, 1>(bs[i].data, {channels}, {1});
-        }
-        Call call =
-            makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
-        void *address = lookupFunction(engine, function);
-        ASSERT_TRUE(address) << function;
-        if (convs)
-          reinterpret_cast<LayerFn>(address)(
-              &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, x[0],
-              x[1], x[2], x[3], &w[0], &w[1], &w[2], &w[3], &b[0], &b[1], &b[2],
-              &b[3], y[0], y[1], y[2], y[3]);
-        else
-          reinterpret_cast<InsertsFn>(address)(&call.cache, &call.qsl, &call.nc,
-                                               &call.bt, &call.slots, x[0],
-                                               x[1], x[2], x[3]);
-        Result &r = results[variant.name];
-        r.cache.assign(cache.data, cache.data + cache.size);
-        for (auto &yd : ys)
-          r.outs.emplace_back(yd->buffer.data,
-                              yd->buffer.data + yd->buffer.size);
-      }
-
+      for (const Variant &variant : kVariants)
+        ASSERT_TRUE(run(*c.engines[variant.name], function, step, cache0,
+                        inputs, results[variant.name]));
       std::string what = std::string(function) + ", seed " +
                          std::to_string(seed) + ", " + std::to_string(tokens) +
                          " tokens";
-      // `none` against the reference: convs over the step's initial cache,
-      // then the inserts (they commute: docs/Design.md section 4).
       const Result &none = results[kNone.name];
-      std::vector<uint16_t> expectedCache(cache0.data,
-                                          cache0.data + cache0.size);
-      for (Stream s : kAllStreams) {
-        int i = static_cast<int>(s);
-        ConstStreamBuffer xv{xs[i]->buffer.data, xs[i]->tokenStride};
-        if (convs) {
-          StreamData expected(tokens, tokenStride(layout, s));
-          ConvOptions options;
-          options.residual = !silu;
-          options.silu = silu;
-          options.bias = silu ? bs[i].data : nullptr;
-          referenceConv(layout, s, xv, ws[i].data, step.meta,
-                        {cache0.data, blockStride, step.numBlocks}, options,
-                        {expected.buffer.data, expected.tokenStride});
-          ASSERT_TRUE(
-              sameBits(expected.buffer.data, none.outs[i].data(),
-                       expected.buffer.size, silu ? 1 : 0,
-                       what + ": none vs reference, out " + streamName(s)));
-        }
-        referenceInsert(layout, s, xv, step.meta,
-                        {expectedCache.data(), blockStride, step.numBlocks});
-      }
-      ASSERT_TRUE(sameBits(expectedCache.data(), none.cache.data(),
-                           none.cache.size(), 0,
-                           what + ": none vs reference, cache"));
+      ASSERT_TRUE(
+          noneMatchesReference(function, step, cache0, inputs, none, what));
       // Every strategy against `none`, bit for bit.
       for (const Variant &variant : kVariants) {
         const Result &r = results[variant.name];

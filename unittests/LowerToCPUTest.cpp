@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/Compare.h"
+#include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
@@ -41,8 +42,6 @@ using namespace inkling::reference;
 using namespace inkling::harness;
 
 namespace {
-
-constexpr uint16_t kPoison = 0xFFFF;
 
 //===----------------------------------------------------------------------===//
 // A layout under test and its kernels
@@ -71,7 +70,8 @@ struct LayoutCase {
 void PrintTo(const LayoutCase &lc, std::ostream *os) { *os << lc.name; }
 
 /// The module: `insert_all` (the four inserts), `conv_<stream>_<variant>`,
-/// and, with a status buffer, `checked_insert_k` and `checked_conv_k`.
+/// the same with token_seq as `padded_...`, and, with a status buffer,
+/// `checked_insert_k` and `checked_conv_k`.
 std::string buildModule(const LayoutCase &lc, const Layout &layout,
                         int64_t pageBytes, bool checked) {
   LayerText text(lc.config, layout, pageBytes);
@@ -80,52 +80,38 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
   auto xType = [&](Stream s, bool flat) {
     return typeOfStream(layout, s, flat, lc.stridedStreams);
   };
+  // `<prefix>insert_all` and `<prefix>conv_<stream>_<variant>`; with
+  // `tokenSeq`, taking the per-token operand (and padded steps).
+  auto addFunctions = [&](const std::string &prefix, bool tokenSeq) {
+    std::string params = meta + (tokenSeq ? ", %token_seq: memref<?xi32>" : "");
+    std::string bindAndStep = text.bindAndStep(false, tokenSeq);
+    os << "func.func @" << prefix << "insert_all(" << params;
+    for (Stream s : kAllStreams)
+      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
+    os << ") {\n" << bindAndStep;
+    for (Stream s : kAllStreams)
+      os << text.insert(std::string("x_") + streamName(s), s,
+                        xType(s, isFlat(s)));
+    os << "  return\n}\n";
+    for (Stream s : kAllStreams) {
+      std::string x = xType(s, isFlat(s));
+      for (const ConvVariant &v : kVariants) {
+        os << "func.func @" << prefix << "conv_" << streamName(s) << "_"
+           << v.name << "(" << params << ", %x: " << x
+           << ", %w: " << text.weightsType(s) << ", %bias: " << text.biasType(s)
+           << ", %y: " << x << ") {\n"
+           << bindAndStep;
+        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
+        conv.silu = v.silu;
+        conv.residual = v.residual;
+        os << text.conv(conv, s, x) << "  return\n}\n";
+      }
+    }
+  };
   os << "module {\n";
   if (!checked) {
-    os << "func.func @insert_all(" << meta;
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
-    os << ") {\n" << text.bindAndStep();
-    for (Stream s : kAllStreams)
-      os << text.insert(std::string("x_") + streamName(s), s,
-                        xType(s, isFlat(s)));
-    os << "  return\n}\n";
-    for (Stream s : kAllStreams) {
-      std::string x = xType(s, isFlat(s));
-      for (const ConvVariant &v : kVariants) {
-        os << "func.func @conv_" << streamName(s) << "_" << v.name << "("
-           << meta << ", %x: " << x << ", %w: " << text.weightsType(s)
-           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
-           << text.bindAndStep();
-        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
-        conv.silu = v.silu;
-        conv.residual = v.residual;
-        os << text.conv(conv, s, x) << "  return\n}\n";
-      }
-    }
-    // The same ops with the per-token operand (and padded steps).
-    std::string metaSeq = meta + ", %token_seq: memref<?xi32>";
-    os << "func.func @padded_insert_all(" << metaSeq;
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s, isFlat(s));
-    os << ") {\n" << text.bindAndStep(false, true);
-    for (Stream s : kAllStreams)
-      os << text.insert(std::string("x_") + streamName(s), s,
-                        xType(s, isFlat(s)));
-    os << "  return\n}\n";
-    for (Stream s : kAllStreams) {
-      std::string x = xType(s, isFlat(s));
-      for (const ConvVariant &v : kVariants) {
-        os << "func.func @padded_conv_" << streamName(s) << "_" << v.name << "("
-           << metaSeq << ", %x: " << x << ", %w: " << text.weightsType(s)
-           << ", %bias: " << text.biasType(s) << ", %y: " << x << ") {\n"
-           << text.bindAndStep(false, true);
-        LayerText::Conv conv{"x", "w", v.bias ? "bias" : "", "y"};
-        conv.silu = v.silu;
-        conv.residual = v.residual;
-        os << text.conv(conv, s, x) << "  return\n}\n";
-      }
-    }
+    addFunctions("", false);
+    addFunctions("padded_", true);
   } else {
     Stream s = Stream::K;
     std::string x = xType(s, false);
@@ -166,18 +152,6 @@ Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
 // The fixture
 //===----------------------------------------------------------------------===//
 
-/// A stream buffer: T rows of `tokenStride` elements, the stream in each
-/// row's first H*w elements (the rest is filler).
-struct StreamData {
-  StreamData(int64_t tokens, int64_t tokenStride)
-      : tokenStride(tokenStride),
-        buffer(std::max<int64_t>(1, tokens) * tokenStride, kPoison) {}
-  int64_t tokenStride;
-  AlignedBuffer<uint16_t> buffer;
-  ConstStreamBuffer view() const { return {buffer.data, tokenStride}; }
-  StreamBuffer mutableView() { return {buffer.data, tokenStride}; }
-};
-
 /// What the mutation tests corrupt after the kernel ran, before the
 /// compare: a compare that cannot see it would let a kernel bug through.
 enum class Corrupt { Nothing, Output, Cache };
@@ -190,27 +164,16 @@ protected:
   ::testing::AssertionResult convMatchesReference(int seeds, Corrupt corrupt);
   ::testing::AssertionResult paddedMatchesReference(int seeds);
 
-  struct Compiled {
-    Layout layout;
-    int64_t pageBytes;
+  struct Compiled : TestLayout {
     std::unique_ptr<mlir::ExecutionEngine> engine, checkedEngine;
   };
 
-  /// JIT-compiles each layout (and mode) once per test process, on demand:
-  /// ctest runs every test in its own process.
+  /// JIT-compiles each layout (and mode) once per test process, on demand.
   Compiled &compiled(bool checked = false) {
-    // Never destroyed: tearing the JIT down during static destruction, after
-    // LLVM's own globals, crashes the process at exit.
-    static auto *cache = new std::map<std::string, std::unique_ptr<Compiled>>();
     const LayoutCase &lc = GetParam();
-    auto &slot = (*cache)[lc.name];
-    if (!slot) {
-      auto derived = Layout::derive(lc.config);
-      EXPECT_TRUE(derived.isOk());
-      slot = std::make_unique<Compiled>();
-      slot->layout = *derived;
-      slot->pageBytes = derived->pageBytes() + lc.pagePaddingBytes;
-    }
+    bool made;
+    Compiled *slot =
+        &testCaseState<Compiled>(lc.name, lc.config, lc.pagePaddingBytes, made);
     auto &engine = checked ? slot->checkedEngine : slot->engine;
     if (!engine)
       engine = compile(buildModule(lc, slot->layout, slot->pageBytes, checked),
@@ -219,17 +182,91 @@ protected:
   }
 
   int64_t tokenStride(const Layout &layout, Stream stream) const {
-    int64_t row = layout.headsPerRank * layout.range(stream).width;
-    return GetParam().stridedStreams ? row + 24 : row;
+    return streamTokenStride(layout, stream, GetParam().stridedStreams);
   }
 
-  /// The stream descriptor: [T, H, w] or [T, H*w] with the row stride.
-  void *streamDescriptor(const Layout &layout, Stream stream, bool flat,
-                         StreamData &data, int64_t tokens,
-                         std::vector<std::unique_ptr<char[]>> &keep) {
-    return harness::streamDescriptor(
-        data.buffer.data, tokens, layout.headsPerRank,
-        layout.range(stream).width, data.tokenStride, flat, keep);
+  /// Random inputs of every stream (in [-8, 8]), their descriptors in
+  /// `args`, and the reference insert of each into `expected`.
+  struct InsertInputs {
+    std::vector<std::unique_ptr<StreamData>> data;
+    std::vector<std::unique_ptr<char[]>> keep;
+    void *args[kNumStreams];
+  };
+  void randomInsertInputs(std::mt19937_64 &rng, const Compiled &c,
+                          const Step &step, int64_t tokens,
+                          std::vector<uint16_t> &expected, InsertInputs &in) {
+    const Layout &layout = c.layout;
+    for (Stream s : kAllStreams) {
+      auto data = std::make_unique<StreamData>(tokens, tokenStride(layout, s));
+      fillRandom(data->buffer, rng, 8.0f);
+      in.args[static_cast<int>(s)] =
+          data->descriptor(layout, s, isFlat(s), tokens, in.keep);
+      referenceInsert(layout, s, data->view(), step.meta,
+                      {expected.data(), c.pageBytes / 2, step.numBlocks});
+      in.data.push_back(std::move(data));
+    }
+  }
+
+  /// One conv variant's random operands, the reference's output over
+  /// `cache` and the descriptors of the call (y is poisoned).
+  struct ConvRun {
+    ConvRun(std::mt19937_64 &rng, const Layout &layout, Stream s,
+            int64_t tokens, int64_t tokenStride)
+        : in(rng, layout, s, tokens, tokenStride), y(tokens, tokenStride),
+          expected(tokens, tokenStride) {}
+    ConvInputs in;
+    StreamData y, expected;
+    std::vector<std::unique_ptr<char[]>> keep;
+    void *xd = nullptr, *yd = nullptr;
+    Mem2 wd;
+    Mem1 bd;
+  };
+  std::unique_ptr<ConvRun> prepareConv(std::mt19937_64 &rng, const Compiled &c,
+                                       Stream s, const ConvVariant &v,
+                                       int64_t tokens, const Step &step,
+                                       uint16_t *cache) {
+    const Layout &layout = c.layout;
+    auto run = std::make_unique<ConvRun>(rng, layout, s, tokens,
+                                         tokenStride(layout, s));
+    ConvOptions options;
+    options.residual = v.residual;
+    options.silu = v.silu;
+    options.bias = v.bias ? run->in.bias.data : nullptr;
+    referenceConv(layout, s, run->in.x.view(), run->in.weights.data, step.meta,
+                  {cache, c.pageBytes / 2, step.numBlocks}, options,
+                  run->expected.mutableView());
+    run->xd = run->in.x.descriptor(layout, s, isFlat(s), tokens, run->keep);
+    run->yd = run->y.descriptor(layout, s, isFlat(s), tokens, run->keep);
+    run->wd = run->in.weightsDescriptor();
+    run->bd = run->in.biasDescriptor();
+    return run;
+  }
+  /// One conv variant on random operands over `cache`: `call` runs the
+  /// function on the run's descriptors, `corrupt` flips a bit afterwards
+  /// (the mutation tests). Compares the whole output buffer (the filler
+  /// between rows keeps its poison) with the reference, and the cache with
+  /// itself before.
+  template <typename CallFn>
+  ::testing::AssertionResult
+  convMatches(std::mt19937_64 &rng, const Compiled &c, Stream s,
+              const ConvVariant &v, int64_t tokens, const Step &step,
+              AlignedBuffer<uint16_t> &cache, Corrupt corrupt,
+              const std::string &what, CallFn call) {
+    std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
+    std::unique_ptr<ConvRun> run =
+        prepareConv(rng, c, s, v, tokens, step, cache.data);
+    call(*run);
+    AlignedBuffer<uint16_t> &y = run->y.buffer;
+    if (corrupt == Corrupt::Output)
+      y.data[y.size / 2] ^= 0x4000;
+    if (corrupt == Corrupt::Cache)
+      cache.data[cache.size / 2] ^= 0x4000;
+    if (auto same = sameBits(run->expected.buffer.data, y.data, y.size,
+                             v.silu ? 1 : 0, what);
+        !same)
+      return same;
+    return sameBits(cacheBefore.data(), cache.data, cache.size, 0,
+                    what + ": the conv wrote the cache");
   }
 };
 
@@ -254,22 +291,11 @@ LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
     AlignedBuffer<uint16_t> cache =
         makeCache(rng, layout, step, blockStride, kPoison);
     std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    std::vector<std::unique_ptr<StreamData>> inputs;
-    std::vector<std::unique_ptr<char[]>> keep;
-    void *args[4];
-    for (Stream s : kAllStreams) {
-      auto data = std::make_unique<StreamData>(tokens, tokenStride(layout, s));
-      for (size_t i = 0; i < data->buffer.size; ++i)
-        data->buffer.data[i] = randomBf16(rng, 8.0f);
-      args[static_cast<int>(s)] =
-          streamDescriptor(layout, s, isFlat(s), *data, tokens, keep);
-      referenceInsert(layout, s, data->view(), step.meta,
-                      {expected.data(), blockStride, step.numBlocks});
-      inputs.push_back(std::move(data));
-    }
+    InsertInputs in;
+    randomInsertInputs(rng, c, step, tokens, expected, in);
     Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
-    insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, args[0],
-           args[1], args[2], args[3]);
+    insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, in.args[0],
+           in.args[1], in.args[2], in.args[3]);
     if (corrupt == Corrupt::Cache)
       cache.data[cache.size / 2] ^= 0x4000;
     if (auto same =
@@ -296,61 +322,27 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                           void *, Mem2 *, Mem1 *, void *);
   int64_t blockStride = c.pageBytes / 2;
-  int64_t kernel = layout.config.kernel;
   for (Stream s : kAllStreams) {
     for (const ConvVariant &v : kVariants) {
       std::string name = std::string("conv_") + streamName(s) + "_" + v.name;
       auto conv = lookup<ConvFn>(*c.engine, name);
       if (!conv)
         return ::testing::AssertionFailure() << "no " << name;
-      int64_t channels = layout.headsPerRank * layout.range(s).width;
       for (int seed = 0; seed < seeds; ++seed) {
         std::mt19937_64 rng(7000 + seed * 31 + static_cast<int>(s));
         Step step = randomStep(rng, layout);
         int64_t tokens = step.meta.numTokens();
         AlignedBuffer<uint16_t> cache =
             makeCache(rng, layout, step, blockStride, kPoison);
-        std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
-        StreamData x(tokens, tokenStride(layout, s));
-        for (size_t i = 0; i < x.buffer.size; ++i)
-          x.buffer.data[i] = randomBf16(rng, 4.0f);
-        AlignedBuffer<uint16_t> weights(channels * kernel, 0);
-        for (size_t i = 0; i < weights.size; ++i)
-          weights.data[i] = randomBf16(rng, 1.0f);
-        AlignedBuffer<uint16_t> bias(channels, 0);
-        for (size_t i = 0; i < bias.size; ++i)
-          bias.data[i] = randomBf16(rng, 1.0f);
-        StreamData y(tokens, tokenStride(layout, s)); // poisoned
-        StreamData expected(tokens, tokenStride(layout, s));
-        ConvOptions options;
-        options.residual = v.residual;
-        options.silu = v.silu;
-        options.bias = v.bias ? bias.data : nullptr;
-        referenceConv(layout, s, x.view(), weights.data, step.meta,
-                      {cache.data, blockStride, step.numBlocks}, options,
-                      expected.mutableView());
-        std::vector<std::unique_ptr<char[]>> keep;
-        void *xd = streamDescriptor(layout, s, isFlat(s), x, tokens, keep);
-        void *yd = streamDescriptor(layout, s, isFlat(s), y, tokens, keep);
-        Mem2 wd = descriptor<uint16_t, 2>(weights.data, {channels, kernel},
-                                          {kernel, 1});
-        Mem1 bd = descriptor<uint16_t, 1>(bias.data, {channels}, {1});
         Call call =
             makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
-        conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, xd, &wd,
-             &bd, yd);
-        std::string what = name + " (seed " + std::to_string(seed) + ")";
-        if (corrupt == Corrupt::Output)
-          y.buffer.data[y.buffer.size / 2] ^= 0x4000;
-        if (corrupt == Corrupt::Cache)
-          cache.data[cache.size / 2] ^= 0x4000;
-        // The whole output buffer: the filler between rows keeps its poison.
-        if (auto same = sameBits(expected.buffer.data, y.buffer.data,
-                                 y.buffer.size, v.silu ? 1 : 0, what);
-            !same)
-          return same;
-        if (auto same = sameBits(cacheBefore.data(), cache.data, cache.size, 0,
-                                 what + ": the conv wrote the cache");
+        if (auto same = convMatches(
+                rng, c, s, v, tokens, step, cache, corrupt,
+                name + " (seed " + std::to_string(seed) + ")",
+                [&](ConvRun &run) {
+                  conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots,
+                       run.xd, &run.wd, &run.bd, run.yd);
+                });
             !same)
           return same;
       }
@@ -399,7 +391,6 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
   if (!c.engine)
     return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
-  const int64_t kernel = layout.config.kernel;
   int64_t blockStride = c.pageBytes / 2;
   using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                             MemI32 *, void *, void *, void *, void *);
@@ -417,22 +408,11 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
     AlignedBuffer<uint16_t> cache =
         makeCache(rng, layout, step, blockStride, kPoison);
     std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    std::vector<std::unique_ptr<StreamData>> inputs;
-    std::vector<std::unique_ptr<char[]>> keep;
-    void *args[4];
-    for (Stream s : kAllStreams) {
-      auto data = std::make_unique<StreamData>(tokens, tokenStride(layout, s));
-      for (size_t i = 0; i < data->buffer.size; ++i)
-        data->buffer.data[i] = randomBf16(rng, 8.0f);
-      args[static_cast<int>(s)] =
-          streamDescriptor(layout, s, isFlat(s), *data, tokens, keep);
-      referenceInsert(layout, s, data->view(), step.meta,
-                      {expected.data(), blockStride, step.numBlocks});
-      inputs.push_back(std::move(data));
-    }
+    InsertInputs in;
+    randomInsertInputs(rng, c, step, tokens, expected, in);
     Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
-           args[0], args[1], args[2], args[3]);
+           in.args[0], in.args[1], in.args[2], in.args[3]);
     if (auto same = sameBits(expected.data(), cache.data, cache.size, 0,
                              "cache after a padded insert (seed " +
                                  std::to_string(seed) + ")");
@@ -440,46 +420,19 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
       return same;
 
     for (Stream s : kAllStreams) {
-      int64_t channels = layout.headsPerRank * layout.range(s).width;
       for (const ConvVariant &v : kVariants) {
         std::string name =
             std::string("padded_conv_") + streamName(s) + "_" + v.name;
         auto conv = lookup<ConvFn>(*c.engine, name);
         if (!conv)
           return ::testing::AssertionFailure() << "no " << name;
-        std::vector<uint16_t> cacheBefore(cache.data, cache.data + cache.size);
-        StreamData x(tokens, tokenStride(layout, s));
-        for (size_t i = 0; i < x.buffer.size; ++i)
-          x.buffer.data[i] = randomBf16(rng, 4.0f);
-        AlignedBuffer<uint16_t> weights(channels * kernel, 0);
-        for (size_t i = 0; i < weights.size; ++i)
-          weights.data[i] = randomBf16(rng, 1.0f);
-        AlignedBuffer<uint16_t> bias(channels, 0);
-        for (size_t i = 0; i < bias.size; ++i)
-          bias.data[i] = randomBf16(rng, 1.0f);
-        StreamData y(tokens, tokenStride(layout, s));
-        StreamData want(tokens, tokenStride(layout, s));
-        ConvOptions options;
-        options.residual = v.residual;
-        options.silu = v.silu;
-        options.bias = v.bias ? bias.data : nullptr;
-        referenceConv(layout, s, x.view(), weights.data, step.meta,
-                      {cache.data, blockStride, step.numBlocks}, options,
-                      want.mutableView());
-        void *xd = streamDescriptor(layout, s, isFlat(s), x, tokens, keep);
-        void *yd = streamDescriptor(layout, s, isFlat(s), y, tokens, keep);
-        Mem2 wd = descriptor<uint16_t, 2>(weights.data, {channels, kernel},
-                                          {kernel, 1});
-        Mem1 bd = descriptor<uint16_t, 1>(bias.data, {channels}, {1});
-        conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
-             xd, &wd, &bd, yd);
-        std::string what = name + " (seed " + std::to_string(seed) + ")";
-        if (auto same = sameBits(want.buffer.data, y.buffer.data, y.buffer.size,
-                                 v.silu ? 1 : 0, what);
-            !same)
-          return same;
-        if (auto same = sameBits(cacheBefore.data(), cache.data, cache.size, 0,
-                                 what + ": the conv wrote the cache");
+        if (auto same = convMatches(
+                rng, c, s, v, tokens, step, cache, Corrupt::Nothing,
+                name + " (seed " + std::to_string(seed) + ")",
+                [&](ConvRun &run) {
+                  conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots,
+                       &seqDesc, run.xd, &run.wd, &run.bd, run.yd);
+                });
             !same)
           return same;
       }
@@ -524,8 +477,30 @@ TEST_P(LowerToCPUMutationTest, ConvCompareSeesAWrittenCache) {
       << r.message();
 }
 
+/// A step of bad ids: one sequence decoding at position 2*N + 1 (its
+/// history, when W > 1, starts in logical block 1 or 2) whose every logical
+/// block maps to block 99 (out of range), plus a second 3-token chunk.
+/// Token 0's slot is beyond the cache; token 1's is -1 (fine); token 2's -7
+/// (bad); token 3 (sequence 1, position 2) has its own slot `ownSlot`, in
+/// block block_table[1][2 / N] = 1.
+Step outOfRangeStep(const Layout &layout, int64_t ownSlot) {
+  int64_t n = layout.blockSize;
+  Step step;
+  int64_t nc = 2 * n + 1;
+  step.meta.queryStartLoc = {0, 1, 4};
+  step.meta.numComputed = {static_cast<int32_t>(nc), 0};
+  step.meta.blockTableWidth = 3 + 3 / n + 1;
+  step.numBlocks = 6;
+  step.meta.blockTable.assign(2 * step.meta.blockTableWidth, 1);
+  for (int64_t j = 0; j < step.meta.blockTableWidth; ++j)
+    step.meta.blockTable[j] = 99;
+  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, ownSlot};
+  return step;
+}
+
 /// checked=true: out-of-range slots and block ids are skipped and reported
-/// in the status buffer; in-range accesses still happen.
+/// in the status buffer [count, kind, token, value, limit]; in-range
+/// accesses still happen.
 TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   Compiled &c = compiled(/*checked=*/true);
   ASSERT_TRUE(c.checkedEngine);
@@ -540,48 +515,27 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   int64_t blockStride = c.pageBytes / 2;
   int64_t n = layout.blockSize, kernel = layout.config.kernel;
   Stream s = Stream::K;
-  int64_t channels = layout.headsPerRank * layout.range(s).width;
 
-  std::mt19937_64 rng(42);
-  // One sequence decoding at position 2*N + 1 (its history, when W > 1,
-  // starts in logical block 1 or 2), plus a second 3-token chunk.
-  Step step;
-  int64_t nc = 2 * n + 1;
-  step.meta.queryStartLoc = {0, 1, 4};
-  step.meta.numComputed = {static_cast<int32_t>(nc), 0};
-  step.meta.blockTableWidth = 3 + 3 / n + 1;
-  step.numBlocks = 6;
-  step.meta.blockTable.assign(2 * step.meta.blockTableWidth, 1);
-  // Sequence 0: every logical block maps to block 99: out of range.
-  for (int64_t j = 0; j < step.meta.blockTableWidth; ++j)
-    step.meta.blockTable[j] = 99;
-  // Token 0: slot beyond the cache; token 1: -1 (fine); token 2: -7 (bad);
-  // token 3 (sequence 1, position 2): its own slot, in block
-  // block_table[1][2 / N] = 1.
   int64_t own = 1 * n + 2 % n;
-  step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
+  Step step = outOfRangeStep(layout, own);
   AlignedBuffer<uint16_t> cache(step.numBlocks * blockStride, kPoison);
   std::vector<uint16_t> before(cache.data, cache.data + cache.size);
-  StreamData x(4, tokenStride(layout, s));
-  for (size_t i = 0; i < x.buffer.size; ++i)
-    x.buffer.data[i] = randomBf16(rng, 4.0f);
+  std::mt19937_64 rng(42);
+  ConvInputs in(rng, layout, s, 4, tokenStride(layout, s));
   std::vector<std::unique_ptr<char[]>> keep;
-  void *xd = streamDescriptor(layout, s, false, x, 4, keep);
+  void *xd = in.x.descriptor(layout, s, false, 4, keep);
   std::vector<int64_t> status(5, 0);
   MemI64 sd = descriptor<int64_t, 1>(status.data(), {5}, {1});
   Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
   insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &sd, xd);
   // Two bad tokens; the first one reported is token 0 (the CPU runs the
   // loops in order): kind 1 (slot), its slot, the limit num_blocks * N.
-  EXPECT_EQ(status[0], 2);
-  EXPECT_EQ(status[1], 1);
-  EXPECT_EQ(status[2], 0);
-  EXPECT_EQ(status[3], step.numBlocks * n + 1);
-  EXPECT_EQ(status[4], step.numBlocks * n);
+  EXPECT_EQ(status, (std::vector<int64_t>{2, 1, 0, step.numBlocks * n + 1,
+                                          step.numBlocks * n}));
   // Only token 3's row was written.
   StepMetadata valid = step.meta;
   valid.slotMapping = {-1, -1, -1, own};
-  referenceInsert(layout, s, x.view(), valid,
+  referenceInsert(layout, s, in.x.view(), valid,
                   {before.data(), blockStride, step.numBlocks});
   EXPECT_TRUE(
       sameBits(before.data(), cache.data, cache.size, 0, "checked insert"));
@@ -594,33 +548,22 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   std::fill(status.begin(), status.end(), 0);
   Call wrong = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
   insert(&wrong.cache, &wrong.qsl, &wrong.nc, &wrong.bt, &wrong.slots, &sd, xd);
-  EXPECT_EQ(status[0], 1);
-  EXPECT_EQ(status[1], 4);
-  EXPECT_EQ(status[2], 3);
-  EXPECT_EQ(status[3], 2 * n + 1);
-  EXPECT_EQ(status[4], own);
+  EXPECT_EQ(status, (std::vector<int64_t>{1, 4, 3, 2 * n + 1, own}));
   EXPECT_TRUE(sameBits(afterFirst.data(), cache.data, cache.size, 0,
                        "checked insert of a slot that is not the token's"));
   step.meta.slotMapping = {step.numBlocks * n + 1, -1, -7, own};
 
   if (kernel == 1)
     return; // no history taps, no block ids to check
-  AlignedBuffer<uint16_t> weights(channels * kernel, 0);
-  for (size_t i = 0; i < weights.size; ++i)
-    weights.data[i] = randomBf16(rng, 1.0f);
-  Mem2 wd =
-      descriptor<uint16_t, 2>(weights.data, {channels, kernel}, {kernel, 1});
+  Mem2 wd = in.weightsDescriptor();
   StreamData y(4, tokenStride(layout, s));
-  void *yd = streamDescriptor(layout, s, false, y, 4, keep);
+  void *yd = y.descriptor(layout, s, false, 4, keep);
   std::fill(status.begin(), status.end(), 0);
   conv(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &sd, xd, &wd,
        yd);
   // Token 0 reads W-1 history taps, all through block 99.
-  EXPECT_EQ(status[0], kernel - 1);
-  EXPECT_EQ(status[1], 2);
-  EXPECT_EQ(status[2], 0);
-  EXPECT_EQ(status[3], 99);
-  EXPECT_EQ(status[4], step.numBlocks);
+  EXPECT_EQ(status,
+            (std::vector<int64_t>{kernel - 1, 2, 0, 99, step.numBlocks}));
 }
 
 // kv_heads 8 / head_dim 128 / hidden 4096 / kernel 4 is the real model; the

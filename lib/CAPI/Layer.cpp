@@ -394,6 +394,18 @@ std::string statusReport(const std::array<int64_t, kStatusWords> &status) {
          "; outputs are incomplete";
 }
 
+/// A copy either way: the arguments checked, then `run(driver)`.
+template <typename Run>
+inkling_status_t copy(inkling_cuda_t *cuda, const void *host, size_t bytes,
+                      char *error, size_t errorCapacity, Run run) {
+  if (!cuda || (!host && bytes))
+    return fail(error, errorCapacity, StatusCode::InvalidArgument,
+                !cuda ? "cuda is null" : "host is null");
+  if (Status s = run(*cuda->driver); !s)
+    return fail(error, errorCapacity, s);
+  return INKLING_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -612,23 +624,19 @@ inkling_status_t inklingCudaFree(inkling_cuda_t *cuda, uint64_t address) {
 inkling_status_t inklingCudaCopyToDevice(inkling_cuda_t *cuda, uint64_t device,
                                          const void *host, size_t bytes,
                                          char *error, size_t errorCapacity) {
-  if (!cuda || (!host && bytes))
-    return fail(error, errorCapacity, StatusCode::InvalidArgument,
-                !cuda ? "cuda is null" : "host is null");
-  if (Status s = cuda->driver->copyToDevice(device, host, bytes); !s)
-    return fail(error, errorCapacity, s);
-  return INKLING_OK;
+  return copy(cuda, host, bytes, error, errorCapacity,
+              [&](cuda::Driver &driver) {
+                return driver.copyToDevice(device, host, bytes);
+              });
 }
 
 inkling_status_t inklingCudaCopyToHost(inkling_cuda_t *cuda, void *host,
                                        uint64_t device, size_t bytes,
                                        char *error, size_t errorCapacity) {
-  if (!cuda || (!host && bytes))
-    return fail(error, errorCapacity, StatusCode::InvalidArgument,
-                !cuda ? "cuda is null" : "host is null");
-  if (Status s = cuda->driver->copyToHost(host, device, bytes); !s)
-    return fail(error, errorCapacity, s);
-  return INKLING_OK;
+  return copy(cuda, host, bytes, error, errorCapacity,
+              [&](cuda::Driver &driver) {
+                return driver.copyToHost(host, device, bytes);
+              });
 }
 
 } // extern "C"

@@ -127,186 +127,239 @@ FailureOr<DictionaryAttr> describeArg(Builder &b, Type type,
   return b.getDictionaryAttr(entries);
 }
 
-struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
+/// A launch's grid and block: constants, or the token count T (dim 0 of
+/// kernel argument `tokensArg`) for a grid size.
+struct LaunchShape {
+  SmallVector<Attribute> grid, block;
+  std::optional<int64_t> tokensArg;
+};
 
+/// Records the launches of one module into `inkling.kernels` entries, one
+/// launch at a time; each step emits its own error on the launch.
+class KernelRecorder {
+public:
+  explicit KernelRecorder(ModuleOp module)
+      : b(module.getContext()), symbols(module) {}
+
+  LogicalResult record(FunctionOpInterface host, mlir::gpu::LaunchFuncOp launch,
+                       int index);
+  ArrayAttr entries() { return b.getArrayAttr(recorded); }
+
+private:
+  FailureOr<std::string> renameKernel(FunctionOpInterface host,
+                                      mlir::gpu::LaunchFuncOp launch,
+                                      mlir::gpu::GPUModuleOp gpuModule,
+                                      mlir::gpu::GPUFuncOp kernel,
+                                      DictionaryAttr info, int index);
+  LogicalResult describeArgs(FunctionOpInterface host,
+                             mlir::gpu::LaunchFuncOp launch,
+                             mlir::gpu::GPUFuncOp kernel,
+                             SmallVectorImpl<Attribute> &args,
+                             SmallVectorImpl<int64_t> &hostIndex);
+  FailureOr<LaunchShape> describeShape(mlir::gpu::LaunchFuncOp launch);
+  std::string opKey(DictionaryAttr info, StringRef name);
+  std::string fullKey(FunctionOpInterface host, StringRef key,
+                      mlir::gpu::GPUFuncOp kernel, ArrayRef<Attribute> block);
+
+  Builder b;
+  SymbolTable symbols;
+  SmallVector<Attribute> recorded;
+  llvm::StringSet<> used;
+};
+
+LogicalResult KernelRecorder::record(FunctionOpInterface host,
+                                     mlir::gpu::LaunchFuncOp launch,
+                                     int index) {
+  auto gpuModule =
+      symbols.lookup<mlir::gpu::GPUModuleOp>(launch.getKernelModuleName());
+  auto kernel =
+      gpuModule
+          ? gpuModule.lookupSymbol<mlir::gpu::GPUFuncOp>(launch.getKernelName())
+          : nullptr;
+  if (!kernel)
+    return launch.emitOpError() << "refers to no outlined gpu.func";
+  DictionaryAttr info = findOpInfo(launch.getLoc());
+  if (!info)
+    info = findOpInfo(kernel.getLoc());
+
+  FailureOr<std::string> name =
+      renameKernel(host, launch, gpuModule, kernel, info, index);
+  if (failed(name))
+    return failure();
+  SmallVector<Attribute> args;
+  SmallVector<int64_t> hostIndex;
+  if (failed(describeArgs(host, launch, kernel, args, hostIndex)))
+    return failure();
+  FailureOr<LaunchShape> shape = describeShape(launch);
+  if (failed(shape))
+    return failure();
+  std::string key = opKey(info, *name);
+
+  SmallVector<NamedAttribute> entry = {
+      b.getNamedAttr(mk::kName, b.getStringAttr(*name)),
+      b.getNamedAttr(mk::kHost, b.getStringAttr(host.getName())),
+      b.getNamedAttr("launch_index", b.getI64IntegerAttr(index)),
+      b.getNamedAttr("op_key", b.getStringAttr(key)),
+      b.getNamedAttr(mk::kKey,
+                     b.getStringAttr(fullKey(host, key, kernel, shape->block))),
+      b.getNamedAttr(mk::kArgs, b.getArrayAttr(args)),
+      b.getNamedAttr(mk::kHostArgs, b.getI64ArrayAttr(hostIndex)),
+      b.getNamedAttr(mk::kGrid, b.getArrayAttr(shape->grid)),
+      b.getNamedAttr(mk::kBlock, b.getArrayAttr(shape->block)),
+  };
+  if (shape->tokensArg)
+    entry.push_back(
+        b.getNamedAttr(mk::kTokensArg, b.getI64IntegerAttr(*shape->tokensArg)));
+  if (info) {
+    entry.push_back(b.getNamedAttr(mk::kOp, info.get(kOpInfoKey)));
+    entry.push_back(b.getNamedAttr(mk::kStreams, info.get("streams")));
+    entry.push_back(b.getNamedAttr(mk::kLayout, info.get("layout")));
+    entry.push_back(b.getNamedAttr(mk::kAttributes, info.get("attributes")));
+  }
+  recorded.push_back(b.getDictionaryAttr(entry));
+  return success();
+}
+
+/// Gives the kernel and its module a readable, unique name,
+/// <host>_k<i>_<op>_<streams>, and points the launch at it.
+FailureOr<std::string> KernelRecorder::renameKernel(
+    FunctionOpInterface host, mlir::gpu::LaunchFuncOp launch,
+    mlir::gpu::GPUModuleOp gpuModule, mlir::gpu::GPUFuncOp kernel,
+    DictionaryAttr info, int index) {
+  std::string name = (host.getName() + "_k" + Twine(index)).str();
+  if (info) {
+    StringRef op = cast<StringAttr>(info.get(kOpInfoKey)).getValue();
+    op.consume_front("sconv.");
+    name += "_" + op.str();
+    for (Attribute s : cast<ArrayAttr>(info.get("streams")))
+      name += "_" + cast<StringAttr>(s).getValue().str();
+  }
+  while (used.contains(name) ||
+         (symbols.lookup(name) && symbols.lookup(name) != gpuModule))
+    name += "_";
+  used.insert(name);
+  if (failed(symbols.rename(gpuModule, name)))
+    return launch.emitOpError()
+           << "could not rename its kernel module to " << name;
+  SymbolTable::setSymbolName(kernel, name);
+  launch.setKernelAttr(SymbolRefAttr::get(
+      b.getStringAttr(name), {FlatSymbolRefAttr::get(b.getStringAttr(name))}));
+  return name;
+}
+
+/// The argument ABI: every kernel argument is a host argument, described
+/// with the base alignment the kernel's accesses assume.
+LogicalResult KernelRecorder::describeArgs(
+    FunctionOpInterface host, mlir::gpu::LaunchFuncOp launch,
+    mlir::gpu::GPUFuncOp kernel, SmallVectorImpl<Attribute> &args,
+    SmallVectorImpl<int64_t> &hostIndex) {
+  auto err = [&]() { return launch.emitOpError(); };
+  for (Value operand : launch.getKernelOperands()) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner() != &host.getFunctionBody().front())
+      return err() << "passes a value that is not an argument of "
+                   << host.getName()
+                   << " to its kernel; the manifest's ABI binds host "
+                      "arguments only (is an op with side effects computing "
+                      "it on the host?)";
+    FailureOr<DictionaryAttr> desc = describeArg(b, operand.getType(), err);
+    if (failed(desc))
+      return failure();
+    // The lowering's contract: 16 bytes where it emits aligned vector
+    // accesses; at least the element size. The launcher checks it.
+    NamedAttrList described(*desc);
+    int64_t align = std::max<int64_t>(
+        cast<IntegerAttr>(described.get(mk::kElementBytes)).getInt(),
+        claimedAlignment(kernel.getArgument(args.size())));
+    described.set(mk::kAlign, b.getI64IntegerAttr(align));
+    args.push_back(described.getDictionary(b.getContext()));
+    hostIndex.push_back(arg.getArgNumber());
+  }
+  return success();
+}
+
+/// The grid rule: constants, or T, the size of dim 0 of a kernel argument
+/// (the stream input's token count); the block: constants.
+FailureOr<LaunchShape>
+KernelRecorder::describeShape(mlir::gpu::LaunchFuncOp launch) {
+  LaunchShape shape;
+  auto kernelOperands = launch.getKernelOperands();
+  Value gridValues[] = {launch.getGridSizeX(), launch.getGridSizeY(),
+                        launch.getGridSizeZ()};
+  for (Value v : gridValues) {
+    if (std::optional<int64_t> c = constantOf(v)) {
+      shape.grid.push_back(b.getI64IntegerAttr(*c));
+      continue;
+    }
+    auto dim = v.getDefiningOp<memref::DimOp>();
+    std::optional<int64_t> dimIndex =
+        dim ? constantOf(dim.getIndex()) : std::nullopt;
+    auto it = dim ? llvm::find(kernelOperands, dim.getSource())
+                  : kernelOperands.end();
+    int64_t position = it - kernelOperands.begin();
+    if (!dimIndex || *dimIndex != 0 || it == kernelOperands.end() ||
+        (shape.tokensArg && *shape.tokensArg != position))
+      return launch.emitOpError()
+             << "has a grid size that is neither a constant nor the "
+                "token count (dim 0 of a kernel argument)";
+    shape.tokensArg = position;
+    shape.grid.push_back(b.getStringAttr(mk::kTokensGrid));
+  }
+  Value blockValues[] = {launch.getBlockSizeX(), launch.getBlockSizeY(),
+                         launch.getBlockSizeZ()};
+  for (Value v : blockValues) {
+    std::optional<int64_t> c = constantOf(v);
+    if (!c)
+      return launch.emitOpError() << "has a block size that is not a constant";
+    shape.block.push_back(b.getI64IntegerAttr(*c));
+  }
+  return shape;
+}
+
+/// What the kernel computes and its ABI, not where.
+std::string KernelRecorder::opKey(DictionaryAttr info, StringRef name) {
+  if (!info)
+    return "unknown:" + name.str();
+  return cast<StringAttr>(info.get(kOpInfoKey)).getValue().str() + "|" +
+         printed(info.get("streams")) + "|" +
+         cast<StringAttr>(info.get("layout")).getValue().str() + "|" +
+         cast<StringAttr>(info.get("attributes")).getValue().str() + "|" +
+         cast<StringAttr>(info.get("signature")).getValue().str();
+}
+
+/// The dedupe key: the op key, which of that op's nests on this host this
+/// kernel is (several nests of one op: the i-th kernel of that op), and the
+/// kernel's type and block.
+std::string KernelRecorder::fullKey(FunctionOpInterface host, StringRef key,
+                                    mlir::gpu::GPUFuncOp kernel,
+                                    ArrayRef<Attribute> block) {
+  int64_t part = 0;
+  for (Attribute e : recorded) {
+    auto d = cast<DictionaryAttr>(e);
+    if (cast<StringAttr>(d.get(mk::kHost)).getValue() == host.getName() &&
+        cast<StringAttr>(d.get("op_key")).getValue() == key)
+      ++part;
+  }
+  return key.str() + "|part" + std::to_string(part) + "|" +
+         printed(kernel.getFunctionType()) + "|" +
+         printed(b.getArrayAttr(block));
+}
+
+struct RecordKernelsPass : impl::RecordKernelsPassBase<RecordKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    Builder b(&getContext());
-    SymbolTable symbols(module);
-    SmallVector<Attribute> entries;
-    llvm::StringSet<> used;
-    bool bad = false;
-
-    module.walk([&](FunctionOpInterface host) {
-      if (bad)
-        return;
+    KernelRecorder recorder(module);
+    WalkResult result = module.walk([&](FunctionOpInterface host) {
       int index = 0;
-      host.walk([&](mlir::gpu::LaunchFuncOp launch) {
-        if (bad)
-          return;
-        auto err = [&]() { return launch.emitOpError(); };
-        auto gpuModule = symbols.lookup<mlir::gpu::GPUModuleOp>(
-            launch.getKernelModuleName());
-        auto kernel = gpuModule ? gpuModule.lookupSymbol<mlir::gpu::GPUFuncOp>(
-                                      launch.getKernelName())
-                                : nullptr;
-        if (!kernel) {
-          err() << "refers to no outlined gpu.func";
-          bad = true;
-          return;
-        }
-        DictionaryAttr info = findOpInfo(launch.getLoc());
-        if (!info)
-          info = findOpInfo(kernel.getLoc());
-
-        // A readable, unique name: <host>_k<i>_<op>_<streams>.
-        std::string name = (host.getName() + "_k" + Twine(index)).str();
-        if (info) {
-          StringRef op = cast<StringAttr>(info.get(kOpInfoKey)).getValue();
-          op.consume_front("sconv.");
-          name += "_" + op.str();
-          for (Attribute s : cast<ArrayAttr>(info.get("streams")))
-            name += "_" + cast<StringAttr>(s).getValue().str();
-        }
-        while (used.contains(name) ||
-               (symbols.lookup(name) && symbols.lookup(name) != gpuModule))
-          name += "_";
-        used.insert(name);
-        if (failed(symbols.rename(gpuModule, name))) {
-          err() << "could not rename its kernel module to " << name;
-          bad = true;
-          return;
-        }
-        SymbolTable::setSymbolName(kernel, name);
-        launch.setKernelAttr(SymbolRefAttr::get(
-            b.getStringAttr(name),
-            {FlatSymbolRefAttr::get(b.getStringAttr(name))}));
-
-        // The argument ABI: every kernel argument is a host argument.
-        auto hostArgs = host.getArguments();
-        SmallVector<Attribute> args;
-        SmallVector<int64_t> hostIndex;
-        for (Value operand : launch.getKernelOperands()) {
-          auto arg = dyn_cast<BlockArgument>(operand);
-          if (!arg || arg.getOwner() != &host.getFunctionBody().front()) {
-            err() << "passes a value that is not an argument of "
-                  << host.getName()
-                  << " to its kernel; the manifest's ABI binds host "
-                     "arguments only (is an op with side effects computing "
-                     "it on the host?)";
-            bad = true;
-            return;
-          }
-          FailureOr<DictionaryAttr> desc =
-              describeArg(b, operand.getType(), err);
-          if (::mlir::failed(desc)) {
-            bad = true;
-            return;
-          }
-          // The base alignment the kernel's accesses assume (the
-          // lowering's contract: 16 bytes where it emits aligned vector
-          // accesses), at least the element size; the launcher checks it.
-          NamedAttrList described(*desc);
-          int64_t align = std::max<int64_t>(
-              cast<IntegerAttr>(described.get(mk::kElementBytes)).getInt(),
-              claimedAlignment(kernel.getArgument(args.size())));
-          described.set(mk::kAlign, b.getI64IntegerAttr(align));
-          args.push_back(described.getDictionary(b.getContext()));
-          hostIndex.push_back(arg.getArgNumber());
-        }
-        (void)hostArgs;
-
-        // The grid rule: constants, or T, the size of dim 0 of a kernel
-        // argument (the stream input's token count).
-        SmallVector<Attribute> grid, block;
-        std::optional<std::pair<int64_t, int64_t>> tokens;
-        Value gridValues[] = {launch.getGridSizeX(), launch.getGridSizeY(),
-                              launch.getGridSizeZ()};
-        for (Value v : gridValues) {
-          if (std::optional<int64_t> c = constantOf(v)) {
-            grid.push_back(b.getI64IntegerAttr(*c));
-            continue;
-          }
-          auto dim = v.getDefiningOp<memref::DimOp>();
-          std::optional<int64_t> dimIndex =
-              dim ? constantOf(dim.getIndex()) : std::nullopt;
-          auto kernelOperands = launch.getKernelOperands();
-          auto it = dim ? llvm::find(kernelOperands, dim.getSource())
-                        : kernelOperands.end();
-          if (!dimIndex || *dimIndex != 0 || it == kernelOperands.end() ||
-              (tokens && tokens->first != it - kernelOperands.begin())) {
-            err() << "has a grid size that is neither a constant nor the "
-                     "token count (dim 0 of a kernel argument)";
-            bad = true;
-            return;
-          }
-          tokens = std::make_pair(
-              static_cast<int64_t>(it - kernelOperands.begin()), int64_t(0));
-          grid.push_back(b.getStringAttr(mk::kTokensGrid));
-        }
-        Value blockValues[] = {launch.getBlockSizeX(), launch.getBlockSizeY(),
-                               launch.getBlockSizeZ()};
-        for (Value v : blockValues) {
-          std::optional<int64_t> c = constantOf(v);
-          if (!c) {
-            err() << "has a block size that is not a constant";
-            bad = true;
-            return;
-          }
-          block.push_back(b.getI64IntegerAttr(*c));
-        }
-
-        // Dedupe key: what the kernel computes and its ABI, not where.
-        std::string key;
-        if (info) {
-          key = cast<StringAttr>(info.get(kOpInfoKey)).getValue().str() + "|" +
-                printed(info.get("streams")) + "|" +
-                cast<StringAttr>(info.get("layout")).getValue().str() + "|" +
-                cast<StringAttr>(info.get("attributes")).getValue().str() +
-                "|" + cast<StringAttr>(info.get("signature")).getValue().str();
-        } else {
-          key = "unknown:" + name;
-        }
-        // Several nests of one op: the i-th kernel of that op.
-        int64_t part = 0;
-        for (Attribute e : entries) {
-          auto d = cast<DictionaryAttr>(e);
-          if (cast<StringAttr>(d.get(mk::kHost)).getValue() == host.getName() &&
-              cast<StringAttr>(d.get("op_key")).getValue() == key)
-            ++part;
-        }
-        std::string fullKey = key + "|part" + std::to_string(part) + "|" +
-                              printed(kernel.getFunctionType()) + "|" +
-                              printed(b.getArrayAttr(block));
-
-        SmallVector<NamedAttribute> entry = {
-            b.getNamedAttr(mk::kName, b.getStringAttr(name)),
-            b.getNamedAttr(mk::kHost, b.getStringAttr(host.getName())),
-            b.getNamedAttr("launch_index", b.getI64IntegerAttr(index)),
-            b.getNamedAttr("op_key", b.getStringAttr(key)),
-            b.getNamedAttr(mk::kKey, b.getStringAttr(fullKey)),
-            b.getNamedAttr(mk::kArgs, b.getArrayAttr(args)),
-            b.getNamedAttr(mk::kHostArgs, b.getI64ArrayAttr(hostIndex)),
-            b.getNamedAttr(mk::kGrid, b.getArrayAttr(grid)),
-            b.getNamedAttr(mk::kBlock, b.getArrayAttr(block)),
-        };
-        if (tokens)
-          entry.push_back(b.getNamedAttr(mk::kTokensArg,
-                                         b.getI64IntegerAttr(tokens->first)));
-        if (info) {
-          entry.push_back(b.getNamedAttr(mk::kOp, info.get(kOpInfoKey)));
-          entry.push_back(b.getNamedAttr(mk::kStreams, info.get("streams")));
-          entry.push_back(b.getNamedAttr(mk::kLayout, info.get("layout")));
-          entry.push_back(
-              b.getNamedAttr(mk::kAttributes, info.get("attributes")));
-        }
-        entries.push_back(b.getDictionaryAttr(entry));
-        ++index;
+      return host.walk([&](mlir::gpu::LaunchFuncOp launch) {
+        return failed(recorder.record(host, launch, index++))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       });
     });
-    if (bad)
+    if (result.wasInterrupted())
       return signalPassFailure();
-    module->setAttr(kKernelsAttrName, b.getArrayAttr(entries));
+    module->setAttr(kKernelsAttrName, recorder.entries());
   }
 };
 

@@ -1,0 +1,200 @@
+//===- Compile.cpp - Lower and JIT a layer function, or emit its kernels --===//
+//
+// LayerProgram::compile (`inkling-lower-to-cpu` and MLIR's ExecutionEngine)
+// and LayerProgram::compileKernels (`inkling-lower-to-nvvm` and the kernel
+// bundle), with what both share: the fusion option and checked mode's
+// status argument.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LayerProgramImpl.h"
+
+#include "inkling/Dialect/SConv/IR/SConvOps.h"
+#include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/GPU/Passes.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+#include <omp.h>
+
+using namespace inkling;
+using namespace inkling::exec;
+
+namespace {
+
+/// Parses a --fusion value; empty leaves `strategy` unset (the pipeline's
+/// default).
+bool parseFusion(const std::string &name,
+                 std::optional<sconv::FusionStrategy> &strategy,
+                 std::string &error) {
+  if (name.empty())
+    return true;
+  strategy = sconv::parseFusionStrategy(name);
+  if (!strategy)
+    error = "--fusion=" + name +
+            ": unknown strategy (conv-insert, packed-inserts, none)";
+  return strategy.has_value();
+}
+
+/// Makes libomp's symbols global in the process (LLVM loads it
+/// RTLD_GLOBAL), once.
+bool makeOpenMPVisible(std::string &error) {
+  static std::string loadError = [] {
+    std::string message;
+    if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(
+            INKLING_OPENMP_LIBRARY, &message))
+      return "cannot load LLVM's OpenMP runtime " +
+             std::string(INKLING_OPENMP_LIBRARY) + " (" + message +
+             "): compile with threads = 1, or install libomp-22-dev";
+    return std::string();
+  }();
+  error = loadError;
+  return loadError.empty();
+}
+
+} // namespace
+
+/// Checked mode reports into a status buffer: gives the step one, as a new
+/// last argument of the function, when it has none.
+bool LayerProgram::Impl::addStatusArgument(std::string &error) {
+  if (sig.status >= 0)
+    return true;
+  mlir::MLIRContext &ctx = context();
+  sconv::StepOp step;
+  func.walk([&](sconv::StepOp s) { step = s; });
+  auto type = mlir::MemRefType::get({mlir::ShapedType::kDynamic},
+                                    mlir::IntegerType::get(&ctx, 64));
+  unsigned index = func.getNumArguments();
+  if (mlir::failed(func.insertArgument(
+          index, type, mlir::DictionaryAttr::get(&ctx), func.getLoc()))) {
+    error = path + ": cannot add a status argument to @" + sig.function;
+    return false;
+  }
+  step.getStatusMutable().assign(func.getArgument(index));
+  ArgInfo arg;
+  arg.role = ArgRole::Status;
+  arg.element = ElementKind::I64;
+  arg.shape = {kDynamic};
+  arg.strides = {1};
+  arg.type = typeString(type);
+  sig.args.push_back(arg);
+  sig.status = static_cast<int>(index);
+  return true;
+}
+
+/// What compile and compileKernels do first: checked mode's status
+/// argument and the fusion strategy.
+bool LayerProgram::Impl::prepareLowering(
+    const CompileOptions &options,
+    std::optional<sconv::FusionStrategy> &strategy, std::string &error) {
+  if (options.checked && options.addStatus && !addStatusArgument(error))
+    return false;
+  return parseFusion(options.fusion, strategy, error);
+}
+
+// The threaded nests call libomp's __kmpc_* entry points, which the JIT
+// resolves among the process's global symbols: this library links libomp
+// (and this call keeps the link); `makeOpenMPVisible` covers a process that
+// loaded this library with local symbols.
+int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
+
+bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
+  Impl &impl = *impl_;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  mlir::MLIRContext &ctx = context();
+  FirstError diag(ctx);
+
+  std::optional<sconv::FusionStrategy> strategy;
+  if (!impl.prepareLowering(options, strategy, error))
+    return false;
+  if (options.threads != 1 && !makeOpenMPVisible(error))
+    return false;
+  mlir::PassManager pm(&ctx);
+  LowerToCPUOptions lower;
+  lower.checked = options.checked;
+  lower.emitCInterface = true;
+  lower.threads = options.threads;
+  lower.minParallelIterations = options.minParallelIterations;
+  if (strategy)
+    lower.fusion = *strategy;
+  buildLowerToCPUPipeline(pm, lower);
+  if (mlir::failed(pm.run(*impl.module))) {
+    error = diag.message.empty() ? impl.path + ": inkling-lower-to-cpu failed"
+                                 : diag.message;
+    return false;
+  }
+  // The transformer outlives create() (the options hold a function_ref).
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      mlir::makeOptimizingTransformer(options.optLevel, 0, nullptr);
+  mlir::ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  auto engine = mlir::ExecutionEngine::create(*impl.module, engineOptions);
+  if (!engine) {
+    llvm::raw_string_ostream os(error);
+    os << impl.path << ": ExecutionEngine: " << engine.takeError();
+    return false;
+  }
+  impl.engine = std::move(*engine);
+  auto fn = impl.engine->lookupPacked("_mlir_ciface_" + impl.sig.function);
+  if (!fn) {
+    llvm::raw_string_ostream os(error);
+    os << impl.path << ": no C interface for @" << impl.sig.function << ": "
+       << fn.takeError();
+    return false;
+  }
+  impl.packed = *fn;
+  return true;
+}
+
+bool LayerProgram::compileKernels(const CompileOptions &options,
+                                  const KernelTarget &target,
+                                  KernelFiles &bundle, std::string &error) {
+  Impl &impl = *impl_;
+  mlir::MLIRContext &ctx = context();
+  FirstError diag(ctx);
+  if (!gpu::isKnownNVPTXChip(target.chip)) {
+    error = "GPU target " + target.chip +
+            ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
+    return false;
+  }
+  std::optional<sconv::FusionStrategy> strategy;
+  if (!impl.prepareLowering(options, strategy, error))
+    return false;
+
+  // The GPU lowering with the same fusion as the CPU path (both pipelines
+  // default to conv-insert). A clone is lowered: the module stays sconv IR.
+  mlir::OwningOpRef<mlir::ModuleOp> clone(impl.module->clone());
+  mlir::PassManager pm(&ctx);
+  LowerToNVVMOptions nvvm;
+  if (strategy)
+    nvvm.fusion = *strategy;
+  nvvm.chip = target.chip;
+  nvvm.features = target.features.empty() ? gpu::defaultPTXFeatures(target.chip)
+                                          : target.features;
+  nvvm.format = target.format;
+  nvvm.toolkit = target.toolkit;
+  nvvm.checked = options.checked;
+  buildLowerToNVVMPipeline(pm, nvvm);
+  bundle = KernelFiles();
+  if (mlir::failed(pm.run(*clone)) ||
+      mlir::failed(gpu::serializeKernelBundle(
+          *clone, bundle.manifest,
+          [&](llvm::StringRef file, llvm::StringRef bytes) {
+            bundle.objects[file.str()] = bytes.str();
+          }))) {
+    error = diag.message.empty() ? impl.path + ": inkling-lower-to-nvvm failed"
+                                 : diag.message;
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,66 @@
+//===- LayerProgramImpl.h - What LayerProgram's files share -----*- C++ -*-===//
+//
+// The state behind `LayerProgram` and the MLIR plumbing its files share: the
+// process's one context, the first error diagnostic as one line, and
+// locations and types as text. Private to lib/ExecutionEngine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_LIB_EXECUTIONENGINE_LAYERPROGRAMIMPL_H
+#define INKLING_LIB_EXECUTIONENGINE_LAYERPROGRAMIMPL_H
+
+#include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/ExecutionEngine/LayerProgram.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace inkling::exec {
+
+/// One context for the process, never destroyed: JIT-ed code and the
+/// modules of every program live until exit.
+mlir::MLIRContext &context();
+
+/// "file:line:col" for a file location, else the location as printed.
+std::string locationString(mlir::Location loc);
+std::string typeString(mlir::Type type);
+
+/// Collects the first error diagnostic as one line "loc: error: message".
+struct FirstError {
+  explicit FirstError(mlir::MLIRContext &ctx);
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+struct LayerProgram::Impl {
+  std::string path;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp func;
+  LayerSignature sig;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  void (*packed)(void **) = nullptr;
+  // Per-call scratch, reused.
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> descriptorPtrs;
+  std::vector<void *> packedArgs;
+
+  /// Discovers `sig` from `func` (AnalyzeSignature.cpp).
+  bool analyze(std::string &error);
+  /// Gives the step a status argument when it has none (Compile.cpp).
+  bool addStatusArgument(std::string &error);
+  /// What compile and compileKernels do first (Compile.cpp).
+  bool prepareLowering(const CompileOptions &options,
+                       std::optional<sconv::FusionStrategy> &strategy,
+                       std::string &error);
+};
+
+} // namespace inkling::exec
+
+#endif // INKLING_LIB_EXECUTIONENGINE_LAYERPROGRAMIMPL_H
