@@ -12,7 +12,7 @@
 #define INKLING_UNITTESTS_HARNESS_JITFIXTURE_H
 
 #include "Harness/JitHarness.h"
-#include "Reference/Reference.h"
+#include "inkling/Runtime/Reference.h"
 
 #include "gtest/gtest.h"
 
