@@ -64,7 +64,11 @@ struct ConvPart {
 LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                          Value stepValue, Value cache, LayoutAttr layoutAttr,
                          ArrayRef<ConvStream> streams, bool residual, bool silu,
-                         bool insert, bool checked, bool splitStreams) {
+                         bool insert, const SConvToLoopsOptions &options) {
+  const bool checked = options.checked;
+  // The taps' sources per (t, h) (unchecked only: checked history taps
+  // check and report per chunk).
+  const bool hoist = options.hoistTaps && !checked;
   auto step = stepValue.getDefiningOp<StepOp>();
   if (!step)
     return rewriter.notifyMatchFailure(op, kNoStepMessage);
@@ -108,6 +112,47 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   // Padding tokens load none of the sequence's metadata.
   Value live, seq, seqStart, computed, position;
   SlotInfo slot;
+  // Hoisted: where each tap j < W-1 of t reads, chosen once per (t, h) so
+  // that the chunk loops only load (the block-table loads cannot leave the
+  // chunk loop otherwise: the cache stores may alias them). taps[j] is tap
+  // j; taps.front().inStep: every tap is in the step (t is at least W-1
+  // tokens into its step), the prefill case, which reads x[t-W+1..t].
+  struct TapSource {
+    /// x[token] when inStep; else cache[block, h, row] when history; else 0.
+    Value inStep, token, history, block, row;
+  };
+  SmallVector<TapSource> taps;
+  auto tapSource = [&](OpBuilder &b, Location loc, int64_t back) {
+    Value q = arith::SubIOp::create(b, loc, position, cIndex(b, loc, back));
+    TapSource tap;
+    tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+    tap.token =
+        add(b, loc, seqStart, arith::SubIOp::create(b, loc, q, computed));
+    Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+    tap.history = arith::AndIOp::create(
+        b, loc,
+        arith::AndIOp::create(
+            b, loc, arith::XOrIOp::create(b, loc, tap.inStep, yes),
+            cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0))),
+        live);
+    // Only used where history holds (q >= 0).
+    Value logical;
+    std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, blockSize);
+    auto read = scf::IfOp::create(
+        b, loc, tap.history,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(
+              b, loc,
+              toIndex(b, loc,
+                      memref::LoadOp::create(b, loc, blockTable,
+                                             ValueRange{seq, logical})));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
+        });
+    tap.block = read.getResult(0);
+    return tap;
+  };
   auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
     Value reporter;
     if (checked)
@@ -124,26 +169,32 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                       &sequence, blockTable);
       maskPaddingSlot(b, loc, slot, live);
     }
+    taps.clear();
+    if (hoist)
+      for (int64_t j = 0; j + 1 < kernel; ++j)
+        taps.push_back(tapSource(b, loc, kernel - 1 - j));
   };
 
-  // The history tap: cache[block_table[b][logical], h, row, offset + c].
-  auto emitHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                         Value t, Value h, Value c, int64_t lanes,
-                         Value logical, Value row) -> Value {
-    Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
-    auto loadTap = [&](OpBuilder &b, Location loc, Value physical) {
-      Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col},
-                          lanes, part.cacheAlign);
-      return extToF32(b, loc, v, lanes);
-    };
-    if (!checked) {
-      Value physical = toIndex(
-          b, loc,
-          memref::LoadOp::create(b, loc, blockTable, ValueRange{seq, logical}));
-      return loadTap(b, loc, physical);
-    }
-    // Checked: the logical block must be inside the block table, the
-    // physical block inside the cache; otherwise report and read 0.
+  // A history tap: cache[physical, h, row, col], col = offset + c.
+  auto cacheCol = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                      Value c) {
+    return add(b, loc, c, cIndex(b, loc, part.range.offset));
+  };
+  auto cacheTap = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                      Value physical, Value h, Value row, Value col,
+                      int64_t lanes) {
+    Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col}, lanes,
+                        part.cacheAlign);
+    return extToF32(b, loc, v, lanes);
+  };
+
+  // Checked, the history tap cache[block_table[b][logical], h, row,
+  // offset + c]: the logical block must be inside the block table, the
+  // physical block inside the cache; otherwise report and read 0.
+  auto checkedHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                            Value t, Value h, Value c, int64_t lanes,
+                            Value logical, Value row) -> Value {
+    Value col = cacheCol(b, loc, part, c);
     Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
     auto readId = scf::IfOp::create(
         b, loc, inTable,
@@ -180,12 +231,113 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     auto tap = scf::IfOp::create(
         b, loc, idOk,
         [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, loadTap(b, loc, toIndex(b, loc, id)));
+          scf::YieldOp::create(
+              b, loc,
+              cacheTap(b, loc, part, toIndex(b, loc, id), h, row, col, lanes));
         },
         [&](OpBuilder &b, Location loc) {
           scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
         });
     return tap.getResult(0);
+  };
+
+  auto xTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value token,
+                  Value h, Value c, int64_t lanes) {
+    return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
+  };
+
+  // Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
+  // x[t-W+1..t-1] (no selection), else per tap x, cache or 0.
+  auto hoistedTaps = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                         Value t, Value h, Value c,
+                         int64_t lanes) -> SmallVector<Value> {
+    if (taps.empty())
+      return {};
+    auto prefill = scf::IfOp::create(
+        b, loc, taps.front().inStep,
+        [&](OpBuilder &b, Location loc) {
+          SmallVector<Value> values;
+          for (int64_t j = 0; j + 1 < kernel; ++j)
+            values.push_back(
+                xTap(b, loc, part,
+                     arith::SubIOp::create(b, loc, t,
+                                           cIndex(b, loc, kernel - 1 - j)),
+                     h, c, lanes));
+          scf::YieldOp::create(b, loc, values);
+        },
+        [&](OpBuilder &b, Location loc) {
+          SmallVector<Value> values;
+          for (const TapSource &tap : taps) {
+            auto fromStep = scf::IfOp::create(
+                b, loc, tap.inStep,
+                [&](OpBuilder &b, Location loc) {
+                  scf::YieldOp::create(
+                      b, loc, xTap(b, loc, part, tap.token, h, c, lanes));
+                },
+                [&](OpBuilder &b, Location loc) {
+                  auto fromCache = scf::IfOp::create(
+                      b, loc, tap.history,
+                      [&](OpBuilder &b, Location loc) {
+                        scf::YieldOp::create(
+                            b, loc,
+                            cacheTap(b, loc, part, tap.block, h, tap.row,
+                                     cacheCol(b, loc, part, c), lanes));
+                      },
+                      [&](OpBuilder &b, Location loc) {
+                        scf::YieldOp::create(b, loc,
+                                             splatF32(b, loc, 0.0f, lanes));
+                      });
+                  scf::YieldOp::create(b, loc, fromCache.getResult(0));
+                });
+            values.push_back(fromStep.getResult(0));
+          }
+          scf::YieldOp::create(b, loc, values);
+        });
+    return SmallVector<Value>(prefill.getResults());
+  };
+
+  // Tap j < W-1 chosen per chunk; checked, a history tap checks and
+  // reports its block ids (see checkedHistory).
+  auto chunkTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value t,
+                      Value h, Value c, int64_t lanes, int64_t j) -> Value {
+    Value q =
+        arith::SubIOp::create(b, loc, position, cIndex(b, loc, kernel - 1 - j));
+    Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+    auto ifStep = scf::IfOp::create(
+        b, loc, inStep,
+        [&](OpBuilder &b, Location loc) {
+          Value token =
+              add(b, loc, seqStart, arith::SubIOp::create(b, loc, q, computed));
+          scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
+        },
+        [&](OpBuilder &b, Location loc) {
+          Value negative =
+              cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
+          auto ifZero = scf::IfOp::create(
+              b, loc, negative,
+              [&](OpBuilder &b, Location loc) {
+                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+              },
+              [&](OpBuilder &b, Location loc) {
+                auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
+                if (checked) {
+                  scf::YieldOp::create(b, loc,
+                                       checkedHistory(b, loc, part, t, h, c,
+                                                      lanes, logical, row));
+                  return;
+                }
+                Value col = cacheCol(b, loc, part, c);
+                Value physical =
+                    toIndex(b, loc,
+                            memref::LoadOp::create(b, loc, blockTable,
+                                                   ValueRange{seq, logical}));
+                scf::YieldOp::create(
+                    b, loc,
+                    cacheTap(b, loc, part, physical, h, row, col, lanes));
+              });
+          scf::YieldOp::create(b, loc, ifZero.getResult(0));
+        });
+    return ifStep.getResult(0);
   };
 
   auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
@@ -233,42 +385,14 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
       });
     }
     Value xt = extToF32(b, loc, xRaw, lanes);
+    SmallVector<Value> hoisted;
+    if (hoist)
+      hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
     for (int64_t j = 0; j < kernel; ++j) {
-      Value tap;
-      if (j == kernel - 1) {
-        // q = p >= num_computed: the token's own input.
-        tap = xt;
-      } else {
-        Value q = arith::SubIOp::create(b, loc, position,
-                                        cIndex(b, loc, kernel - 1 - j));
-        Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
-        auto ifStep = scf::IfOp::create(
-            b, loc, inStep,
-            [&](OpBuilder &b, Location loc) {
-              Value token = add(b, loc, seqStart,
-                                arith::SubIOp::create(b, loc, q, computed));
-              Value v = extToF32(
-                  b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
-              scf::YieldOp::create(b, loc, v);
-            },
-            [&](OpBuilder &b, Location loc) {
-              Value negative =
-                  cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
-              auto ifZero = scf::IfOp::create(
-                  b, loc, negative,
-                  [&](OpBuilder &b, Location loc) {
-                    scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
-                  },
-                  [&](OpBuilder &b, Location loc) {
-                    auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
-                    Value history =
-                        emitHistory(b, loc, part, t, h, c, lanes, logical, row);
-                    scf::YieldOp::create(b, loc, history);
-                  });
-              scf::YieldOp::create(b, loc, ifZero.getResult(0));
-            });
-        tap = ifStep.getResult(0);
-      }
+      // The last tap (q = p >= num_computed) is the token's own input.
+      Value tap = j == kernel - 1 ? xt
+                  : hoist         ? hoisted[j]
+                                  : chunkTap(b, loc, part, t, h, c, lanes, j);
       acc = math::FmaOp::create(b, loc, tapWeights[j], tap, acc);
     }
     if (silu) {
@@ -305,7 +429,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   };
 
   emitNest(
-      rewriter, loc, tokens, layout.headsPerRank, widths, splitStreams,
+      rewriter, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
       [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
           Value chunk) {
         const ConvPart &part = parts[i];
@@ -334,7 +458,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       stream, op.getResidual(),
                       op.getActivation() == Activation::Silu,
-                      /*insert=*/false, options.checked, options.splitStreams);
+                      /*insert=*/false, options);
   }
 
   SConvToLoopsOptions options;
@@ -354,7 +478,7 @@ struct FusedConvLowering : OpRewritePattern<FusedConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       streams, op.getResidual(),
                       op.getActivation() == Activation::Silu, op.getInsert(),
-                      options.checked, options.splitStreams);
+                      options);
   }
 
   SConvToLoopsOptions options;
