@@ -123,11 +123,11 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   };
   SmallVector<TapSource> taps;
   auto tapSource = [&](OpBuilder &b, Location loc, int64_t back) {
-    Value q = arith::SubIOp::create(b, loc, position, cIndex(b, loc, back));
+    ArithBuilder ab(b, loc);
+    Value q = ab.sub(position, cIndex(b, loc, back));
     TapSource tap;
     tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
-    tap.token =
-        add(b, loc, seqStart, arith::SubIOp::create(b, loc, q, computed));
+    tap.token = ab.add(seqStart, ab.sub(q, computed));
     Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
     tap.history = arith::AndIOp::create(
         b, loc,
@@ -178,7 +178,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   // A history tap: cache[physical, h, row, col], col = offset + c.
   auto cacheCol = [&](OpBuilder &b, Location loc, const ConvPart &part,
                       Value c) {
-    return add(b, loc, c, cIndex(b, loc, part.range.offset));
+    return ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
   };
   auto cacheTap = [&](OpBuilder &b, Location loc, const ConvPart &part,
                       Value physical, Value h, Value row, Value col,
@@ -258,11 +258,10 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         [&](OpBuilder &b, Location loc) {
           SmallVector<Value> values;
           for (int64_t j = 0; j + 1 < kernel; ++j)
-            values.push_back(
-                xTap(b, loc, part,
-                     arith::SubIOp::create(b, loc, t,
-                                           cIndex(b, loc, kernel - 1 - j)),
-                     h, c, lanes));
+            values.push_back(xTap(
+                b, loc, part,
+                ArithBuilder(b, loc).sub(t, cIndex(b, loc, kernel - 1 - j)), h,
+                c, lanes));
           scf::YieldOp::create(b, loc, values);
         },
         [&](OpBuilder &b, Location loc) {
@@ -301,13 +300,13 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   auto chunkTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value t,
                       Value h, Value c, int64_t lanes, int64_t j) -> Value {
     Value q =
-        arith::SubIOp::create(b, loc, position, cIndex(b, loc, kernel - 1 - j));
+        ArithBuilder(b, loc).sub(position, cIndex(b, loc, kernel - 1 - j));
     Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
     auto ifStep = scf::IfOp::create(
         b, loc, inStep,
         [&](OpBuilder &b, Location loc) {
-          Value token =
-              add(b, loc, seqStart, arith::SubIOp::create(b, loc, q, computed));
+          ArithBuilder ab(b, loc);
+          Value token = ab.add(seqStart, ab.sub(q, computed));
           scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
         },
         [&](OpBuilder &b, Location loc) {
@@ -343,7 +342,8 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
                        Value t, Value h, Value c, int64_t lanes, Value xRaw) {
     const int64_t width = part.range.width;
-    Value channel = add(b, loc, mul(b, loc, h, cIndex(b, loc, width)), c);
+    ArithBuilder ab(b, loc);
+    Value channel = ab.add(ab.mul(h, cIndex(b, loc, width)), c);
     // acc = bias (or 0).
     Value acc = part.bias
                     ? extToF32(b, loc,
@@ -361,10 +361,9 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                                    ValueRange{channel, cIndex(b, loc, j)}),
             1));
     } else {
-      Value all =
-          loadLanes(b, loc, part.flatWeights,
-                    ValueRange{mul(b, loc, channel, cIndex(b, loc, kernel))},
-                    lanes * kernel, part.weightsAlign);
+      Value all = loadLanes(b, loc, part.flatWeights,
+                            ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
+                            lanes * kernel, part.weightsAlign);
       for (int64_t j = 0; j < kernel; ++j) {
         Value wj = all;
         if (kernel > 1) {
@@ -378,7 +377,8 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     }
     if (insert) {
       scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
-        Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
+        Value col =
+            ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
         storeLanes(b, loc, xRaw, cache,
                    ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
         scf::YieldOp::create(b, loc);
