@@ -339,6 +339,38 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     return ifStep.getResult(0);
   };
 
+  // The CPU's form of the weights of `lanes` channels for an even kernel:
+  // the 32-bit words of `all` ([lanes x W] bf16) each hold taps 2m (low
+  // half) and 2m+1 (high half) of a channel; a bf16's f32 is its bits << 16,
+  // so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
+  // bits as extf, with half the shuffles of a deinterleave per tap).
+  auto pairedTapWeights = [&](OpBuilder &b, Location loc, Value all,
+                              int64_t lanes) {
+    Type i32 = b.getI32Type();
+    auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
+    auto laneWords = VectorType::get({lanes}, i32);
+    Value words = vector::BitCastOp::create(b, loc, wordsType, all);
+    Value shift = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(laneWords, b.getI32IntegerAttr(16)));
+    Value high = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            laneWords, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
+    Type f32 = laneType(b.getF32Type(), lanes);
+    SmallVector<Value> weights;
+    for (int64_t m = 0; m < kernel / 2; ++m) {
+      SmallVector<int64_t> mask;
+      for (int64_t l = 0; l < lanes; ++l)
+        mask.push_back(l * kernel / 2 + m);
+      Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
+      weights.push_back(arith::BitcastOp::create(
+          b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
+      weights.push_back(arith::BitcastOp::create(
+          b, loc, f32, arith::AndIOp::create(b, loc, pair, high)));
+    }
+    return weights;
+  };
+
   auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
                        Value t, Value h, Value c, int64_t lanes, Value xRaw) {
     const int64_t width = part.range.width;
@@ -364,15 +396,19 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
       Value all = loadLanes(b, loc, part.flatWeights,
                             ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
                             lanes * kernel, part.weightsAlign);
-      for (int64_t j = 0; j < kernel; ++j) {
-        Value wj = all;
-        if (kernel > 1) {
-          SmallVector<int64_t> mask;
-          for (int64_t l = 0; l < lanes; ++l)
-            mask.push_back(l * kernel + j);
-          wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+      if (hoist && kernel % 2 == 0) {
+        tapWeights = pairedTapWeights(b, loc, all, lanes);
+      } else {
+        for (int64_t j = 0; j < kernel; ++j) {
+          Value wj = all;
+          if (kernel > 1) {
+            SmallVector<int64_t> mask;
+            for (int64_t l = 0; l < lanes; ++l)
+              mask.push_back(l * kernel + j);
+            wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+          }
+          tapWeights.push_back(extToF32(b, loc, wj, lanes));
         }
-        tapWeights.push_back(extToF32(b, loc, wj, lanes));
       }
     }
     if (insert) {

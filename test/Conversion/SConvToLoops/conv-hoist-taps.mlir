@@ -9,11 +9,15 @@
 // cache row through the block table, its block id read there, only for a
 // real token whose tap is a history one); per chunk, when q = p-3 is in the
 // step (prefill), the taps are x[t-3], x[t-2], x[t-1] without selection,
-// else each tap is selected from the sources chosen above. The fma chain
-// and its order are those of the per-chunk form (conv.mlir).
+// else each tap is selected from the sources chosen above. The weights of
+// 8 channels (32 bf16) as 16 words of two taps each: tap 2m is word << 16,
+// tap 2m+1 word & 0xffff0000 (the bits of extf). The fma chain and its
+// order are those of the per-chunk form (conv.mlir).
 // CHECK-LABEL: func @conv_real
 // CHECK-DAG:     %[[C256:.+]] = arith.constant 256 : index
 // CHECK-DAG:     %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-DAG:     %[[C16:.+]] = arith.constant dense<16> : vector<8xi32>
+// CHECK-DAG:     %[[HIGH:.+]] = arith.constant dense<-65536> : vector<8xi32>
 // CHECK:         %[[CACHE:.+]] = memref.reinterpret_cast
 // CHECK:         scf.parallel (%[[T:.+]], %[[H:.+]]) =
 // CHECK:           %[[REAL:.+]] = arith.cmpi slt, %[[T]], %{{.*}} : index
@@ -34,6 +38,18 @@
 // CHECK-NOT:         memref<?x?xi32>
 // CHECK:             %[[XT:.+]] = vector.load %{{.*}}[%[[T]], %{{.*}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 // CHECK:             scf.if %[[REAL]] {
+// CHECK:             %[[WALL:.+]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<16384xbf16>, vector<32xbf16>
+// CHECK:             %[[WORDS:.+]] = vector.bitcast %[[WALL]] : vector<32xbf16> to vector<16xi32>
+// CHECK:             %[[P0:.+]] = vector.shuffle %[[WORDS]], %[[WORDS]] [0, 2, 4, 6, 8, 10, 12, 14]
+// CHECK:             %[[B0:.+]] = arith.shli %[[P0]], %[[C16]] : vector<8xi32>
+// CHECK:             %[[W0F:.+]] = arith.bitcast %[[B0]] : vector<8xi32> to vector<8xf32>
+// CHECK:             %[[B1:.+]] = arith.andi %[[P0]], %[[HIGH]] : vector<8xi32>
+// CHECK:             %[[W1F:.+]] = arith.bitcast %[[B1]] : vector<8xi32> to vector<8xf32>
+// CHECK:             %[[P2:.+]] = vector.shuffle %[[WORDS]], %[[WORDS]] [1, 3, 5, 7, 9, 11, 13, 15]
+// CHECK:             %[[B2:.+]] = arith.shli %[[P2]], %[[C16]] : vector<8xi32>
+// CHECK:             %[[W2F:.+]] = arith.bitcast %[[B2]] : vector<8xi32> to vector<8xf32>
+// CHECK:             %[[B3:.+]] = arith.andi %[[P2]], %[[HIGH]] : vector<8xi32>
+// CHECK:             %[[W3F:.+]] = arith.bitcast %[[B3]] : vector<8xi32> to vector<8xf32>
 // CHECK:             %[[XTF:.+]] = arith.extf %[[XT]]
 // CHECK:             %[[TAPS:.+]]:3 = scf.if %[[PREFILL]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-COUNT-3:       vector.load %{{.*}} {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
@@ -44,10 +60,10 @@
 // CHECK:                 vector.load %[[CACHE]][%[[BLOCK0]], %[[H]], %[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>, vector<8xbf16>
 // CHECK:               } else {
 // CHECK:                 scf.yield %[[ZERO]]
-// CHECK:             %[[ACC0:.+]] = math.fma %{{.*}}, %[[TAPS]]#0, %[[ZERO]] : vector<8xf32>
-// CHECK-NEXT:        %[[ACC1:.+]] = math.fma %{{.*}}, %[[TAPS]]#1, %[[ACC0]] : vector<8xf32>
-// CHECK-NEXT:        %[[ACC2:.+]] = math.fma %{{.*}}, %[[TAPS]]#2, %[[ACC1]] : vector<8xf32>
-// CHECK-NEXT:        %[[ACC3:.+]] = math.fma %{{.*}}, %[[XTF]], %[[ACC2]] : vector<8xf32>
+// CHECK:             %[[ACC0:.+]] = math.fma %[[W0F]], %[[TAPS]]#0, %[[ZERO]] : vector<8xf32>
+// CHECK-NEXT:        %[[ACC1:.+]] = math.fma %[[W1F]], %[[TAPS]]#1, %[[ACC0]] : vector<8xf32>
+// CHECK-NEXT:        %[[ACC2:.+]] = math.fma %[[W2F]], %[[TAPS]]#2, %[[ACC1]] : vector<8xf32>
+// CHECK-NEXT:        %[[ACC3:.+]] = math.fma %[[W3F]], %[[XTF]], %[[ACC2]] : vector<8xf32>
 // CHECK-NEXT:        %[[RES:.+]] = arith.addf %[[ACC3]], %[[XTF]] : vector<8xf32>
 // CHECK-NEXT:        arith.truncf %[[RES]] : vector<8xf32> to vector<8xbf16>
 
