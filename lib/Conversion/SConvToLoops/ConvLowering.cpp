@@ -7,11 +7,13 @@
 //   scf.parallel (t, h) {
 //     b = the sequence of t (binary search of query_start_loc); p, nc
 //     [and_insert: slot = slot_mapping[t]; block, row]
+//     [hoist-taps: per tap j < W-1 its source: x row, cache block and row, 0]
 //     scf.parallel chunk in [0, chunks of all streams) {   // row order
 //       stream i of the chunk, channels c = 8 * c':
 //         x = x_i[t, h, c]                       // loaded once
 //         [and_insert: if slot >= 0: cache[block, h, row, offset_i + c] = x]
-//         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step)
+//         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step;
+//           hoist-taps, every tap in the step: x[t-W+1+j], no selection)
 //         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
 //   } }
 //
