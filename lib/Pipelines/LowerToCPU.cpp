@@ -45,6 +45,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   inkling::SConvLowerToLoopsOptions lowerOptions;
   lowerOptions.checked = options.checked;
   lowerOptions.splitStreams = options.splitStreams;
+  lowerOptions.hoistTaps = true;
   pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
   // 2. Fold the index arithmetic of the nests (constants, dims of static
   //    shapes). The nests stay parallel; canonicalization may merge the two

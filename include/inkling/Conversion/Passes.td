@@ -76,6 +76,15 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
            "in the same order, one nest either way. The CPU's form (LLVM "
            "vectorizes a plain per-stream loop); the GPU keeps the "
            "concatenated loop (consecutive threads, consecutive chunks)">,
+    Option<"hoistTaps", "hoist-taps", "bool", /*default=*/"false",
+           "In an unchecked conv's nest, choose each tap's source (step "
+           "input, cache row through the block table, or 0) once per "
+           "(token, head) before the chunk loop, and read every tap from "
+           "the step input without selection when the token is at least "
+           "kernel - 1 tokens into its step (prefill). The CPU's form (the "
+           "chunk loop then only loads, converts, multiplies and stores); "
+           "the GPU keeps the per-chunk selection (one chunk per thread, "
+           "fewer registers)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -7,11 +7,13 @@
 //   scf.parallel (t, h) {
 //     b = the sequence of t (binary search of query_start_loc); p, nc
 //     [and_insert: slot = slot_mapping[t]; block, row]
+//     [hoist-taps: per tap j < W-1 its source: x row, cache block and row, 0]
 //     scf.parallel chunk in [0, chunks of all streams) {   // row order
 //       stream i of the chunk, channels c = 8 * c':
 //         x = x_i[t, h, c]                       // loaded once
 //         [and_insert: if slot >= 0: cache[block, h, row, offset_i + c] = x]
-//         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step)
+//         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step;
+//           hoist-taps, every tap in the step: x[t-W+1+j], no selection)
 //         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
 //   } }
 //
@@ -64,7 +66,11 @@ struct ConvPart {
 LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                          Value stepValue, Value cache, LayoutAttr layoutAttr,
                          ArrayRef<ConvStream> streams, bool residual, bool silu,
-                         bool insert, bool checked, bool splitStreams) {
+                         bool insert, const SConvToLoopsOptions &options) {
+  const bool checked = options.checked;
+  // The taps' sources per (t, h) (unchecked only: checked history taps
+  // check and report per chunk).
+  const bool hoist = options.hoistTaps && !checked;
   auto step = stepValue.getDefiningOp<StepOp>();
   if (!step)
     return rewriter.notifyMatchFailure(op, kNoStepMessage);
@@ -108,6 +114,47 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   // Padding tokens load none of the sequence's metadata.
   Value live, seq, seqStart, computed, position;
   SlotInfo slot;
+  // Hoisted: where each tap j < W-1 of t reads, chosen once per (t, h) so
+  // that the chunk loops only load (the block-table loads cannot leave the
+  // chunk loop otherwise: the cache stores may alias them). taps[j] is tap
+  // j; taps.front().inStep: every tap is in the step (t is at least W-1
+  // tokens into its step), the prefill case, which reads x[t-W+1..t].
+  struct TapSource {
+    /// x[token] when inStep; else cache[block, h, row] when history; else 0.
+    Value inStep, token, history, block, row;
+  };
+  SmallVector<TapSource> taps;
+  auto tapSource = [&](OpBuilder &b, Location loc, int64_t back) {
+    ArithBuilder ab(b, loc);
+    Value q = ab.sub(position, cIndex(b, loc, back));
+    TapSource tap;
+    tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+    tap.token = ab.add(seqStart, ab.sub(q, computed));
+    Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+    tap.history = arith::AndIOp::create(
+        b, loc,
+        arith::AndIOp::create(
+            b, loc, arith::XOrIOp::create(b, loc, tap.inStep, yes),
+            cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0))),
+        live);
+    // Only used where history holds (q >= 0).
+    Value logical;
+    std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, blockSize);
+    auto read = scf::IfOp::create(
+        b, loc, tap.history,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(
+              b, loc,
+              toIndex(b, loc,
+                      memref::LoadOp::create(b, loc, blockTable,
+                                             ValueRange{seq, logical})));
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
+        });
+    tap.block = read.getResult(0);
+    return tap;
+  };
   auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
     Value reporter;
     if (checked)
@@ -124,26 +171,32 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                       &sequence, blockTable);
       maskPaddingSlot(b, loc, slot, live);
     }
+    taps.clear();
+    if (hoist)
+      for (int64_t j = 0; j + 1 < kernel; ++j)
+        taps.push_back(tapSource(b, loc, kernel - 1 - j));
   };
 
-  // The history tap: cache[block_table[b][logical], h, row, offset + c].
-  auto emitHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                         Value t, Value h, Value c, int64_t lanes,
-                         Value logical, Value row) -> Value {
-    Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
-    auto loadTap = [&](OpBuilder &b, Location loc, Value physical) {
-      Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col},
-                          lanes, part.cacheAlign);
-      return extToF32(b, loc, v, lanes);
-    };
-    if (!checked) {
-      Value physical = toIndex(
-          b, loc,
-          memref::LoadOp::create(b, loc, blockTable, ValueRange{seq, logical}));
-      return loadTap(b, loc, physical);
-    }
-    // Checked: the logical block must be inside the block table, the
-    // physical block inside the cache; otherwise report and read 0.
+  // A history tap: cache[physical, h, row, col], col = offset + c.
+  auto cacheCol = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                      Value c) {
+    return ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
+  };
+  auto cacheTap = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                      Value physical, Value h, Value row, Value col,
+                      int64_t lanes) {
+    Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col}, lanes,
+                        part.cacheAlign);
+    return extToF32(b, loc, v, lanes);
+  };
+
+  // Checked, the history tap cache[block_table[b][logical], h, row,
+  // offset + c]: the logical block must be inside the block table, the
+  // physical block inside the cache; otherwise report and read 0.
+  auto checkedHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                            Value t, Value h, Value c, int64_t lanes,
+                            Value logical, Value row) -> Value {
+    Value col = cacheCol(b, loc, part, c);
     Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
     auto readId = scf::IfOp::create(
         b, loc, inTable,
@@ -180,7 +233,9 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     auto tap = scf::IfOp::create(
         b, loc, idOk,
         [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, loadTap(b, loc, toIndex(b, loc, id)));
+          scf::YieldOp::create(
+              b, loc,
+              cacheTap(b, loc, part, toIndex(b, loc, id), h, row, col, lanes));
         },
         [&](OpBuilder &b, Location loc) {
           scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
@@ -188,10 +243,141 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     return tap.getResult(0);
   };
 
+  auto xTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value token,
+                  Value h, Value c, int64_t lanes) {
+    return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
+  };
+
+  // Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
+  // x[t-W+1..t-1] (no selection), else per tap x, cache or 0.
+  auto hoistedTaps = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                         Value t, Value h, Value c,
+                         int64_t lanes) -> SmallVector<Value> {
+    if (taps.empty())
+      return {};
+    auto prefill = scf::IfOp::create(
+        b, loc, taps.front().inStep,
+        [&](OpBuilder &b, Location loc) {
+          SmallVector<Value> values;
+          for (int64_t j = 0; j + 1 < kernel; ++j)
+            values.push_back(xTap(
+                b, loc, part,
+                ArithBuilder(b, loc).sub(t, cIndex(b, loc, kernel - 1 - j)), h,
+                c, lanes));
+          scf::YieldOp::create(b, loc, values);
+        },
+        [&](OpBuilder &b, Location loc) {
+          SmallVector<Value> values;
+          for (const TapSource &tap : taps) {
+            auto fromStep = scf::IfOp::create(
+                b, loc, tap.inStep,
+                [&](OpBuilder &b, Location loc) {
+                  scf::YieldOp::create(
+                      b, loc, xTap(b, loc, part, tap.token, h, c, lanes));
+                },
+                [&](OpBuilder &b, Location loc) {
+                  auto fromCache = scf::IfOp::create(
+                      b, loc, tap.history,
+                      [&](OpBuilder &b, Location loc) {
+                        scf::YieldOp::create(
+                            b, loc,
+                            cacheTap(b, loc, part, tap.block, h, tap.row,
+                                     cacheCol(b, loc, part, c), lanes));
+                      },
+                      [&](OpBuilder &b, Location loc) {
+                        scf::YieldOp::create(b, loc,
+                                             splatF32(b, loc, 0.0f, lanes));
+                      });
+                  scf::YieldOp::create(b, loc, fromCache.getResult(0));
+                });
+            values.push_back(fromStep.getResult(0));
+          }
+          scf::YieldOp::create(b, loc, values);
+        });
+    return SmallVector<Value>(prefill.getResults());
+  };
+
+  // Tap j < W-1 chosen per chunk; checked, a history tap checks and
+  // reports its block ids (see checkedHistory).
+  auto chunkTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value t,
+                      Value h, Value c, int64_t lanes, int64_t j) -> Value {
+    Value q =
+        ArithBuilder(b, loc).sub(position, cIndex(b, loc, kernel - 1 - j));
+    Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+    auto ifStep = scf::IfOp::create(
+        b, loc, inStep,
+        [&](OpBuilder &b, Location loc) {
+          ArithBuilder ab(b, loc);
+          Value token = ab.add(seqStart, ab.sub(q, computed));
+          scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
+        },
+        [&](OpBuilder &b, Location loc) {
+          Value negative =
+              cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
+          auto ifZero = scf::IfOp::create(
+              b, loc, negative,
+              [&](OpBuilder &b, Location loc) {
+                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+              },
+              [&](OpBuilder &b, Location loc) {
+                auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
+                if (checked) {
+                  scf::YieldOp::create(b, loc,
+                                       checkedHistory(b, loc, part, t, h, c,
+                                                      lanes, logical, row));
+                  return;
+                }
+                Value col = cacheCol(b, loc, part, c);
+                Value physical =
+                    toIndex(b, loc,
+                            memref::LoadOp::create(b, loc, blockTable,
+                                                   ValueRange{seq, logical}));
+                scf::YieldOp::create(
+                    b, loc,
+                    cacheTap(b, loc, part, physical, h, row, col, lanes));
+              });
+          scf::YieldOp::create(b, loc, ifZero.getResult(0));
+        });
+    return ifStep.getResult(0);
+  };
+
+  // The CPU's form of the weights of `lanes` channels for an even kernel:
+  // the 32-bit words of `all` ([lanes x W] bf16) each hold taps 2m (low
+  // half) and 2m+1 (high half) of a channel; a bf16's f32 is its bits << 16,
+  // so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
+  // bits as extf, with half the shuffles of a deinterleave per tap).
+  auto pairedTapWeights = [&](OpBuilder &b, Location loc, Value all,
+                              int64_t lanes) {
+    Type i32 = b.getI32Type();
+    auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
+    auto laneWords = VectorType::get({lanes}, i32);
+    Value words = vector::BitCastOp::create(b, loc, wordsType, all);
+    Value shift = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(laneWords, b.getI32IntegerAttr(16)));
+    Value high = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            laneWords, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
+    Type f32 = laneType(b.getF32Type(), lanes);
+    SmallVector<Value> weights;
+    for (int64_t m = 0; m < kernel / 2; ++m) {
+      SmallVector<int64_t> mask;
+      for (int64_t l = 0; l < lanes; ++l)
+        mask.push_back(l * kernel / 2 + m);
+      Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
+      weights.push_back(arith::BitcastOp::create(
+          b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
+      weights.push_back(arith::BitcastOp::create(
+          b, loc, f32, arith::AndIOp::create(b, loc, pair, high)));
+    }
+    return weights;
+  };
+
   auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
                        Value t, Value h, Value c, int64_t lanes, Value xRaw) {
     const int64_t width = part.range.width;
-    Value channel = add(b, loc, mul(b, loc, h, cIndex(b, loc, width)), c);
+    ArithBuilder ab(b, loc);
+    Value channel = ab.add(ab.mul(h, cIndex(b, loc, width)), c);
     // acc = bias (or 0).
     Value acc = part.bias
                     ? extToF32(b, loc,
@@ -209,66 +395,42 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                                    ValueRange{channel, cIndex(b, loc, j)}),
             1));
     } else {
-      Value all =
-          loadLanes(b, loc, part.flatWeights,
-                    ValueRange{mul(b, loc, channel, cIndex(b, loc, kernel))},
-                    lanes * kernel, part.weightsAlign);
-      for (int64_t j = 0; j < kernel; ++j) {
-        Value wj = all;
-        if (kernel > 1) {
-          SmallVector<int64_t> mask;
-          for (int64_t l = 0; l < lanes; ++l)
-            mask.push_back(l * kernel + j);
-          wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+      Value all = loadLanes(b, loc, part.flatWeights,
+                            ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
+                            lanes * kernel, part.weightsAlign);
+      if (hoist && kernel % 2 == 0) {
+        tapWeights = pairedTapWeights(b, loc, all, lanes);
+      } else {
+        for (int64_t j = 0; j < kernel; ++j) {
+          Value wj = all;
+          if (kernel > 1) {
+            SmallVector<int64_t> mask;
+            for (int64_t l = 0; l < lanes; ++l)
+              mask.push_back(l * kernel + j);
+            wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+          }
+          tapWeights.push_back(extToF32(b, loc, wj, lanes));
         }
-        tapWeights.push_back(extToF32(b, loc, wj, lanes));
       }
     }
     if (insert) {
       scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
-        Value col = add(b, loc, c, cIndex(b, loc, part.range.offset));
+        Value col =
+            ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
         storeLanes(b, loc, xRaw, cache,
                    ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
         scf::YieldOp::create(b, loc);
       });
     }
     Value xt = extToF32(b, loc, xRaw, lanes);
+    SmallVector<Value> hoisted;
+    if (hoist)
+      hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
     for (int64_t j = 0; j < kernel; ++j) {
-      Value tap;
-      if (j == kernel - 1) {
-        // q = p >= num_computed: the token's own input.
-        tap = xt;
-      } else {
-        Value q = arith::SubIOp::create(b, loc, position,
-                                        cIndex(b, loc, kernel - 1 - j));
-        Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
-        auto ifStep = scf::IfOp::create(
-            b, loc, inStep,
-            [&](OpBuilder &b, Location loc) {
-              Value token = add(b, loc, seqStart,
-                                arith::SubIOp::create(b, loc, q, computed));
-              Value v = extToF32(
-                  b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
-              scf::YieldOp::create(b, loc, v);
-            },
-            [&](OpBuilder &b, Location loc) {
-              Value negative =
-                  cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
-              auto ifZero = scf::IfOp::create(
-                  b, loc, negative,
-                  [&](OpBuilder &b, Location loc) {
-                    scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
-                  },
-                  [&](OpBuilder &b, Location loc) {
-                    auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
-                    Value history =
-                        emitHistory(b, loc, part, t, h, c, lanes, logical, row);
-                    scf::YieldOp::create(b, loc, history);
-                  });
-              scf::YieldOp::create(b, loc, ifZero.getResult(0));
-            });
-        tap = ifStep.getResult(0);
-      }
+      // The last tap (q = p >= num_computed) is the token's own input.
+      Value tap = j == kernel - 1 ? xt
+                  : hoist         ? hoisted[j]
+                                  : chunkTap(b, loc, part, t, h, c, lanes, j);
       acc = math::FmaOp::create(b, loc, tapWeights[j], tap, acc);
     }
     if (silu) {
@@ -305,7 +467,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
   };
 
   emitNest(
-      rewriter, loc, tokens, layout.headsPerRank, widths, splitStreams,
+      rewriter, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
       [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
           Value chunk) {
         const ConvPart &part = parts[i];
@@ -334,7 +496,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       stream, op.getResidual(),
                       op.getActivation() == Activation::Silu,
-                      /*insert=*/false, options.checked, options.splitStreams);
+                      /*insert=*/false, options);
   }
 
   SConvToLoopsOptions options;
@@ -354,7 +516,7 @@ struct FusedConvLowering : OpRewritePattern<FusedConvOp> {
     return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
                       streams, op.getResidual(),
                       op.getActivation() == Activation::Silu, op.getInsert(),
-                      options.checked, options.splitStreams);
+                      options);
   }
 
   SConvToLoopsOptions options;

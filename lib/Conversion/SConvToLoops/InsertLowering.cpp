@@ -76,8 +76,8 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
           emitChunk(b, loc, chunk, part.range.width,
                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                       Value v = part.x.load(b, loc, t, h, c, lanes);
-                      Value col =
-                          add(b, loc, c, cIndex(b, loc, part.range.offset));
+                      Value col = ArithBuilder(b, loc).add(
+                          c, cIndex(b, loc, part.range.offset));
                       storeLanes(b, loc, v, cache,
                                  ValueRange{slot.block, h, slot.row, col},
                                  part.cacheAlign);

@@ -125,6 +125,7 @@ struct SConvLowerToLoopsPass
     SConvToLoopsOptions options;
     options.checked = checked;
     options.splitStreams = splitStreams;
+    options.hoistTaps = hoistTaps;
     populateSConvToLoopsPatterns(patterns, options);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();

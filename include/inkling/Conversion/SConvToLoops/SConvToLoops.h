@@ -22,6 +22,11 @@ struct SConvToLoopsOptions {
   /// instead of one loop over the concatenated chunks (see the
   /// `sconv-lower-to-loops` pass description). The CPU's choice.
   bool splitStreams = false;
+  /// Unchecked convs: choose each tap's source (step input, cache row
+  /// through the block table, or 0) once per (token, head) before the chunk
+  /// loop instead of per chunk (see the `sconv-lower-to-loops` pass
+  /// description). The CPU's choice.
+  bool hoistTaps = false;
 };
 
 /// Patterns lowering `sconv.bind`, `sconv.insert`, `sconv.conv`,
