@@ -63,7 +63,8 @@ int Server::checkSignature() {
   }
 
   // Cross-layer pages: the bind's block stride holds every layer's page.
-  if (crossLayer() && sig_.crossLayers != opt_.layers)
+  // (The plan does not exist yet: the bind says whether pages are shared.)
+  if (sig_.crossLayers > 1 && sig_.crossLayers != opt_.layers)
     return fail(opt_.modelPath + ": the sconv.bind of @" + sig_.function +
                 " holds the pages of " + std::to_string(sig_.crossLayers) +
                 " layers in a block, but " + std::to_string(opt_.layers) +

@@ -32,12 +32,14 @@ struct RecordKernelParamsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto kernels = module->getAttrOfType<ArrayAttr>(kKernelsAttrName);
-    if (!kernels)
+    if (!module->hasAttr(kKernelsAttrName))
       return;
+    FailureOr<ArrayAttr> kernels = getKernelRecords(module);
+    if (failed(kernels))
+      return signalPassFailure();
     Builder b(&getContext());
     SmallVector<Attribute> updated;
-    for (Attribute attr : kernels) {
+    for (Attribute attr : *kernels) {
       auto entry = cast<DictionaryAttr>(attr);
       StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
       auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);

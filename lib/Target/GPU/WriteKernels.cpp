@@ -100,10 +100,9 @@ llvm::json::Array toJson(ArrayAttr array) {
 LogicalResult serializeKernelBundle(
     ModuleOp module, std::string &manifestText,
     llvm::function_ref<void(StringRef file, StringRef bytes)> addObject) {
-  auto kernels = module->getAttrOfType<ArrayAttr>(kKernelsAttrName);
-  if (!kernels)
-    return module.emitError() << "has no `" << kKernelsAttrName
-                              << "` attribute: run inkling-lower-to-nvvm first";
+  FailureOr<ArrayAttr> kernels = getKernelRecords(module);
+  if (failed(kernels))
+    return failure();
 
   llvm::json::Array kernelList;
   llvm::StringMap<std::string> byKey; // dedupe key -> kernel name
@@ -112,7 +111,7 @@ LogicalResult serializeKernelBundle(
   SmallVector<std::string> hostOrder;
   llvm::json::Object target;
 
-  for (Attribute attr : kernels) {
+  for (Attribute attr : *kernels) {
     auto entry = cast<DictionaryAttr>(attr);
     auto str = [&](StringRef key) -> std::string {
       auto s = dyn_cast_or_null<StringAttr>(entry.get(key));

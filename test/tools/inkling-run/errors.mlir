@@ -23,6 +23,15 @@
 // BUDGET: inkling-run: --budget-mb=1: too small for one sequence: 4 blocks of 131072 bytes x 2 layers fit, a sequence needs 5 (the blocks of W-1 = 3 and W-1 + lookahead 3 positions at block size 4) plus the null block, at least 1.5 MiB
 // BUDGET-NOT: {{.}}
 //
+// A bind that holds two layers' pages in a block, served as three layers.
+// RUN: sed -e 's/page_bytes 512/page_bytes 1024 layers 2/' \
+// RUN:   -e 's/strided<\[256, 128/strided<[512, 128/g' \
+// RUN:   %inkling_src/examples/small_layer.mlir > %t/cross2.mlir
+// RUN: not inkling-run %t/cross2.mlir --layers=3 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CROSS
+// CROSS: inkling-run: {{.*}}cross2.mlir: the sconv.bind of @small_layer holds the pages of 2 layers in a block, but 3 layers are served
+// CROSS-NOT: {{.}}
+//
 // An argument the runner cannot give a role.
 // RUN: not inkling-run %t/unused.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
 // UNUSED: inkling-run: {{.*}}unused.mlir:{{[0-9]+}}:{{[0-9]+}}: error: argument 5 of @layer is not used by an sconv op

@@ -42,6 +42,11 @@ constexpr const char *kOpInfoKey = "inkling.op";
 #define GEN_PASS_DECL
 #include "inkling/Target/GPU/Passes.h.inc"
 
+/// The module's `inkling.kernels` records, checked: an array of
+/// dictionaries holding every key the manifest needs, of its type.
+/// Otherwise an error on `module` names the entry, the argument and the key.
+mlir::FailureOr<mlir::ArrayAttr> getKernelRecords(mlir::ModuleOp module);
+
 /// The kernel bundle of a module lowered by `inkling-lower-to-nvvm`, in
 /// memory: calls `addObject(file, bytes)` once per distinct kernel, in
 /// manifest order, and sets `manifest` to manifest.json's text. What

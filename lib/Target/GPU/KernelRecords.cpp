@@ -1,0 +1,143 @@
+//===- KernelRecords.cpp - Checks the `inkling.kernels` attribute ---------===//
+//
+// The recording passes write `inkling.kernels`; the parameter pass and the
+// bundle writer read it back. A module may also come from a file, so the
+// readers check its shape first (every key the manifest needs, of the type
+// it needs) and report the entry and key rather than assert on a cast.
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Runtime/ManifestSchema.h"
+#include "inkling/Target/GPU/Passes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace inkling::gpu {
+namespace mk = inkling::manifest;
+
+namespace {
+
+bool isString(Attribute a) { return isa<StringAttr>(a); }
+bool isInteger(Attribute a) { return isa<IntegerAttr>(a); }
+bool isBool(Attribute a) { return isa<BoolAttr>(a); }
+/// An array of integers and strings (a shape, a grid, host arguments).
+bool isScalarArray(Attribute a) {
+  auto array = dyn_cast<ArrayAttr>(a);
+  return array && llvm::all_of(array, [](Attribute e) {
+           return isa<IntegerAttr, StringAttr>(e);
+         });
+}
+bool isStringArray(Attribute a) {
+  auto array = dyn_cast<ArrayAttr>(a);
+  return array && llvm::all_of(array, isString);
+}
+
+struct KeyRule {
+  const char *key;
+  bool (*holds)(Attribute);
+  const char *what;
+  bool required;
+};
+
+/// The keys of an entry and of one of its `args`, as the recording passes
+/// write them.
+constexpr KeyRule kEntryRules[] = {
+    {mk::kName, isString, "a string", true},
+    {mk::kHost, isString, "a string", true},
+    {mk::kKey, isString, "a string", true},
+    {mk::kOp, isString, "a string", false},
+    {mk::kLayout, isString, "a string", false},
+    {mk::kAttributes, isString, "a string", false},
+    {mk::kHostArgs, isScalarArray, "an array of integers", true},
+    {mk::kGrid, isScalarArray, "an array of integers and \"T\"", true},
+    {mk::kBlock, isScalarArray, "an array of integers", true},
+    {mk::kStreams, isStringArray, "an array of strings", false},
+    {mk::kTokensArg, isInteger, "an integer", false},
+    // Added by inkling-gpu-record-params, after the NVVM lowering.
+    {mk::kParams, isStringArray, "an array of strings", false},
+};
+constexpr KeyRule kArgRules[] = {
+    {mk::kType, isString, "a string", true},
+    {mk::kElement, isString, "a string", true},
+    {mk::kElementBytes, isInteger, "an integer", true},
+    {mk::kAlign, isInteger, "an integer", true},
+    {mk::kRank, isInteger, "an integer", true},
+    {mk::kShape, isScalarArray, "an array of integers", true},
+    {mk::kStrides, isScalarArray, "an array of integers", true},
+    {mk::kOffset, isInteger, "an integer", true},
+    {mk::kIdentity, isBool, "a bool", true},
+    {mk::kParams, isInteger, "an integer", true},
+};
+
+LogicalResult checkKeys(ModuleOp module, DictionaryAttr dict,
+                        ArrayRef<KeyRule> rules,
+                        llvm::function_ref<void(InFlightDiagnostic &)> where) {
+  for (const KeyRule &rule : rules) {
+    Attribute value = dict.get(rule.key);
+    if (value ? rule.holds(value) : !rule.required)
+      continue;
+    InFlightDiagnostic diag = module.emitError();
+    where(diag);
+    diag << ": `" << rule.key << "` "
+         << (value ? "must be " : "is missing; expected ") << rule.what;
+    return failure();
+  }
+  return success();
+}
+
+} // namespace
+
+FailureOr<ArrayAttr> getKernelRecords(ModuleOp module) {
+  Attribute attr = module->getAttr(kKernelsAttrName);
+  if (!attr)
+    return module.emitError() << "has no `" << kKernelsAttrName
+                              << "` attribute: run inkling-lower-to-nvvm first";
+  auto kernels = dyn_cast<ArrayAttr>(attr);
+  if (!kernels)
+    return module.emitError()
+           << "`" << kKernelsAttrName << "` must be an array of dictionaries";
+  for (auto [index, element] : llvm::enumerate(kernels)) {
+    auto entry = dyn_cast<DictionaryAttr>(element);
+    auto where = [&](InFlightDiagnostic &diag) {
+      diag << "`" << kKernelsAttrName << "` entry " << index;
+      if (entry)
+        if (auto name = dyn_cast_or_null<StringAttr>(entry.get(mk::kName)))
+          diag << " (" << name.getValue() << ")";
+    };
+    if (!entry) {
+      InFlightDiagnostic diag = module.emitError();
+      where(diag);
+      diag << " must be a dictionary";
+      return failure();
+    }
+    if (failed(checkKeys(module, entry, kEntryRules, where)))
+      return failure();
+    auto args = dyn_cast_or_null<ArrayAttr>(entry.get(mk::kArgs));
+    if (!args) {
+      InFlightDiagnostic diag = module.emitError();
+      where(diag);
+      diag << ": `" << mk::kArgs << "` must be an array of dictionaries";
+      return failure();
+    }
+    for (auto [argIndex, argAttr] : llvm::enumerate(args)) {
+      auto argWhere = [&](InFlightDiagnostic &diag) {
+        where(diag);
+        diag << " argument " << argIndex;
+      };
+      auto arg = dyn_cast<DictionaryAttr>(argAttr);
+      if (!arg) {
+        InFlightDiagnostic diag = module.emitError();
+        argWhere(diag);
+        diag << " must be a dictionary";
+        return failure();
+      }
+      if (failed(checkKeys(module, arg, kArgRules, argWhere)))
+        return failure();
+    }
+  }
+  return kernels;
+}
+
+} // namespace inkling::gpu
