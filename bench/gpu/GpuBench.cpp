@@ -1,7 +1,7 @@
 //===- GpuBench.cpp - Check and time the kernel bundles on a GPU ----------===//
 //
-// For each bundle given (`--bundle NAME=DIR`, as inkling-write-kernels wrote
-// it for examples/decoder_layer.mlir, unfused or after sconv-fuse):
+// For each bundle given (`--bundle NAME=DIR`, as inkling-gpu-write-kernels
+// wrote it for examples/decoder_layer.mlir, unfused or after sconv-fuse):
 //   1. parses its manifest (also without a GPU: the writer and the runtime's
 //      reader must agree);
 //   2. runs host function `decoder_layer` through the runtime's launcher on

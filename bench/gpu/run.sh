@@ -90,7 +90,7 @@ fi
 rm -rf "$kernels/fused-isa"
 if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
     "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa" \
-    "--inkling-write-kernels=dir=$kernels/fused-isa" -o /dev/null \
+    "--inkling-gpu-write-kernels=dir=$kernels/fused-isa" -o /dev/null \
     2>"$build/fused-lowering.log"; then
   bundles+=(--bundle "fused=$kernels/fused-isa")
 else
@@ -100,7 +100,7 @@ fi
 rm -rf "$kernels/packed-isa"
 if "$build/bin/inkling-opt" "$root/examples/decoder_layer.mlir" \
     "--inkling-lower-to-nvvm=chip=sm_90 features=+ptx80 format=isa fusion=packed-inserts" \
-    "--inkling-write-kernels=dir=$kernels/packed-isa" -o /dev/null \
+    "--inkling-gpu-write-kernels=dir=$kernels/packed-isa" -o /dev/null \
     2>>"$build/fused-lowering.log"; then
   bundles+=(--bundle "packed=$kernels/packed-isa")
 else

@@ -2,7 +2,7 @@
 //-*-===//
 //
 // An ML compiler hands over a layer's sconv IR and gets back what
-// `inkling-write-kernels` would write to disk: one PTX (or cubin/fatbin)
+// `inkling-gpu-write-kernels` would write to disk: one PTX (or cubin/fatbin)
 // object per distinct kernel and `manifest.json` (kernel names, argument ABI,
 // launch-grid rule; docs/gpu.md), which the runtime's CUDA launcher reads.
 // Results are cached: layers with the same layout and ops compile once.
@@ -76,7 +76,7 @@ public:
 
   /// The bundle of `layer` (not modified: a clone is lowered): from the
   /// cache when a layer with the same key was compiled before, else lowered
-  /// with `inkling-lower-to-nvvm` and `inkling-write-kernels` and cached.
+  /// with `inkling-lower-to-nvvm` and `inkling-gpu-write-kernels` and cached.
   /// The error carries the pipeline's diagnostics.
   llvm::Expected<std::shared_ptr<const KernelBundle>>
   compile(mlir::ModuleOp layer);

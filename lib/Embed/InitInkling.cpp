@@ -56,7 +56,7 @@ void inkling::registerAllPasses() {
     registerInklingConversionPasses();
     cpu::registerInklingCPUPasses();
     registerLowerToCPUPipeline();
-    // Also the GPU passes (inkling-write-kernels ...).
+    // Also the GPU passes (inkling-gpu-write-kernels ...).
     registerLowerToNVVMPipeline();
   });
 }

@@ -1,7 +1,7 @@
 //===- KernelBundle.cpp - Compile a layer to GPU kernels in memory --------===//
 //
 // The layer is lowered by the same passes as `inkling-opt
-// --inkling-lower-to-nvvm --inkling-write-kernels`, and the bundle is
+// --inkling-lower-to-nvvm --inkling-gpu-write-kernels`, and the bundle is
 // serialized in memory by the writer's own code (serializeKernelBundle), so
 // it is byte-for-byte what the tool writes, without touching the disk.
 //

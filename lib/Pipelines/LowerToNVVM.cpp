@@ -154,7 +154,7 @@ void inkling::registerLowerToNVVMPipeline() {
       "Lower sconv IR to CUDA kernels: the loop nests mapped to blocks "
       "(token, head) and threads (16-byte chunk), outlined, lowered to NVVM "
       "and serialized (format isa|bin|fatbin); follow with "
-      "inkling-write-kernels{dir=...} for the runtime's bundle",
+      "inkling-gpu-write-kernels{dir=...} for the runtime's bundle",
       inkling::buildLowerToNVVMPipeline);
   gpu::registerGPUPasses();
 }

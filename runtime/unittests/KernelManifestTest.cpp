@@ -118,7 +118,7 @@ TEST(Json, IntegersAreWrittenAsIntegersAndFitInt64) {
 // Manifest
 //===----------------------------------------------------------------------===//
 
-/// The manifest inkling-write-kernels wrote for the bundled example at
+/// The manifest inkling-gpu-write-kernels wrote for the bundled example at
 /// build time (bench/gpu/CMakeLists.txt: examples/decoder_layer.mlir,
 /// fusion=none), read back by the runtime's reader: the two sides agree on
 /// what the writer actually writes, not on a hand-written copy.

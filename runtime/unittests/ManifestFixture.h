@@ -8,14 +8,14 @@
 
 namespace inkling::fixtures {
 
-/// A manifest as inkling-write-kernels writes it: an insert kernel of the
+/// A manifest as inkling-gpu-write-kernels writes it: an insert kernel of the
 /// K stream (cache bytes, slot mapping, x).
 inline std::string manifest(const std::string &kernelExtra = "",
                             const std::string &grid = R"(["T", 8, 1])",
                             const std::string &hostArgs = "[0, 4, 5]",
                             const std::string &file = "layer_k1_insert_k.ptx") {
   return R"({
-  "generator": "inkling-write-kernels",
+  "generator": "inkling-gpu-write-kernels",
   "hosts": [{"launches": [{"host_args": )" +
          hostArgs + R"(, "kernel": "layer_k1_insert_k"}], "name": "layer"}],
   "kernels": [{

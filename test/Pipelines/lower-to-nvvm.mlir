@@ -6,7 +6,7 @@
 // RUN:   --inkling-lower-to-nvvm="chip=sm_90 features=+ptx80 opt-level=3 format=isa fusion=none" \
 // RUN:   | FileCheck %s
 
-// The module keeps each kernel's ABI for inkling-write-kernels.
+// The module keeps each kernel's ABI for inkling-gpu-write-kernels.
 // CHECK: module attributes {gpu.container_module, inkling.kernels = [{
 // CHECK-SAME: args = [{
 // CHECK-SAME: grid = ["T", 8, 1]

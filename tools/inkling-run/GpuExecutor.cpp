@@ -249,7 +249,7 @@ private:
   double transfer_ = 0, deviceSeconds_ = 0;
 };
 
-/// Writes the bundle into `dir` (created) as `inkling-write-kernels` would.
+/// Writes the bundle into `dir` (created) as `inkling-gpu-write-kernels` would.
 bool writeBundle(const exec::KernelFiles &files, const std::string &dir,
                  std::string &error) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {

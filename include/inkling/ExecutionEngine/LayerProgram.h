@@ -164,7 +164,7 @@ struct KernelTarget {
   std::string toolkit;
 };
 
-/// A kernel bundle in memory (what `inkling-write-kernels` would write):
+/// A kernel bundle in memory (what `inkling-gpu-write-kernels` would write):
 /// manifest.json's text and the bytes of each file it names.
 struct KernelFiles {
   std::string manifest;

@@ -157,12 +157,12 @@ struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
 /// threads, consecutive chunks: coalesced), outlined into one kernel per nest,
 /// lowered to NVVM and serialized by `gpu-module-to-binary`. The module
 /// keeps each kernel's ABI in its `inkling.kernels` attribute for
-/// `inkling-write-kernels` (docs/gpu.md).
+/// `inkling-gpu-write-kernels` (docs/gpu.md).
 void buildLowerToNVVMPipeline(mlir::OpPassManager &pm,
                               const LowerToNVVMOptions &options);
 
 /// Registers `inkling-lower-to-nvvm` and the GPU passes
-/// (`inkling-write-kernels` ...) with the registries. A tool that runs them
+/// (`inkling-gpu-write-kernels` ...) with the registries. A tool that runs them
 /// also needs `inkling::gpu::registerNVVMLoweringDialects` on its registry.
 void registerLowerToNVVMPipeline();
 

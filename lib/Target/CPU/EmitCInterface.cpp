@@ -1,4 +1,4 @@
-//===- EmitCInterface.cpp - inkling-emit-c-interface ----------------------===//
+//===- EmitCInterface.cpp - inkling-cpu-emit-c-interface ------------------===//
 
 #include "inkling/Target/CPU/Passes.h"
 

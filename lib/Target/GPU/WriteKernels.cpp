@@ -1,4 +1,4 @@
-//===- WriteKernels.cpp - inkling-write-kernels ---------------------------===//
+//===- WriteKernels.cpp - inkling-gpu-write-kernels -----------------------===//
 //
 // Writes the serialized kernels of a module lowered by `inkling-lower-to-nvvm`
 // to a directory, one file per distinct kernel, and `manifest.json`, which
@@ -246,7 +246,7 @@ struct WriteKernelsPass : impl::WriteKernelsPassBase<WriteKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (dir.empty()) {
-      module.emitError("inkling-write-kernels needs dir=<directory>");
+      module.emitError("inkling-gpu-write-kernels needs dir=<directory>");
       return signalPassFailure();
     }
     if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {

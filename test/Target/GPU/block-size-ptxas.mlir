@@ -11,13 +11,13 @@
 // RUN:   -e 's/page_bytes 131072/page_bytes 98304/' \
 // RUN:   %inkling_src/examples/decoder_layer.mlir > %t/n3.mlir
 // RUN: inkling-opt %t/n16.mlir --inkling-lower-to-nvvm=fusion=none \
-// RUN:   --inkling-write-kernels=dir=%t/n16 -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n16 -o /dev/null
 // RUN: inkling-opt %t/n3.mlir --inkling-lower-to-nvvm=fusion=none \
-// RUN:   --inkling-write-kernels=dir=%t/n3 -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n3 -o /dev/null
 // RUN: inkling-opt %t/n16.mlir --inkling-lower-to-nvvm \
-// RUN:   --inkling-write-kernels=dir=%t/n16fused -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n16fused -o /dev/null
 // RUN: inkling-opt %t/n3.mlir --inkling-lower-to-nvvm \
-// RUN:   --inkling-write-kernels=dir=%t/n3fused -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n3fused -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t/n16/decoder_layer_k0_conv_k.ptx -o %t/a.cubin 2>&1 | FileCheck %s
 // RUN: %ptxas -arch=sm_90 -v %t/n16/decoder_layer_k1_insert_k.ptx -o %t/a.cubin 2>&1 | FileCheck %s
 // RUN: %ptxas -arch=sm_90 -v %t/n16/decoder_layer_k4_conv_attn.ptx -o %t/a.cubin 2>&1 | FileCheck %s

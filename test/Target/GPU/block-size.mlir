@@ -12,11 +12,11 @@
 // RUN:   -e 's/page_bytes 131072/page_bytes 98304/' \
 // RUN:   %inkling_src/examples/decoder_layer.mlir > %t/n3.mlir
 // RUN: inkling-opt %t/n16.mlir --inkling-lower-to-nvvm=fusion=none \
-// RUN:   --inkling-write-kernels=dir=%t/n16 -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n16 -o /dev/null
 // RUN: inkling-opt %t/n3.mlir --inkling-lower-to-nvvm=fusion=none \
-// RUN:   --inkling-write-kernels=dir=%t/n3 -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n3 -o /dev/null
 // RUN: inkling-opt %t/n16.mlir --inkling-lower-to-nvvm \
-// RUN:   --inkling-write-kernels=dir=%t/n16fused -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t/n16fused -o /dev/null
 // RUN: FileCheck %s --check-prefix=INSERT16 < %t/n16/decoder_layer_k1_insert_k.ptx
 // RUN: FileCheck %s --check-prefix=CONV16 < %t/n16/decoder_layer_k0_conv_k.ptx
 // RUN: FileCheck %s --check-prefix=INSERT3 < %t/n3/decoder_layer_k1_insert_k.ptx

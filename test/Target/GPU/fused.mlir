@@ -6,14 +6,14 @@
 // 16-byte accesses. IR fused beforehand (sconv-fuse) through the pipeline
 // without fusion gives the same bundle.
 // RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t -o /dev/null
+// RUN:   --inkling-lower-to-nvvm --inkling-gpu-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s --check-prefix=FUSED < %t/manifest.json
 // RUN: FileCheck %s --check-prefix=FUSED-PTX < %t/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx
 // RUN: rm -rf %t.prefused && inkling-opt %inkling_src/examples/decoder_layer.mlir --sconv-fuse \
-// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-write-kernels=dir=%t.prefused -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-gpu-write-kernels=dir=%t.prefused -o /dev/null
 // RUN: diff %t/manifest.json %t.prefused/manifest.json
 // RUN: rm -rf %t.packed && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-write-kernels=dir=%t.packed -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-gpu-write-kernels=dir=%t.packed -o /dev/null
 // RUN: FileCheck %s --check-prefix=PACKED < %t.packed/manifest.json
 // RUN: FileCheck %s --check-prefix=PACKED-PTX < %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx
 

@@ -1,7 +1,7 @@
-// The PTX of the decoder layer's unfused kernels, as inkling-write-kernels
+// The PTX of the decoder layer's unfused kernels, as inkling-gpu-write-kernels
 // writes them (no GPU, no ptxas needed).
 // RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-write-kernels=dir=%t -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-gpu-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s --check-prefix=INSERT < %t/decoder_layer_k1_insert_k.ptx
 // RUN: FileCheck %s --check-prefix=INSERT-ATTN < %t/decoder_layer_k5_insert_attn.ptx
 // RUN: FileCheck %s --check-prefix=CONV < %t/decoder_layer_k0_conv_k.ptx

@@ -2,7 +2,7 @@
 // naming the entry, the argument and the key, not a crash: the bundle writer
 // and the parameter pass check it before reading it.
 // RUN: inkling-opt %s -split-input-file -verify-diagnostics \
-// RUN:   --inkling-write-kernels=dir=%t
+// RUN:   --inkling-gpu-write-kernels=dir=%t
 // RUN: inkling-opt %s -split-input-file -verify-diagnostics \
 // RUN:   --inkling-gpu-record-params
 

@@ -1,9 +1,9 @@
-// inkling-write-kernels: one file per distinct kernel and manifest.json.
+// inkling-gpu-write-kernels: one file per distinct kernel and manifest.json.
 // Two identical layers share their kernels (dedupe key: op, streams,
 // layout, attributes, operand types, ABI); a layer with another layout gets
 // its own. (Unfused, so each op is a kernel of its own.)
 // RUN: rm -rf %t && inkling-opt %s --inkling-lower-to-nvvm=fusion=none \
-// RUN:   --inkling-write-kernels=dir=%t -o /dev/null
+// RUN:   --inkling-gpu-write-kernels=dir=%t -o /dev/null
 // RUN: FileCheck %s < %t/manifest.json
 // RUN: FileCheck %s --check-prefix=ALIGN < %t/manifest.json
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
@@ -56,7 +56,7 @@ func.func @layer_tp2(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi
 // FILES-NEXT: manifest.json
 // FILES-NOT: layer1
 
-// CHECK: "generator": "inkling-write-kernels",
+// CHECK: "generator": "inkling-gpu-write-kernels",
 // CHECK: "hosts": [
 // CHECK: "host_args": [0, 2, 6, 1, 5, 3, 7],
 // CHECK-NEXT: "kernel": "layer0_k0_conv_k"

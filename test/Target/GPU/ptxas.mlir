@@ -7,7 +7,7 @@
 // counts, checked below as well.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-write-kernels=dir=%t -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=none --inkling-gpu-write-kernels=dir=%t -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k0_conv_k.ptx -o %t/k0.cubin 2>&1 | FileCheck %s --check-prefixes=CHECK,K0
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k1_insert_k.ptx -o %t/k1.cubin 2>&1 | FileCheck %s --check-prefixes=CHECK,K1
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k2_conv_v.ptx -o %t/k2.cubin 2>&1 | FileCheck %s --check-prefixes=CHECK,K2
@@ -64,7 +64,7 @@
 
 // format=bin runs ptxas inside the pipeline: the bundle holds cubins.
 // RUN: rm -rf %t.bin && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm="format=bin fusion=none" --inkling-write-kernels=dir=%t.bin -o /dev/null
+// RUN:   --inkling-lower-to-nvvm="format=bin fusion=none" --inkling-gpu-write-kernels=dir=%t.bin -o /dev/null
 // RUN: FileCheck %s --check-prefix=BIN < %t.bin/manifest.json
 // BIN: "file": "decoder_layer_k0_conv_k.cubin",
 // BIN-NEXT: "format": "cubin",
@@ -73,11 +73,11 @@
 // The fused kernels: the pipeline's default conv-insert (one kernel), and
 // packed-inserts (a fused conv and one packed insert).
 // RUN: rm -rf %t.fused && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm --inkling-write-kernels=dir=%t.fused -o /dev/null
+// RUN:   --inkling-lower-to-nvvm --inkling-gpu-write-kernels=dir=%t.fused -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t.fused/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx -o %t.fused/f.cubin 2>&1 | FileCheck %s --check-prefixes=FUSED,FUSED-REGS
 // RUN: FileCheck %s --check-prefix=FUSED-V4 < %t.fused/manifest.json
 // RUN: rm -rf %t.packed && inkling-opt %inkling_src/examples/decoder_layer.mlir \
-// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-write-kernels=dir=%t.packed -o /dev/null
+// RUN:   --inkling-lower-to-nvvm=fusion=packed-inserts --inkling-gpu-write-kernels=dir=%t.packed -o /dev/null
 // RUN: %ptxas -arch=sm_90 -v %t.packed/decoder_layer_k0_fused_conv_k_v_attn_mlp.ptx -o %t.packed/c.cubin 2>&1 | FileCheck %s --check-prefixes=FUSED,PACKED-CONV
 // RUN: %ptxas -arch=sm_90 -v %t.packed/decoder_layer_k1_insert_packed_k_v_attn_mlp.ptx -o %t.packed/p.cubin 2>&1 | FileCheck %s --check-prefixes=FUSED,PACKED-INSERT
 // RUN: FileCheck %s --check-prefix=PACKED-V4 < %t.packed/manifest.json

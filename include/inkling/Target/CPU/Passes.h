@@ -2,7 +2,7 @@
 //
 // The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions
 // (declared in Passes.td, where each has its description):
-// inkling-emit-c-interface, inkling-cpu-serialize-inner-loops,
+// inkling-cpu-emit-c-interface, inkling-cpu-serialize-inner-loops,
 // inkling-cpu-parallel-dispatch{min-iterations=...},
 // inkling-cpu-streaming-stores{min-iterations=...} and
 // inkling-bf16-memory-as-i16. Each has a `create<Name>()` (and

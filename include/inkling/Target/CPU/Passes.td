@@ -11,7 +11,8 @@
 
 include "mlir/Pass/PassBase.td"
 
-def EmitCInterfacePass : Pass<"inkling-emit-c-interface", "mlir::ModuleOp"> {
+def EmitCInterfacePass
+    : Pass<"inkling-cpu-emit-c-interface", "mlir::ModuleOp"> {
   let summary = "Mark every public function with a body llvm.emit_c_interface";
   let description = [{
     So that the ExecutionEngine (or C code) can call the layer with one

@@ -1,7 +1,7 @@
 //===- Passes.h - GPU kernel passes of the NVVM pipeline --------*- C++ -*-===//
 //
 // The passes `inkling-lower-to-nvvm` adds around upstream MLIR's GPU passes,
-// and `inkling-write-kernels`, which writes the serialized kernels and the
+// and `inkling-gpu-write-kernels`, which writes the serialized kernels and the
 // manifest the runtime's CUDA launcher reads (docs/gpu.md); the in-memory
 // bundle writer; the NVPTX chip checks.
 //
@@ -36,7 +36,7 @@ constexpr const char *kOpInfoKey = "inkling.op";
 // The passes (declared in Passes.td, where each has its description):
 // inkling-gpu-check-target, inkling-gpu-tag-ops, inkling-gpu-sink,
 // inkling-gpu-fma-to-llvm, inkling-gpu-record-kernels,
-// inkling-gpu-record-params and inkling-write-kernels{dir=...}; each has a
+// inkling-gpu-record-params and inkling-gpu-write-kernels{dir=...}; each has a
 // `create<Name>Pass()` (and `create<Name>Pass(<Name>PassOptions)` where it
 // takes options).
 #define GEN_PASS_DECL
@@ -50,8 +50,8 @@ mlir::FailureOr<mlir::ArrayAttr> getKernelRecords(mlir::ModuleOp module);
 /// The kernel bundle of a module lowered by `inkling-lower-to-nvvm`, in
 /// memory: calls `addObject(file, bytes)` once per distinct kernel, in
 /// manifest order, and sets `manifest` to manifest.json's text. What
-/// `inkling-write-kernels` writes, for callers that load the kernels without
-/// a directory. Errors are emitted on `module`.
+/// `inkling-gpu-write-kernels` writes, for callers that load the kernels
+/// without a directory. Errors are emitted on `module`.
 mlir::LogicalResult serializeKernelBundle(
     mlir::ModuleOp module, std::string &manifest,
     llvm::function_ref<void(llvm::StringRef file, llvm::StringRef bytes)>

@@ -1,7 +1,7 @@
 //===- Passes.td - GPU kernel passes of the NVVM pipeline -*- tablegen -*-===//
 //
 // The passes `inkling-lower-to-nvvm` adds around upstream MLIR's GPU passes,
-// and `inkling-write-kernels` (docs/gpu.md).
+// and `inkling-gpu-write-kernels` (docs/gpu.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,7 +118,7 @@ def RecordKernelParamsPass
   }];
 }
 
-def WriteKernelsPass : Pass<"inkling-write-kernels", "mlir::ModuleOp"> {
+def WriteKernelsPass : Pass<"inkling-gpu-write-kernels", "mlir::ModuleOp"> {
   let summary = "Write the serialized kernels and manifest.json to a directory";
   let description = [{
     Writes every `gpu.binary` object of a module lowered by
@@ -131,7 +131,7 @@ def WriteKernelsPass : Pass<"inkling-write-kernels", "mlir::ModuleOp"> {
 
     ```
     $ inkling-opt layer.mlir --inkling-lower-to-nvvm \
-        --inkling-write-kernels=dir=kernels -o /dev/null
+        --inkling-gpu-write-kernels=dir=kernels -o /dev/null
     $ ls kernels
     layer_k0_fused_conv_k_v_attn_mlp.ptx  manifest.json
     ```

@@ -8,7 +8,7 @@
 // and without a device
 //   unavailable: no CUDA device: cuInit failed (...)
 //
-// A KernelBundle loads the directory `inkling-write-kernels` wrote (PTX,
+// A KernelBundle loads the directory `inkling-gpu-write-kernels` wrote (PTX,
 // cubin or fatbin + manifest.json) into the current device and launches its
 // kernels with the manifest's ABI (KernelManifest.h).
 //

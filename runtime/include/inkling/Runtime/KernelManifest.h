@@ -1,6 +1,6 @@
 //===- KernelManifest.h - The GPU kernel bundle's manifest ------*- C++ -*-===//
 //
-// `inkling-write-kernels` writes a directory of kernels (PTX, cubin or
+// `inkling-gpu-write-kernels` writes a directory of kernels (PTX, cubin or
 // fatbin) and `manifest.json`, which says for every kernel its file and entry
 // symbol, the sconv op it implements, its argument ABI and its launch grid
 // as a function of the token count T; and for every host function the

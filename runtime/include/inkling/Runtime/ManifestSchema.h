@@ -2,7 +2,7 @@
 //
 // The one spelling of every key of `manifest.json` and of the compiler's
 // `inkling.kernels` module attribute it is written from: the recording
-// passes and `inkling-write-kernels` (lib/Target/GPU) write these keys, the
+// passes and `inkling-gpu-write-kernels` (lib/Target/GPU) write these keys, the
 // runtime's reader (KernelManifest.cpp) reads them. No MLIR, LLVM or JSON
 // here, so both sides can include it. docs/gpu.md describes the format.
 //
@@ -18,7 +18,7 @@ namespace inkling::manifest {
 /// The format version the writer writes and the reader reads.
 inline constexpr int64_t kFormatVersion = 1;
 /// The `generator` the writer records.
-inline constexpr char kGeneratorName[] = "inkling-write-kernels";
+inline constexpr char kGeneratorName[] = "inkling-gpu-write-kernels";
 /// A grid entry that stands for the token count T.
 inline constexpr char kTokensGrid[] = "T";
 /// The kernel file formats (`format`).
