@@ -12,6 +12,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <string>
+
 using namespace mlir;
 
 namespace inkling::gpu {
@@ -71,18 +73,17 @@ constexpr KeyRule kArgRules[] = {
     {mk::kParams, isInteger, "an integer", true},
 };
 
+/// The first rule `dict` breaks, as an error on `module` that starts with
+/// `place` (the entry, and the argument).
 LogicalResult checkKeys(ModuleOp module, DictionaryAttr dict,
-                        ArrayRef<KeyRule> rules,
-                        llvm::function_ref<void(InFlightDiagnostic &)> where) {
+                        ArrayRef<KeyRule> rules, StringRef place) {
   for (const KeyRule &rule : rules) {
     Attribute value = dict.get(rule.key);
     if (value ? rule.holds(value) : !rule.required)
       continue;
-    InFlightDiagnostic diag = module.emitError();
-    where(diag);
-    diag << ": `" << rule.key << "` "
-         << (value ? "must be " : "is missing; expected ") << rule.what;
-    return failure();
+    return module.emitError()
+           << place << ": `" << rule.key << "` "
+           << (value ? "must be " : "is missing; expected ") << rule.what;
   }
   return success();
 }
@@ -99,41 +100,25 @@ FailureOr<ArrayAttr> getKernelRecords(ModuleOp module) {
     return module.emitError()
            << "`" << kKernelsAttrName << "` must be an array of dictionaries";
   for (auto [index, element] : llvm::enumerate(kernels)) {
+    std::string place = "`" + std::string(kKernelsAttrName) + "` entry " +
+                        std::to_string(index);
     auto entry = dyn_cast<DictionaryAttr>(element);
-    auto where = [&](InFlightDiagnostic &diag) {
-      diag << "`" << kKernelsAttrName << "` entry " << index;
-      if (entry)
-        if (auto name = dyn_cast_or_null<StringAttr>(entry.get(mk::kName)))
-          diag << " (" << name.getValue() << ")";
-    };
-    if (!entry) {
-      InFlightDiagnostic diag = module.emitError();
-      where(diag);
-      diag << " must be a dictionary";
-      return failure();
-    }
-    if (failed(checkKeys(module, entry, kEntryRules, where)))
+    if (!entry)
+      return module.emitError() << place << " must be a dictionary";
+    if (auto name = dyn_cast_or_null<StringAttr>(entry.get(mk::kName)))
+      place += " (" + name.getValue().str() + ")";
+    if (failed(checkKeys(module, entry, kEntryRules, place)))
       return failure();
     auto args = dyn_cast_or_null<ArrayAttr>(entry.get(mk::kArgs));
-    if (!args) {
-      InFlightDiagnostic diag = module.emitError();
-      where(diag);
-      diag << ": `" << mk::kArgs << "` must be an array of dictionaries";
-      return failure();
-    }
+    if (!args)
+      return module.emitError() << place << ": `" << mk::kArgs
+                                << "` must be an array of dictionaries";
     for (auto [argIndex, argAttr] : llvm::enumerate(args)) {
-      auto argWhere = [&](InFlightDiagnostic &diag) {
-        where(diag);
-        diag << " argument " << argIndex;
-      };
+      std::string argPlace = place + " argument " + std::to_string(argIndex);
       auto arg = dyn_cast<DictionaryAttr>(argAttr);
-      if (!arg) {
-        InFlightDiagnostic diag = module.emitError();
-        argWhere(diag);
-        diag << " must be a dictionary";
-        return failure();
-      }
-      if (failed(checkKeys(module, arg, kArgRules, argWhere)))
+      if (!arg)
+        return module.emitError() << argPlace << " must be a dictionary";
+      if (failed(checkKeys(module, arg, kArgRules, argPlace)))
         return failure();
     }
   }
