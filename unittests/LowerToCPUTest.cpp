@@ -148,6 +148,20 @@ Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
   return reinterpret_cast<Fn>(address);
 }
 
+/// Function `name` of `engine` into `fn`: success, or a failure that says
+/// whether the engine or the function is missing.
+template <typename Fn>
+::testing::AssertionResult
+findFunction(const std::unique_ptr<mlir::ExecutionEngine> &engine,
+             const std::string &name, Fn &fn) {
+  if (!engine)
+    return ::testing::AssertionFailure() << "no engine";
+  fn = lookup<Fn>(*engine, name);
+  if (!fn)
+    return ::testing::AssertionFailure() << "no " << name;
+  return ::testing::AssertionSuccess();
+}
+
 //===----------------------------------------------------------------------===//
 // The fixture
 //===----------------------------------------------------------------------===//
@@ -275,14 +289,12 @@ protected:
 ::testing::AssertionResult
 LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
-  if (!c.engine)
-    return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
   using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                             void *, void *, void *, void *);
-  auto insert = lookup<InsertFn>(*c.engine, "insert_all");
-  if (!insert)
-    return ::testing::AssertionFailure() << "no insert_all";
+  InsertFn insert = nullptr;
+  if (auto found = findFunction(c.engine, "insert_all", insert); !found)
+    return found;
   int64_t blockStride = c.pageBytes / 2;
   for (int seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(1000 + seed);
@@ -316,8 +328,6 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
 ::testing::AssertionResult
 LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
-  if (!c.engine)
-    return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
   using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                           void *, Mem2 *, Mem1 *, void *);
@@ -325,9 +335,9 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   for (Stream s : kAllStreams) {
     for (const ConvVariant &v : kVariants) {
       std::string name = std::string("conv_") + streamName(s) + "_" + v.name;
-      auto conv = lookup<ConvFn>(*c.engine, name);
-      if (!conv)
-        return ::testing::AssertionFailure() << "no " << name;
+      ConvFn conv = nullptr;
+      if (auto found = findFunction(c.engine, name, conv); !found)
+        return found;
       for (int seed = 0; seed < seeds; ++seed) {
         std::mt19937_64 rng(7000 + seed * 31 + static_cast<int>(s));
         Step step = randomStep(rng, layout);
@@ -388,17 +398,15 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
 /// to their inputs, no cache byte written by a padding token.
 ::testing::AssertionResult LowerToCPUTest::paddedMatchesReference(int seeds) {
   Compiled &c = compiled();
-  if (!c.engine)
-    return ::testing::AssertionFailure() << "no engine";
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
   using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                             MemI32 *, void *, void *, void *, void *);
   using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                           MemI32 *, void *, Mem2 *, Mem1 *, void *);
-  auto insert = lookup<InsertFn>(*c.engine, "padded_insert_all");
-  if (!insert)
-    return ::testing::AssertionFailure() << "no padded_insert_all";
+  InsertFn insert = nullptr;
+  if (auto found = findFunction(c.engine, "padded_insert_all", insert); !found)
+    return found;
   for (int seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(3000 + seed);
     Step step = randomStep(rng, layout);
@@ -423,9 +431,9 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
       for (const ConvVariant &v : kVariants) {
         std::string name =
             std::string("padded_conv_") + streamName(s) + "_" + v.name;
-        auto conv = lookup<ConvFn>(*c.engine, name);
-        if (!conv)
-          return ::testing::AssertionFailure() << "no " << name;
+        ConvFn conv = nullptr;
+        if (auto found = findFunction(c.engine, name, conv); !found)
+          return found;
         if (auto same = convMatches(
                 rng, c, s, v, tokens, step, cache, Corrupt::Nothing,
                 name + " (seed " + std::to_string(seed) + ")",

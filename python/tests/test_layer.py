@@ -109,6 +109,16 @@ class Fixture:
     def snapshot(self):
         self.expected_cache = self.cache.view(np.uint16).copy()
 
+    @classmethod
+    def run_once(cls, test, layer, rng, **options):
+        """One call of `layer` on a fresh fixture, checked against the
+        reference."""
+        f = cls(layer, rng, **options)
+        f.snapshot()
+        layer(**f.args)
+        f.check(test, layer)
+        f.close()
+
 
 def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes, token_seq=False):
     """small_layer.mlir's function at another layout and block stride (and
@@ -213,11 +223,7 @@ class LayerCpuTest(unittest.TestCase):
         for fusion in ("none", "packed-inserts"):
             with inkling.Layer.from_file(SMALL_LAYER, fusion=fusion,
                                          checked=True) as layer:
-                f = Fixture(layer, np.random.default_rng(7))
-                f.snapshot()
-                layer(**f.args)
-                f.check(self, layer)
-                f.close()
+                Fixture.run_once(self, layer, np.random.default_rng(7))
 
     def test_thread_counts_give_the_same_bits(self):
         # The layer's own fixture is small; a 2-thread layer forks only from
@@ -226,11 +232,7 @@ class LayerCpuTest(unittest.TestCase):
         for threads in (1, 2):
             with inkling.Layer.from_file(SMALL_LAYER,
                                          threads=threads) as layer:
-                f = Fixture(layer, np.random.default_rng(11))
-                f.snapshot()
-                layer(**f.args)
-                f.check(self, layer)
-                f.close()
+                Fixture.run_once(self, layer, np.random.default_rng(11))
 
     def test_token_seq_operand(self):
         # The step builder's token_seq: the reference's results, and padding
@@ -270,12 +272,8 @@ class LayerCpuTest(unittest.TestCase):
                            name="generated.mlir") as layer:
             self.assertEqual(layer.layout["page_bytes"], 2048)
             for seed in range(3):
-                f = Fixture(layer, np.random.default_rng(seed),
-                            prompts=((4,), (11,), (3,)), config=config)
-                f.snapshot()
-                layer(**f.args)
-                f.check(self, layer)
-                f.close()
+                Fixture.run_once(self, layer, np.random.default_rng(seed),
+                                 prompts=((4,), (11,), (3,)), config=config)
 
     def test_rank2_and_rank3_views_are_accepted_as_declared(self):
         # input_attn is declared [T, 16]; a [T, 2, 8] array is a rank error.

@@ -332,58 +332,66 @@ TEST_F(CApiTest, FailedCallsWriteNoOutputAndExplain) {
   inkling_manager_destroy(other);
 }
 
-TEST(CApiStandaloneTest, PageUnification) {
-  inkling_layout_config_t config = layoutConfig();
+/// An sconv layer's spec and an attention layer's, unified.
+struct UnifiedPair {
   inkling_cache_spec_t specs[2];
-  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
-            INKLING_OK);
-  ASSERT_EQ(inkling_cache_spec_attention("attn", 16, 8, 128, 2, 0, 2, &specs[1],
-                                         nullptr, 0),
-            INKLING_OK);
   inkling_unified_spec_t out[2];
   int64_t page = 0;
-  ASSERT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, nullptr, 0),
+};
+
+/// Unifies the sconv layer of `config` with an attention layer of
+/// `attentionBlock` tokens (8 KV heads of 128, 2-byte, K and V per page).
+void unifyWithAttention(const inkling_layout_config_t &config,
+                        int64_t attentionBlock, UnifiedPair &pair) {
+  ASSERT_EQ(
+      inkling_cache_spec_sconv(&config, "sconv", &pair.specs[0], nullptr, 0),
+      INKLING_OK);
+  ASSERT_EQ(inkling_cache_spec_attention("attn", attentionBlock, 8, 128, 2, 0,
+                                         2, &pair.specs[1], nullptr, 0),
             INKLING_OK);
-  EXPECT_EQ(page, 131072);
-  EXPECT_EQ(out[0].adjustment, INKLING_PAGE_UNCHANGED);
-  EXPECT_EQ(out[1].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
-  EXPECT_EQ(out[1].block_size, 32);
-  ASSERT_EQ(inkling_cache_spec_attention("odd", 3, 8, 128, 2, 0, 2, &specs[1],
-                                         nullptr, 0),
+  ASSERT_EQ(
+      inkling_unify_page_sizes(pair.specs, 2, pair.out, &pair.page, nullptr, 0),
+      INKLING_OK);
+}
+
+TEST(CApiStandaloneTest, PageUnification) {
+  inkling_layout_config_t config = layoutConfig();
+  UnifiedPair pair;
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 16, pair));
+  EXPECT_EQ(pair.page, 131072);
+  EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_UNCHANGED);
+  EXPECT_EQ(pair.out[1].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(pair.out[1].block_size, 32);
+  ASSERT_EQ(inkling_cache_spec_attention("odd", 3, 8, 128, 2, 0, 2,
+                                         &pair.specs[1], nullptr, 0),
             INKLING_OK);
   config.tp = 8; // sconv page 16384; odd attention page 12288
-  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
-            INKLING_OK);
+  ASSERT_EQ(
+      inkling_cache_spec_sconv(&config, "sconv", &pair.specs[0], nullptr, 0),
+      INKLING_OK);
   char error[512];
-  EXPECT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, error, sizeof error),
+  EXPECT_EQ(inkling_unify_page_sizes(pair.specs, 2, pair.out, &pair.page, error,
+                                     sizeof error),
             INKLING_INVALID_ARGUMENT);
   EXPECT_NE(std::string(error).find("'odd'"), std::string::npos) << error;
   EXPECT_NE(std::string(error).find("'sconv'"), std::string::npos) << error;
 }
 
 TEST(CApiStandaloneTest, BlockSizeFromTheUnifierMakesTheManager) {
-  // A 256 KiB attention page scales the conv block size: the engine derives
-  // the layout and creates the manager at the unifier's N.
+  // A 256 KiB attention page scales the conv block size: the engine
+  // derives the layout and creates the manager at the unifier's N.
   inkling_layout_config_t config = layoutConfig();
-  inkling_cache_spec_t specs[2];
-  ASSERT_EQ(inkling_cache_spec_sconv(&config, "sconv", &specs[0], nullptr, 0),
-            INKLING_OK);
-  ASSERT_EQ(inkling_cache_spec_attention("attn", 64, 8, 128, 2, 0, 2, &specs[1],
-                                         nullptr, 0),
-            INKLING_OK);
-  inkling_unified_spec_t out[2];
-  int64_t page = 0;
-  ASSERT_EQ(inkling_unify_page_sizes(specs, 2, out, &page, nullptr, 0),
-            INKLING_OK);
-  EXPECT_EQ(page, 262144);
-  EXPECT_EQ(out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
-  EXPECT_EQ(out[0].block_size, 8);
-  config.block_size = out[0].block_size;
+  UnifiedPair pair;
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 64, pair));
+  EXPECT_EQ(pair.page, 262144);
+  EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
+  EXPECT_EQ(pair.out[0].block_size, 8);
+  config.block_size = pair.out[0].block_size;
   inkling_layout_t layout;
   ASSERT_EQ(inkling_layout_derive(&config, &layout, nullptr, 0), INKLING_OK);
   EXPECT_EQ(layout.block_size, 8);
   EXPECT_EQ(layout.sliding_window, 4);
-  EXPECT_EQ(layout.page_bytes, page);
+  EXPECT_EQ(layout.page_bytes, pair.page);
   inkling_manager_config_t managerConfig{};
   managerConfig.layout = config;
   managerConfig.num_blocks = 16;

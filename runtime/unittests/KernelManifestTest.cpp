@@ -220,29 +220,23 @@ TEST(KernelManifest, RejectsMalformedManifests) {
                  "plain file name");
   expectRejected(manifest(R"(, "extra": 1, "tokens_arg": 1)"), "duplicate");
   // A descriptor that does not expand to its params.
-  std::string wrongParams = manifest();
-  wrongParams.replace(wrongParams.find("\"params\": 9"), 11, "\"params\": 8");
-  expectRejected(wrongParams, "expands to 9 parameters");
+  expectRejected(edited("\"params\": 9", "\"params\": 8"),
+                 "expands to 9 parameters");
   // Parameter types that do not follow the descriptor layout.
-  std::string wrongType = manifest();
-  wrongType.replace(wrongType.find("[\"ptr\", \"ptr\", \"i64\""), 20,
-                    "[\"ptr\", \"i64\", \"i64\"");
-  expectRejected(wrongType, "the descriptor needs \"ptr\"");
+  expectRejected(edited(R"(["ptr", "ptr", "i64")", R"(["ptr", "i64", "i64")"),
+                 "the descriptor needs \"ptr\"");
   // An alignment that is not a power of two at least the element size.
-  std::string badAlign = manifest();
-  badAlign.replace(badAlign.find("\"align\": 16"), 11, "\"align\": 24");
-  expectRejected(badAlign, "align 24 must be a power of two");
-  badAlign.replace(badAlign.find("\"align\": 24"), 11, "\"align\": 1 ");
-  expectRejected(badAlign, "at least element_bytes (2)");
+  expectRejected(edited("\"align\": 16", "\"align\": 24"),
+                 "align 24 must be a power of two");
+  expectRejected(edited("\"align\": 16", "\"align\": 1"),
+                 "at least element_bytes (2)");
   // Missing fields name their path.
-  std::string noEntry = manifest();
-  noEntry.replace(noEntry.find("\"entry\""), 7, "\"entri\"");
-  expectRejected(noEntry, "kernels[0]: missing \"entry\"");
+  expectRejected(edited("\"entry\"", "\"entri\""),
+                 "kernels[0]: missing \"entry\"");
   // A launch of a kernel that is not in the bundle.
-  std::string unknown = manifest();
-  unknown.replace(unknown.find("\"kernel\": \"layer_k1_insert_k\""), 29,
-                  "\"kernel\": \"other\"");
-  expectRejected(unknown, "names no kernel");
+  expectRejected(
+      edited(R"("kernel": "layer_k1_insert_k")", R"("kernel": "other")"),
+      "names no kernel");
 }
 
 TEST(KernelManifest, LoadReportsAMissingFile) {

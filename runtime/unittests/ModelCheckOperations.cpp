@@ -234,6 +234,7 @@ std::string ModelChecker::resume() {
     start = *hit;
     prefixHits_ += start > 0 && code == StatusCode::Ok;
   }
+  std::string err;
   if (chance(0.2)) {
     // Without token ids: a hit among the hashes the sequence still keeps.
     if (start > 0) {
@@ -243,29 +244,21 @@ std::string ModelChecker::resume() {
       start = *kept;
     }
     lastOp_ = "resume without tokens at " + std::to_string(start);
-    if (std::string err =
-            expect(code, [&] { return manager_->resume(seq.id, start); });
-        !err.empty())
-      return err;
-    if (code == StatusCode::Ok) {
-      seq.state = State::Idle;
-      seq.computed = start;
+    err = expect(code, [&] { return manager_->resume(seq.id, start); });
+  } else {
+    // The engine passes the sequence's token ids; sometimes wrong ones.
+    std::vector<int32_t> tokens = seq.tokens;
+    if (code == StatusCode::Ok && !tokens.empty() && chance(0.1)) {
+      if (chance(0.5))
+        tokens.pop_back();
+      else
+        tokens[uniform(0, tokens.size() - 1)] ^= 1;
+      code = StatusCode::InvalidArgument;
     }
-    return "";
+    lastOp_ = "resume at " + std::to_string(start);
+    err = expect(code, [&] { return manager_->resume(seq.id, tokens, start); });
   }
-  // The engine passes the sequence's token ids; sometimes wrong ones.
-  std::vector<int32_t> tokens = seq.tokens;
-  if (code == StatusCode::Ok && !tokens.empty() && chance(0.1)) {
-    if (chance(0.5))
-      tokens.pop_back();
-    else
-      tokens[uniform(0, tokens.size() - 1)] ^= 1;
-    code = StatusCode::InvalidArgument;
-  }
-  lastOp_ = "resume at " + std::to_string(start);
-  if (std::string err =
-          expect(code, [&] { return manager_->resume(seq.id, tokens, start); });
-      !err.empty())
+  if (!err.empty())
     return err;
   if (code == StatusCode::Ok) {
     seq.state = State::Idle;
