@@ -304,9 +304,10 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
       if (!conv)
         return ::testing::AssertionFailure() << "no " << name;
       int64_t channels = layout.headsPerRank * layout.range(s).width;
-      for (int seed = 0; seed < seeds; ++seed) {
+      // The last seed: long sequences.
+      for (int seed = 0; seed <= seeds; ++seed) {
         std::mt19937_64 rng(7000 + seed * 31 + static_cast<int>(s));
-        Step step = randomStep(rng, layout);
+        Step step = randomStep(rng, layout, seed == seeds ? kLongChunk : 9);
         int64_t tokens = step.meta.numTokens();
         AlignedBuffer<uint16_t> cache =
             makeCache(rng, layout, step, blockStride, kPoison);
@@ -408,9 +409,10 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
   auto insert = lookup<InsertFn>(*c.engine, "padded_insert_all");
   if (!insert)
     return ::testing::AssertionFailure() << "no padded_insert_all";
-  for (int seed = 0; seed < seeds; ++seed) {
+  // The last seed: long sequences.
+  for (int seed = 0; seed <= seeds; ++seed) {
     std::mt19937_64 rng(3000 + seed);
-    Step step = randomStep(rng, layout);
+    Step step = randomStep(rng, layout, seed == seeds ? kLongChunk : 9);
     std::vector<int32_t> tokenSeq = padStep(rng, layout, step);
     int64_t tokens = step.meta.paddedTokens;
     MemI32 seqDesc = descriptor<int32_t, 1>(tokenSeq.data(), {tokens}, {1});
