@@ -16,9 +16,9 @@
 // RUN:   | mlir-opt --verify-each > /dev/null
 
 // The fused layer is one nest in two forms, chosen per call on the step's
-// shape (sconv-lower-to-loops token-runs): the (run of 64 tokens, head)
+// shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)
 // nest, then the (token, head) one. Each is a branch on its outer
-// iterations (ceil(T / 64) * 8, T * 8) >= 32 between one region on 4
+// iterations (ceil(T / 4) * 8, T * 8) >= 32 between one region on 4
 // threads and the sequential nest; 16 fmas in each (the four streams'
 // chains).
 // FUSED-LABEL: llvm.func @decoder_layer
@@ -63,8 +63,8 @@
 // The default stores no row non-temporally; with streaming stores on, each
 // store of the nest exists twice, one of them non-temporal: 8 in the
 // (token, head) form (4 outputs, 4 cache rows), 12 in the token-run form
-// (4 outputs, 4 cache rows, 4 padding outputs).
+// (4 outputs and 4 cache rows of 32 channels, 4 padding outputs).
 // ONE-NOT:     nontemporal
 // STREAM-LABEL: llvm.func @decoder_layer
-// STREAM-COUNT-20: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// STREAM-COUNT-20: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<{{8|32}}xi16>
 // STREAM-NOT:     nontemporal

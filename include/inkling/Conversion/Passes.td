@@ -88,7 +88,7 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
     Option<"tokenRuns", "token-runs", "bool", /*default=*/"false",
            "In an unchecked conv, for a step whose real tokens are at least "
            "kernel x its sequences (chosen at run time; else the (token, "
-           "head) nest), a nest over (run of 64 tokens, head) whose "
+           "head) nest), a nest over (run of 4 tokens, head) whose "
            "innermost loop, per sequence in the run and chunk, walks the "
            "tokens and carries the last kernel - 1 inputs as loop values, "
            "with the weights loaded once per run: each input is loaded "

@@ -19,9 +19,9 @@
 //
 // token-runs (the CPU's form, unchecked), when real tokens >= W * B:
 //
-//   scf.parallel (run r of 64 tokens, h) {
+//   scf.parallel (run r of kRunTokens tokens, h) {
 //     for b in the sequences of the run's real tokens [s, e):
-//       for stream i, chunk c:
+//       for stream i, kRunLanes channels c (then 16-byte chunks):
 //         weights, bias; window = the W-1 inputs before s (x, cache or 0)
 //         for t in [s, e) (window):   // the same per-element arithmetic
 //           x = x_i[t, h, c]; [and_insert: store x at t's slot]
@@ -42,9 +42,16 @@ using namespace inkling::sconv;
 
 namespace {
 
-/// Tokens per outer iteration of the token-run nest: enough to amortize a
-/// run's weight loads and window, small enough to give threads work.
-constexpr int64_t kRunTokens = 64;
+/// Tokens per outer iteration of the token-run nest. Few: a run walks one
+/// row segment per token and array at once, and more than a handful of
+/// such streams defeat the hardware prefetchers (measured on the CPU of
+/// docs/fusion.md: runs of 64 tokens were slower than the (token, head)
+/// nest, runs of 4 the fastest); a run's window reload (W-1 loads) and
+/// weights still serve 4 tokens.
+constexpr int64_t kRunTokens = 4;
+/// Channels per innermost iteration of the token-run nest: a 64-byte line
+/// of bf16 per token, so that each line of a token's rows is visited once.
+constexpr int64_t kRunLanes = 32;
 
 /// The operands of one stream of a conv.
 struct ConvStream {
@@ -627,14 +634,30 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                   Value computed = load(numComputedBuf, seq);
                   Value s = arith::MaxUIOp::create(b, loc, start, t0);
                   Value e = arith::MinUIOp::create(b, loc, end, real);
-                  for (const ConvPart &part : parts)
+                  for (const ConvPart &part : parts) {
+                    // Whole groups of kRunLanes channels (a 64-byte line
+                    // per token), then the rest by 16-byte chunks.
+                    const int64_t width = part.range.width;
+                    const int64_t groups = width / kRunLanes;
+                    const int64_t perGroup = kRunLanes / kLanes;
                     scf::ForOp::create(
-                        b, loc, cIndex(b, loc, 0),
-                        cIndex(b, loc, numChunks(part.range.width)),
+                        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups),
                         cIndex(b, loc, 1), ValueRange{},
+                        [&](OpBuilder &b, Location loc, Value group,
+                            ValueRange) {
+                          Value c = ArithBuilder(b, loc).mul(
+                              group, cIndex(b, loc, kRunLanes));
+                          runLanes(b, loc, part, seq, start, computed, s, e, h,
+                                   c, kRunLanes);
+                          scf::YieldOp::create(b, loc);
+                        });
+                    scf::ForOp::create(
+                        b, loc, cIndex(b, loc, groups * perGroup),
+                        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1),
+                        ValueRange{},
                         [&](OpBuilder &b, Location loc, Value chunk,
                             ValueRange) {
-                          emitChunk(b, loc, chunk, part.range.width,
+                          emitChunk(b, loc, chunk, width,
                                     [&](OpBuilder &b, Location loc, Value c,
                                         int64_t lanes) {
                                       runLanes(b, loc, part, seq, start,
@@ -642,6 +665,7 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
                                     });
                           scf::YieldOp::create(b, loc);
                         });
+                  }
                   scf::YieldOp::create(b, loc);
                 });
             scf::YieldOp::create(b, loc);
