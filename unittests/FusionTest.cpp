@@ -327,9 +327,11 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
 
-  for (int seed = 0; seed < GetParam().seeds; ++seed) {
+  // The last seed: long sequences.
+  for (int seed = 0; seed <= GetParam().seeds; ++seed) {
     std::mt19937_64 rng(5000 + seed);
-    Step step = randomStep(rng, layout);
+    Step step =
+        randomStep(rng, layout, seed == GetParam().seeds ? kLongChunk : 9);
     int64_t tokens = step.meta.numTokens();
     AlignedBuffer<uint16_t> cache0 =
         makeCache(rng, layout, step, blockStride, kPoison);

@@ -338,9 +338,10 @@ LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
       ConvFn conv = nullptr;
       if (auto found = findFunction(c.engine, name, conv); !found)
         return found;
-      for (int seed = 0; seed < seeds; ++seed) {
+      // The last seed: long sequences.
+      for (int seed = 0; seed <= seeds; ++seed) {
         std::mt19937_64 rng(7000 + seed * 31 + static_cast<int>(s));
-        Step step = randomStep(rng, layout);
+        Step step = randomStep(rng, layout, seed == seeds ? kLongChunk : 9);
         int64_t tokens = step.meta.numTokens();
         AlignedBuffer<uint16_t> cache =
             makeCache(rng, layout, step, blockStride, kPoison);
@@ -407,9 +408,10 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "padded_insert_all", insert); !found)
     return found;
-  for (int seed = 0; seed < seeds; ++seed) {
+  // The last seed: long sequences.
+  for (int seed = 0; seed <= seeds; ++seed) {
     std::mt19937_64 rng(3000 + seed);
-    Step step = randomStep(rng, layout);
+    Step step = randomStep(rng, layout, seed == seeds ? kLongChunk : 9);
     std::vector<int32_t> tokenSeq = padStep(rng, layout, step);
     int64_t tokens = step.meta.paddedTokens;
     MemI32 seqDesc = descriptor<int32_t, 1>(tokenSeq.data(), {tokens}, {1});

@@ -46,6 +46,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   lowerOptions.checked = options.checked;
   lowerOptions.splitStreams = options.splitStreams;
   lowerOptions.hoistTaps = true;
+  lowerOptions.tokenRuns = true;
   pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
   // 2. Fold the index arithmetic of the nests (constants, dims of static
   //    shapes). The nests stay parallel; canonicalization may merge the two

@@ -2,7 +2,10 @@
 // inkling-lower-to-cpu, counted on the loop form the pipeline itself
 // produces (printed after its sconv-lower-to-loops step). An outer nest is
 // an scf.parallel over (token, head): `scf.parallel (%a, %b)`; the inner
-// loops are 1-D.
+// loops are 1-D. On the CPU each conv's nest exists twice, in an scf.if on
+// the step's shape (sconv-lower-to-loops token-runs): the (run of tokens,
+// head) form for prefill-sized steps, then the (token, head) one; an
+// insert's nest once.
 //
 // RUN: inkling-opt %s --inkling-lower-to-cpu --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DEFAULT
@@ -91,28 +94,29 @@ func.func @layer(%k: !kv {llvm.noalias}, %v: !kv {llvm.noalias},
 // CONCAT:       call @attention
 
 // packed-inserts: K+V conv, K+V packed insert, then ATTN conv + insert and
-// MLP conv + insert (the inserts cannot move past the calls): 6 nests.
+// MLP conv + insert (the inserts cannot move past the calls): 6 nests, 9
+// outer loops.
 // PACKED-LABEL: func.func @layer
-// PACKED-COUNT-2: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// PACKED-COUNT-3: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // PACKED:       call @attention
-// PACKED-COUNT-2: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// PACKED-COUNT-3: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // PACKED:       call @mlp
-// PACKED-COUNT-2: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// PACKED-COUNT-3: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // PACKED-NOT:   scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // PACKED:       return
 
-// none: one nest per op.
+// none: one nest per op (8), 12 outer loops.
 // NONE-LABEL: func.func @layer
-// NONE-COUNT-4: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// NONE-COUNT-6: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // NONE:         call @attention
-// NONE-COUNT-2: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// NONE-COUNT-3: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // NONE:         call @mlp
-// NONE-COUNT-2: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// NONE-COUNT-3: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // NONE-NOT:     scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
 // NONE:         return
 
-// COUNT3: {{^}}3{{$}}
-// COUNT8: {{^}}8{{$}}
+// COUNT3: {{^}}6{{$}}
+// COUNT8: {{^}}12{{$}}
 
 // BAD: Cannot find option named 'fastest'!
 

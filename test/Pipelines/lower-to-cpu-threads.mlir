@@ -15,39 +15,56 @@
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2" \
 // RUN:   | mlir-opt --verify-each > /dev/null
 
-// The fused layer is one nest: a branch on T * 8 >= 32 between one region
-// on 4 threads and the sequential nest; 16 fmas in each (the four streams'
-// chains, twice).
+// The fused layer is one nest in two forms, chosen per call on the step's
+// shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)
+// nest, then the (token, head) one. Each is a branch on its outer
+// iterations (ceil(T / 4) * 8, T * 8) >= 32 between one region on 4
+// threads and the sequential nest; 16 fmas in each (the four streams'
+// chains).
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-DAG:     %[[MIN:.*]] = llvm.mlir.constant(32 : index) : i64
 // FUSED-DAG:     %[[N:.*]] = llvm.mlir.constant(4 : i32) : i32
-// FUSED:         %[[BIG:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
-// FUSED-NEXT:    llvm.cond_br %[[BIG]], ^[[PAR:.*]], ^[[SEQ:[a-z0-9]*]]
-// FUSED:       ^[[PAR]]:
+// FUSED:         %[[BIG1:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
+// FUSED-NEXT:    llvm.cond_br %[[BIG1]], ^[[PAR1:.*]], ^[[SEQ1:[a-z0-9]*]]
+// FUSED:       ^[[PAR1]]:
 // FUSED-NEXT:    omp.parallel num_threads(%[[N]] : i32) {
 // FUSED-NEXT:      omp.wsloop {
 // FUSED-NEXT:        omp.loop_nest ({{.*}}) : i64 = {{.*}} collapse(2) {
 // FUSED-NOT:     omp.parallel
 // FUSED-COUNT-16: llvm.intr.fma
 // FUSED:           omp.terminator
-// FUSED:       ^[[SEQ]]:
+// FUSED:       ^[[SEQ1]]:
+// FUSED-NOT:     omp.
+// FUSED-COUNT-16: llvm.intr.fma
+// FUSED:         %[[BIG2:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
+// FUSED-NEXT:    llvm.cond_br %[[BIG2]], ^[[PAR2:.*]], ^[[SEQ2:[a-z0-9]*]]
+// FUSED:       ^[[PAR2]]:
+// FUSED-NEXT:    omp.parallel num_threads(%[[N]] : i32) {
+// FUSED-NEXT:      omp.wsloop {
+// FUSED-NEXT:        omp.loop_nest ({{.*}}) : i64 = {{.*}} collapse(2) {
+// FUSED-NOT:     omp.parallel
+// FUSED-COUNT-16: llvm.intr.fma
+// FUSED:           omp.terminator
+// FUSED:       ^[[SEQ2]]:
 // FUSED-NOT:     omp.
 // FUSED-COUNT-16: llvm.intr.fma
 // FUSED-NOT:     llvm.intr.fma
 // FUSED-NOT:     omp.
 
-// Unfused: eight nests, eight regions, with the OpenMP default team.
+// Unfused: eight nests (the four convs' in two forms), twelve regions,
+// with the OpenMP default team.
 // NONE-LABEL: llvm.func @decoder_layer
-// NONE-COUNT-8: omp.parallel {
+// NONE-COUNT-12: omp.parallel {
 // NONE-NOT:     omp.parallel
 
 // ONE-LABEL: llvm.func @decoder_layer
 // ONE-NOT:     omp.
 
 // The default stores no row non-temporally; with streaming stores on, each
-// of the nest's 8 stores (4 outputs, 4 cache rows) exists twice, one of them
-// non-temporal.
+// store of the nest exists twice, one of them non-temporal: 8 in the
+// (token, head) form (4 outputs, 4 cache rows), 12 in the token-run form
+// (4 outputs and 4 cache rows of 32 channels, 4 padding outputs).
 // ONE-NOT:     nontemporal
 // STREAM-LABEL: llvm.func @decoder_layer
-// STREAM-COUNT-8: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// STREAM-COUNT-20: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<{{8|32}}xi16>
 // STREAM-NOT:     nontemporal

@@ -25,16 +25,17 @@
 // LLVM-NOT: llvm.fpext
 // LLVM-LABEL: llvm.func @decoder_layer
 // LLVM-NOT: llvm.intr.fmuladd
-// LLVM-COUNT-16: llvm.intr.fma
+// LLVM-COUNT-32: llvm.intr.fma
 // LLVM-NOT: __truncsfbf2
 
 // With the default fusion (one fused_conv of the four streams, and_insert;
 // one inner loop per stream on the CPU) the same arithmetic: no libgcc
-// call, no fmuladd, the 16 fmas of the four chains.
+// call, no fmuladd, the 16 fmas of the four chains, twice (the token-run
+// form for prefill-sized steps and the (token, head) one).
 // FUSED-NOT: __truncsfbf2
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-NOT: llvm.intr.fmuladd
-// FUSED-COUNT-16: llvm.intr.fma
+// FUSED-COUNT-32: llvm.intr.fma
 // FUSED-NOT: llvm.intr.fma
 // FUSED-NOT: __truncsfbf2
 

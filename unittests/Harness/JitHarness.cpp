@@ -250,11 +250,12 @@ uint16_t harness::randomBf16(std::mt19937_64 &rng, float scale) {
   return floatToBf16(dist(rng));
 }
 
-Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout) {
+Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout,
+                         int maxChunk) {
   Step step;
   int64_t kernel = layout.config.kernel, n = layout.blockSize;
-  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3), chunk(2, 9),
-      computed(1, 13);
+  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3),
+      chunk(2, maxChunk), computed(1, 13);
   int64_t b = numSeqs(rng);
   std::vector<std::pair<int64_t, int64_t>> seqs; // (num_computed, tokens)
   for (int64_t i = 0; i < b; ++i) {

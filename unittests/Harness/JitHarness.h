@@ -211,8 +211,11 @@ struct Step {
 /// A mixed batch: each sequence is a prefill from 0, a chunked prefill, a
 /// decode or a short speculative chunk; blocks are distinct, from a shuffled
 /// pool that keeps block 0 as the null block. Slots store only the last
-/// W-1 positions (the runtime's window), plus a few random -1.
-Step randomStep(std::mt19937_64 &rng, const Layout &layout);
+/// W-1 positions (the runtime's window), plus a few random -1. Prefill
+/// chunks have 2..maxChunk tokens (kLongChunk: sequences that span many of the
+/// CPU conv's token runs).
+Step randomStep(std::mt19937_64 &rng, const Layout &layout, int maxChunk = 9);
+constexpr int kLongChunk = 150;
 
 /// The cache buffer: poisoned bytes, then random history rows [0, raw).
 AlignedBuffer<uint16_t> makeCache(std::mt19937_64 &rng, const Layout &layout,

@@ -85,6 +85,15 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
            "chunk loop then only loads, converts, multiplies and stores); "
            "the GPU keeps the per-chunk selection (one chunk per thread, "
            "fewer registers)">,
+    Option<"tokenRuns", "token-runs", "bool", /*default=*/"false",
+           "In an unchecked conv, for a step whose real tokens are at least "
+           "kernel x its sequences (chosen at run time; else the (token, "
+           "head) nest), a nest over (run of 4 tokens, head) whose "
+           "innermost loop, per sequence in the run and chunk, walks the "
+           "tokens and carries the last kernel - 1 inputs as loop values, "
+           "with the weights loaded once per run: each input is loaded "
+           "once. The same arithmetic per element, so the same bits. The "
+           "CPU's form (prefill); the GPU keeps the (token, head) nest">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -17,6 +17,18 @@
 //         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
 //   } }
 //
+// token-runs (the CPU's form, unchecked), when real tokens >= W * B:
+//
+//   scf.parallel (run r of kRunTokens tokens, h) {
+//     for b in the sequences of the run's real tokens [s, e):
+//       for stream i, kRunLanes channels c (then 16-byte chunks):
+//         weights, bias; window = the W-1 inputs before s (x, cache or 0)
+//         for t in [s, e) (window):   // the same per-element arithmetic
+//           x = x_i[t, h, c]; [and_insert: store x at t's slot]
+//           out_i = bf16(act(fma chain over window, x) + x); window <<= x
+//     for the padding tokens of the run: out_i = x_i
+//   }
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -29,6 +41,17 @@ using namespace inkling::loops;
 using namespace inkling::sconv;
 
 namespace {
+
+/// Tokens per outer iteration of the token-run nest. Few: a run walks one
+/// row segment per token and array at once, and more than a handful of
+/// such streams defeat the hardware prefetchers (measured on the CPU of
+/// docs/fusion.md: runs of 64 tokens were slower than the (token, head)
+/// nest, runs of 4 the fastest); a run's window reload (W-1 loads) and
+/// weights still serve 4 tokens.
+constexpr int64_t kRunTokens = 4;
+/// Channels per innermost iteration of the token-run nest: a 64-byte line
+/// of bf16 per token, so that each line of a token's rows is visited once.
+constexpr int64_t kRunLanes = 32;
 
 /// The operands of one stream of a conv.
 struct ConvStream {
@@ -373,19 +396,20 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     return weights;
   };
 
-  auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value t, Value h, Value c, int64_t lanes, Value xRaw) {
-    const int64_t width = part.range.width;
+  // acc = bias[h*w + c] (or 0), in f32.
+  auto biasLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value channel, int64_t lanes) {
+    if (!part.bias)
+      return splatF32(b, loc, 0.0f, lanes);
+    return extToF32(b, loc,
+                    loadLanes(b, loc, part.bias, ValueRange{channel}, lanes,
+                              part.biasAlign),
+                    lanes);
+  };
+  // The weights of channels h*w + c.., per tap, in f32.
+  auto tapWeightsOf = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                          Value channel, int64_t lanes) {
     ArithBuilder ab(b, loc);
-    Value channel = ab.add(ab.mul(h, cIndex(b, loc, width)), c);
-    // acc = bias (or 0).
-    Value acc = part.bias
-                    ? extToF32(b, loc,
-                               loadLanes(b, loc, part.bias, ValueRange{channel},
-                                         lanes, part.biasAlign),
-                               lanes)
-                    : splatF32(b, loc, 0.0f, lanes);
-    // The weights of these channels, per tap.
     SmallVector<Value> tapWeights;
     if (lanes == 1) {
       for (int64_t j = 0; j < kernel; ++j)
@@ -394,45 +418,33 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
             memref::LoadOp::create(b, loc, part.weights,
                                    ValueRange{channel, cIndex(b, loc, j)}),
             1));
-    } else {
-      Value all = loadLanes(b, loc, part.flatWeights,
-                            ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
-                            lanes * kernel, part.weightsAlign);
-      if (hoist && kernel % 2 == 0) {
-        tapWeights = pairedTapWeights(b, loc, all, lanes);
-      } else {
-        for (int64_t j = 0; j < kernel; ++j) {
-          Value wj = all;
-          if (kernel > 1) {
-            SmallVector<int64_t> mask;
-            for (int64_t l = 0; l < lanes; ++l)
-              mask.push_back(l * kernel + j);
-            wj = vector::ShuffleOp::create(b, loc, all, all, mask);
-          }
-          tapWeights.push_back(extToF32(b, loc, wj, lanes));
-        }
-      }
+      return tapWeights;
     }
-    if (insert) {
-      scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
-        Value col =
-            ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
-        storeLanes(b, loc, xRaw, cache,
-                   ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
-        scf::YieldOp::create(b, loc);
-      });
-    }
-    Value xt = extToF32(b, loc, xRaw, lanes);
-    SmallVector<Value> hoisted;
-    if (hoist)
-      hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
+    Value all = loadLanes(b, loc, part.flatWeights,
+                          ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
+                          lanes * kernel, part.weightsAlign);
+    if (hoist && kernel % 2 == 0)
+      return pairedTapWeights(b, loc, all, lanes);
     for (int64_t j = 0; j < kernel; ++j) {
-      // The last tap (q = p >= num_computed) is the token's own input.
-      Value tap = j == kernel - 1 ? xt
-                  : hoist         ? hoisted[j]
-                                  : chunkTap(b, loc, part, t, h, c, lanes, j);
-      acc = math::FmaOp::create(b, loc, tapWeights[j], tap, acc);
+      Value wj = all;
+      if (kernel > 1) {
+        SmallVector<int64_t> mask;
+        for (int64_t l = 0; l < lanes; ++l)
+          mask.push_back(l * kernel + j);
+        wj = vector::ShuffleOp::create(b, loc, all, all, mask);
+      }
+      tapWeights.push_back(extToF32(b, loc, wj, lanes));
     }
+    return tapWeights;
+  };
+  // acc = fma(w_j, tap_j, acc) for every tap in ascending order (the last
+  // tap is x[t] itself); act; + x (residual); out[t] = bf16(acc).
+  auto finishLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                         ArrayRef<Value> tapWeights,
+                         function_ref<Value(int64_t)> tapValue, Value acc,
+                         Value xt, Value t, Value h, Value c, int64_t lanes) {
+    for (int64_t j = 0; j < kernel; ++j)
+      acc = math::FmaOp::create(b, loc, tapWeights[j], tapValue(j), acc);
     if (silu) {
       // a * 1 / (1 + exp(-a)), in f32.
       Value one = splatF32(b, loc, 1.0f, lanes);
@@ -446,6 +458,35 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
     Value result =
         arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
     part.out.store(b, loc, result, t, h, c);
+  };
+
+  auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes, Value xRaw) {
+    ArithBuilder ab(b, loc);
+    Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+    Value acc = biasLanes(b, loc, part, channel, lanes);
+    SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
+    if (insert) {
+      scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+        Value col =
+            ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
+        storeLanes(b, loc, xRaw, cache,
+                   ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
+        scf::YieldOp::create(b, loc);
+      });
+    }
+    Value xt = extToF32(b, loc, xRaw, lanes);
+    SmallVector<Value> hoisted;
+    if (hoist)
+      hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
+    // Each tap chosen where its fma is (the GPU's order of ops).
+    auto tapValue = [&](int64_t j) {
+      // The last tap (q = p >= num_computed) is the token's own input.
+      return j == kernel - 1 ? xt
+             : hoist         ? hoisted[j]
+                             : chunkTap(b, loc, part, t, h, c, lanes, j);
+    };
+    finishLanes(b, loc, part, tapWeights, tapValue, acc, xt, t, h, c, lanes);
   };
   // A padding token (or, checked, one with a bad token_seq entry) reads and
   // writes no cache; its output is its input.
@@ -466,21 +507,219 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
         });
   };
 
-  emitNest(
-      rewriter, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
-      [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
-          Value chunk) {
-        const ConvPart &part = parts[i];
-        // One report per bad slot, token and stream, as the inserts do.
-        if (insert && checked)
-          emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
-                          status, t, slotLimit);
-        emitChunk(b, loc, chunk, part.range.width,
-                  [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                    lanesBody(b, loc, part, t, h, c, lanes);
-                  });
-      },
-      outer);
+  auto tokenNest = [&](OpBuilder &b, Location loc) {
+    emitNest(
+        b, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
+        [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
+            Value chunk) {
+          const ConvPart &part = parts[i];
+          // One report per bad slot, token and stream, as the inserts do.
+          if (insert && checked)
+            emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
+                            status, t, slotLimit);
+          emitChunk(b, loc, chunk, part.range.width,
+                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                      lanesBody(b, loc, part, t, h, c, lanes);
+                    });
+        },
+        outer);
+  };
+
+  // Token runs: tokens [s, e) of sequence b (first token `start`,
+  // `computed` positions before the step), channels c.. of head h: the
+  // weights once, the window of the kernel - 1 inputs before s (x, or the
+  // cache rows / 0 of the positions before the step), then per token one
+  // input load; every element's arithmetic is that of convLanes.
+  auto runLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
+                      Value seq, Value start, Value computed, Value s, Value e,
+                      Value h, Value c, int64_t lanes) {
+    ArithBuilder ab(b, loc);
+    Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+    Value bias = biasLanes(b, loc, part, channel, lanes);
+    SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
+    SmallVector<Value> window;
+    for (int64_t back = kernel - 1; back >= 1; --back) {
+      Value u = ab.sub(s, cIndex(b, loc, back));
+      Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, u, start);
+      auto tap = scf::IfOp::create(
+          b, loc, inStep,
+          [&](OpBuilder &b, Location loc) {
+            scf::YieldOp::create(b, loc, xTap(b, loc, part, u, h, c, lanes));
+          },
+          [&](OpBuilder &b, Location loc) {
+            ArithBuilder ab(b, loc);
+            Value q = ab.sub(computed, ab.sub(start, u));
+            Value history =
+                cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0));
+            auto read = scf::IfOp::create(
+                b, loc, history,
+                [&](OpBuilder &b, Location loc) {
+                  auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
+                  Value physical =
+                      toIndex(b, loc,
+                              memref::LoadOp::create(b, loc, blockTable,
+                                                     ValueRange{seq, logical}));
+                  scf::YieldOp::create(b, loc,
+                                       cacheTap(b, loc, part, physical, h, row,
+                                                cacheCol(b, loc, part, c),
+                                                lanes));
+                },
+                [&](OpBuilder &b, Location loc) {
+                  scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+                });
+            scf::YieldOp::create(b, loc, read.getResult(0));
+          });
+      window.push_back(tap.getResult(0));
+    }
+    scf::ForOp::create(
+        b, loc, s, e, cIndex(b, loc, 1), window,
+        [&](OpBuilder &b, Location loc, Value t, ValueRange previous) {
+          Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+          if (insert) {
+            SlotInfo at = emitSlot(b, loc, slots, t, blockSize,
+                                   /*checked=*/false, slotLimit);
+            scf::IfOp::create(
+                b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+                  storeLanes(b, loc, xRaw, cache,
+                             ValueRange{at.block, h, at.row,
+                                        cacheCol(b, loc, part, c)},
+                             part.cacheAlign);
+                  scf::YieldOp::create(b, loc);
+                });
+          }
+          Value xt = extToF32(b, loc, xRaw, lanes);
+          SmallVector<Value> tapValues(previous);
+          tapValues.push_back(xt);
+          finishLanes(
+              b, loc, part, tapWeights, [&](int64_t j) { return tapValues[j]; },
+              bias, xt, t, h, c, lanes);
+          scf::YieldOp::create(b, loc, ArrayRef<Value>(tapValues).drop_front());
+        });
+  };
+  auto runNest = [&](OpBuilder &b, Location loc, Value realTokens) {
+    Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+    Value runTokens = cIndex(b, loc, kRunTokens);
+    Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
+    Value qslBuf = step.getQueryStartLoc();
+    scf::ParallelOp::create(
+        b, loc, ValueRange{c0, c0},
+        ValueRange{runs, cIndex(b, loc, layout.headsPerRank)},
+        ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange rh) {
+          ArithBuilder ab(b, loc);
+          Value h = rh[1];
+          Value t0 = ab.mul(rh[0], runTokens);
+          Value t1 =
+              arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
+          Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
+          Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
+          // The real tokens [t0, real): per sequence that holds some.
+          scf::IfOp::create(b, loc, any, [&](OpBuilder &b, Location loc) {
+            ArithBuilder ab(b, loc);
+            Value first =
+                emitSequence(b, loc, qslBuf, numComputedBuf, batch, t0).seq;
+            Value last = emitSequence(b, loc, qslBuf, numComputedBuf, batch,
+                                      ab.sub(real, cIndex(b, loc, 1)))
+                             .seq;
+            scf::ForOp::create(
+                b, loc, first, ab.add(last, cIndex(b, loc, 1)),
+                cIndex(b, loc, 1), ValueRange{},
+                [&](OpBuilder &b, Location loc, Value seq, ValueRange) {
+                  ArithBuilder ab(b, loc);
+                  auto load = [&](Value buf, Value i) {
+                    return toIndex(b, loc,
+                                   memref::LoadOp::create(b, loc, buf, i));
+                  };
+                  Value start = load(qslBuf, seq);
+                  Value end = load(qslBuf, ab.add(seq, cIndex(b, loc, 1)));
+                  Value computed = load(numComputedBuf, seq);
+                  Value s = arith::MaxUIOp::create(b, loc, start, t0);
+                  Value e = arith::MinUIOp::create(b, loc, end, real);
+                  for (const ConvPart &part : parts) {
+                    // Whole groups of kRunLanes channels (a 64-byte line
+                    // per token), then the rest by 16-byte chunks.
+                    const int64_t width = part.range.width;
+                    const int64_t groups = width / kRunLanes;
+                    const int64_t perGroup = kRunLanes / kLanes;
+                    scf::ForOp::create(
+                        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups),
+                        cIndex(b, loc, 1), ValueRange{},
+                        [&](OpBuilder &b, Location loc, Value group,
+                            ValueRange) {
+                          Value c = ArithBuilder(b, loc).mul(
+                              group, cIndex(b, loc, kRunLanes));
+                          runLanes(b, loc, part, seq, start, computed, s, e, h,
+                                   c, kRunLanes);
+                          scf::YieldOp::create(b, loc);
+                        });
+                    scf::ForOp::create(
+                        b, loc, cIndex(b, loc, groups * perGroup),
+                        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1),
+                        ValueRange{},
+                        [&](OpBuilder &b, Location loc, Value chunk,
+                            ValueRange) {
+                          emitChunk(b, loc, chunk, width,
+                                    [&](OpBuilder &b, Location loc, Value c,
+                                        int64_t lanes) {
+                                      runLanes(b, loc, part, seq, start,
+                                               computed, s, e, h, c, lanes);
+                                    });
+                          scf::YieldOp::create(b, loc);
+                        });
+                  }
+                  scf::YieldOp::create(b, loc);
+                });
+            scf::YieldOp::create(b, loc);
+          });
+          // Padding tokens [max(t0, real), t1): out = x, no cache access.
+          scf::ForOp::create(
+              b, loc, arith::MaxUIOp::create(b, loc, t0, real), t1, c1,
+              ValueRange{},
+              [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+                for (const ConvPart &part : parts)
+                  scf::ForOp::create(
+                      b, loc, cIndex(b, loc, 0),
+                      cIndex(b, loc, numChunks(part.range.width)),
+                      cIndex(b, loc, 1), ValueRange{},
+                      [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+                        emitChunk(b, loc, chunk, part.range.width,
+                                  [&](OpBuilder &b, Location loc, Value c,
+                                      int64_t lanes) {
+                                    part.out.store(
+                                        b, loc,
+                                        part.x.load(b, loc, t, h, c, lanes), t,
+                                        h, c);
+                                  });
+                        scf::YieldOp::create(b, loc);
+                      });
+                scf::YieldOp::create(b, loc);
+              });
+        });
+  };
+
+  if (!options.tokenRuns || checked) {
+    tokenNest(rewriter, loc);
+  } else {
+    // Runs when the sequences average at least `kernel` real tokens (most
+    // windows come from x); else the (token, head) nest.
+    Value realTokens = emitRealTokens(rewriter, loc, step);
+    Value prefill = arith::AndIOp::create(
+        rewriter, loc,
+        cmp(rewriter, loc, arith::CmpIPredicate::uge, realTokens,
+            ArithBuilder(rewriter, loc)
+                .mul(batch, cIndex(rewriter, loc, kernel))),
+        cmp(rewriter, loc, arith::CmpIPredicate::ugt, batch,
+            cIndex(rewriter, loc, 0)));
+    scf::IfOp::create(
+        rewriter, loc, prefill,
+        [&](OpBuilder &b, Location loc) {
+          runNest(b, loc, realTokens);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &b, Location loc) {
+          tokenNest(b, loc);
+          scf::YieldOp::create(b, loc);
+        });
+  }
   rewriter.eraseOp(op);
   return success();
 }

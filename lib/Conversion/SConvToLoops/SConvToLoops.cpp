@@ -126,6 +126,7 @@ struct SConvLowerToLoopsPass
     options.checked = checked;
     options.splitStreams = splitStreams;
     options.hoistTaps = hoistTaps;
+    options.tokenRuns = tokenRuns;
     populateSConvToLoopsPatterns(patterns, options);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();

@@ -27,6 +27,12 @@ struct SConvToLoopsOptions {
   /// loop instead of per chunk (see the `sconv-lower-to-loops` pass
   /// description). The CPU's choice.
   bool hoistTaps = false;
+  /// Unchecked convs, for steps whose sequences average at least `kernel`
+  /// tokens (chosen per call): a nest over (run of 4 tokens, head) whose
+  /// innermost loop walks the tokens of one sequence in the run, carrying
+  /// the last kernel - 1 inputs and keeping the weights out of it (see the
+  /// `sconv-lower-to-loops` pass description). The CPU's choice.
+  bool tokenRuns = false;
 };
 
 /// Patterns lowering `sconv.bind`, `sconv.insert`, `sconv.conv`,
