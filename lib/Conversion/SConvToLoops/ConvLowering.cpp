@@ -17,21 +17,15 @@
 //         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
 //   } }
 //
-// token-runs (the CPU's form, unchecked), when real tokens >= W * B:
+// token-runs (the CPU's form, unchecked): when real tokens >= W * B, the
+// token-run nest of ConvTokenRuns.cpp instead, chosen at run time.
 //
-//   scf.parallel (run r of kRunTokens tokens, h) {
-//     for b in the sequences of the run's real tokens [s, e):
-//       for stream i, kRunLanes channels c (then 16-byte chunks):
-//         weights, bias; window = the W-1 inputs before s (x, cache or 0)
-//         for t in [s, e) (window):   // the same per-element arithmetic
-//           x = x_i[t, h, c]; [and_insert: store x at t's slot]
-//           out_i = bf16(act(fma chain over window, x) + x); window <<= x
-//     for the padding tokens of the run: out_i = x_i
-//   }
+// ConvNestBuilder (ConvNest.h) holds the step's buffers and the per-(t, h)
+// values; each piece of the nest above is one of its member functions.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Lowering.h"
+#include "ConvNest.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -40,662 +34,457 @@ using namespace inkling;
 using namespace inkling::loops;
 using namespace inkling::sconv;
 
-namespace {
+ConvPart::ConvPart(const inkling::Layout &layout, const ConvStream &s,
+                   MemRefType cacheType)
+    : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
+      out(s.out, range.width), weights(s.weights), bias(s.bias) {
+  cacheAlign = loops::cacheAlign(cacheType, range.offset);
+  // bias[h*w + c].
+  if (bias)
+    biasAlign = accessAlign(cast<MemRefType>(bias.getType()),
+                            {flatIndexMultiple(range.width)});
+  // [H*w, W] row-major: the weights of 8 consecutive channels are 8*W
+  // consecutive elements; load them at once and deinterleave per tap.
+  // They start at element (h*w + c)*W of the flattened weights: a
+  // multiple of 8 only when w*W is (head h starts at h*w*W).
+  // (The flat index is that of weights[h*w + c, 0].)
+  weightsAlign = accessAlign(cast<MemRefType>(weights.getType()),
+                             {flatIndexMultiple(range.width), 0});
+}
 
-/// Tokens per outer iteration of the token-run nest. Few: a run walks one
-/// row segment per token and array at once, and more than a handful of
-/// such streams defeat the hardware prefetchers (measured on the CPU of
-/// docs/fusion.md: runs of 64 tokens were slower than the (token, head)
-/// nest, runs of 4 the fastest); a run's window reload (W-1 loads) and
-/// weights still serve 4 tokens.
-constexpr int64_t kRunTokens = 4;
-/// Channels per innermost iteration of the token-run nest: a 64-byte line
-/// of bf16 per token, so that each line of a token's rows is visited once.
-constexpr int64_t kRunLanes = 32;
-
-/// The operands of one stream of a conv.
-struct ConvStream {
-  sconv::Stream stream;
-  Value x, weights, bias, out;
-};
-
-/// One stream of a conv, with what the lowering knows about its alignment.
-struct ConvPart {
-  ConvPart(const inkling::Layout &layout, const ConvStream &s,
-           MemRefType cacheType)
-      : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
-        out(s.out, range.width), weights(s.weights), bias(s.bias) {
-    cacheAlign = loops::cacheAlign(cacheType, range.offset);
-    // bias[h*w + c].
-    if (bias)
-      biasAlign = accessAlign(cast<MemRefType>(bias.getType()),
-                              {flatIndexMultiple(range.width)});
-    // [H*w, W] row-major: the weights of 8 consecutive channels are 8*W
-    // consecutive elements; load them at once and deinterleave per tap.
-    // They start at element (h*w + c)*W of the flattened weights: a
-    // multiple of 8 only when w*W is (head h starts at h*w*W).
-    // (The flat index is that of weights[h*w + c, 0].)
-    weightsAlign = accessAlign(cast<MemRefType>(weights.getType()),
-                               {flatIndexMultiple(range.width), 0});
-  }
-
-  inkling::StreamRange range;
-  StreamOperand x, out;
-  Value weights, bias;
-  Value flatWeights; ///< [H*w*W], created before the nest.
-  llvm::MaybeAlign cacheAlign, biasAlign, weightsAlign;
-};
-
-LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
-                         Value stepValue, Value cache, LayoutAttr layoutAttr,
-                         ArrayRef<ConvStream> streams, bool residual, bool silu,
-                         bool insert, const SConvToLoopsOptions &options) {
-  const bool checked = options.checked;
-  // The taps' sources per (t, h) (unchecked only: checked history taps
-  // check and report per chunk).
-  const bool hoist = options.hoistTaps && !checked;
-  auto step = stepValue.getDefiningOp<StepOp>();
-  if (!step)
-    return rewriter.notifyMatchFailure(op, kNoStepMessage);
-  Location loc = op->getLoc();
-  inkling::Layout layout = layoutAttr.getDerived();
-  const int64_t kernel = layout.config.kernel;
-  const int64_t blockSize = layout.blockSize;
+// The step's buffers and sizes, created before the nest (the op creation
+// order is part of the IR: keep it).
+ConvNestBuilder::ConvNestBuilder(PatternRewriter &rewriter,
+                                 const ConvSpec &spec, StepOp step,
+                                 const SConvToLoopsOptions &options)
+    : rewriter(rewriter), op(spec.op), cache(spec.cache),
+      residual(spec.residual), silu(spec.silu), insert(spec.insert), step(step),
+      options(options), checked(options.checked),
+      hoist(options.hoistTaps && !options.checked), loc(op->getLoc()),
+      layout(spec.layout.getDerived()), kernel(layout.config.kernel),
+      blockSize(layout.blockSize) {
   MemRefType cacheType = staticCacheType(cache);
-
   SmallVector<inkling::StreamRange> ranges;
-  for (const ConvStream &s : streams)
+  for (const ConvStream &s : spec.streams)
     ranges.push_back(layout.range(toRuntime(s.stream)));
-  SmallVector<ConvPart> parts;
-  SmallVector<int64_t> widths;
   for (unsigned i : orderByOffset(ranges)) {
-    parts.emplace_back(layout, streams[i], cacheType);
+    parts.emplace_back(layout, spec.streams[i], cacheType);
     widths.push_back(ranges[i].width);
   }
 
-  Value numComputedBuf = step.getNumComputed();
-  Value blockTable = step.getBlockTable();
-  Value slots = step.getSlotMapping();
-  Value status = step.getStatus();
-  std::string opName = op->getName().getStringRef().str();
+  numComputedBuf = step.getNumComputed();
+  blockTable = step.getBlockTable();
+  slots = step.getSlotMapping();
+  status = step.getStatus();
+  opName = op->getName().getStringRef().str();
 
-  Value tokens = memref::DimOp::create(rewriter, loc, streams.front().x, 0);
-  Value batch = memref::DimOp::create(rewriter, loc, numComputedBuf, 0);
-  Value numBlocks = memref::DimOp::create(rewriter, loc, cache, 0);
-  Value tableWidth = memref::DimOp::create(rewriter, loc, blockTable, 1);
-  Value slotLimit;
+  tokens = memref::DimOp::create(rewriter, loc, spec.streams.front().x, 0);
+  batch = memref::DimOp::create(rewriter, loc, numComputedBuf, 0);
+  numBlocks = memref::DimOp::create(rewriter, loc, cache, 0);
+  tableWidth = memref::DimOp::create(rewriter, loc, blockTable, 1);
   if (insert)
     slotLimit = emitSlotLimit(rewriter, loc, cache, blockSize);
   for (ConvPart &part : parts)
     part.flatWeights = memref::CollapseShapeOp::create(
         rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
+}
 
-  // Per (t, h): whether t is live (a real token; in checked mode also one
-  // whose token_seq entry holds it), the sequence b of t (from token_seq
-  // when the step has it, else a search), its first token and
-  // num_computed, the position p of t; with and_insert, t's slot.
-  // Padding tokens load none of the sequence's metadata.
-  Value live, seq, seqStart, computed, position;
-  SlotInfo slot;
-  // Hoisted: where each tap j < W-1 of t reads, chosen once per (t, h) so
-  // that the chunk loops only load (the block-table loads cannot leave the
-  // chunk loop otherwise: the cache stores may alias them). taps[j] is tap
-  // j; taps.front().inStep: every tap is in the step (t is at least W-1
-  // tokens into its step), the prefill case, which reads x[t-W+1..t].
-  struct TapSource {
-    /// x[token] when inStep; else cache[block, h, row] when history; else 0.
-    Value inStep, token, history, block, row;
-  };
-  SmallVector<TapSource> taps;
-  auto tapSource = [&](OpBuilder &b, Location loc, int64_t back) {
-    ArithBuilder ab(b, loc);
-    Value q = ab.sub(position, cIndex(b, loc, back));
-    TapSource tap;
-    tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
-    tap.token = ab.add(seqStart, ab.sub(q, computed));
-    Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
-    tap.history = arith::AndIOp::create(
-        b, loc,
-        arith::AndIOp::create(
-            b, loc, arith::XOrIOp::create(b, loc, tap.inStep, yes),
-            cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0))),
-        live);
-    // Only used where history holds (q >= 0).
-    Value logical;
-    std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, blockSize);
-    auto read = scf::IfOp::create(
-        b, loc, tap.history,
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(
-              b, loc,
-              toIndex(b, loc,
-                      memref::LoadOp::create(b, loc, blockTable,
-                                             ValueRange{seq, logical})));
-        },
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
-        });
-    tap.block = read.getResult(0);
-    return tap;
-  };
-  auto outer = [&](OpBuilder &b, Location loc, Value t, Value h) {
-    Value reporter;
-    if (checked)
-      reporter = cmp(b, loc, arith::CmpIPredicate::eq, h, cIndex(b, loc, 0));
-    SequenceInfo sequence =
-        emitTokenSequence(b, loc, step, batch, t, checked, reporter, opName);
-    live = sequence.live;
-    seq = sequence.seq;
-    seqStart = sequence.start;
-    computed = sequence.computed;
-    position = sequence.position;
-    if (insert) {
-      slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit,
-                      &sequence, blockTable);
-      maskPaddingSlot(b, loc, slot, live);
-    }
-    taps.clear();
-    if (hoist)
-      for (int64_t j = 0; j + 1 < kernel; ++j)
-        taps.push_back(tapSource(b, loc, kernel - 1 - j));
-  };
+ConvNestBuilder::TapSource
+ConvNestBuilder::tapSource(OpBuilder &b, Location loc, int64_t back) {
+  ArithBuilder ab(b, loc);
+  Value q = ab.sub(position, cIndex(b, loc, back));
+  TapSource tap;
+  tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+  tap.token = ab.add(seqStart, ab.sub(q, computed));
+  Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+  tap.history = arith::AndIOp::create(
+      b, loc,
+      arith::AndIOp::create(
+          b, loc, arith::XOrIOp::create(b, loc, tap.inStep, yes),
+          cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0))),
+      live);
+  // Only used where history holds (q >= 0).
+  Value logical;
+  std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, blockSize);
+  auto read = scf::IfOp::create(
+      b, loc, tap.history,
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(
+            b, loc,
+            toIndex(b, loc,
+                    memref::LoadOp::create(b, loc, blockTable,
+                                           ValueRange{seq, logical})));
+      },
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
+      });
+  tap.block = read.getResult(0);
+  return tap;
+}
 
-  // A history tap: cache[physical, h, row, col], col = offset + c.
-  auto cacheCol = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                      Value c) {
-    return ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
-  };
-  auto cacheTap = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                      Value physical, Value h, Value row, Value col,
-                      int64_t lanes) {
-    Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col}, lanes,
-                        part.cacheAlign);
-    return extToF32(b, loc, v, lanes);
-  };
+// The per-(t, h) values of the members (see ConvNest.h).
+void ConvNestBuilder::tokenPrologue(OpBuilder &b, Location loc, Value t,
+                                    Value h) {
+  Value reporter;
+  if (checked)
+    reporter = cmp(b, loc, arith::CmpIPredicate::eq, h, cIndex(b, loc, 0));
+  SequenceInfo sequence =
+      emitTokenSequence(b, loc, step, batch, t, checked, reporter, opName);
+  live = sequence.live;
+  seq = sequence.seq;
+  seqStart = sequence.start;
+  computed = sequence.computed;
+  position = sequence.position;
+  if (insert) {
+    slot = emitSlot(b, loc, slots, t, blockSize, checked, slotLimit, &sequence,
+                    blockTable);
+    maskPaddingSlot(b, loc, slot, live);
+  }
+  taps.clear();
+  if (hoist)
+    for (int64_t j = 0; j + 1 < kernel; ++j)
+      taps.push_back(tapSource(b, loc, kernel - 1 - j));
+}
 
-  // Checked, the history tap cache[block_table[b][logical], h, row,
-  // offset + c]: the logical block must be inside the block table, the
-  // physical block inside the cache; otherwise report and read 0.
-  auto checkedHistory = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                            Value t, Value h, Value c, int64_t lanes,
-                            Value logical, Value row) -> Value {
-    Value col = cacheCol(b, loc, part, c);
-    Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
-    auto readId = scf::IfOp::create(
-        b, loc, inTable,
-        [&](OpBuilder &b, Location loc) {
-          Value id = memref::LoadOp::create(b, loc, blockTable,
-                                            ValueRange{seq, logical});
-          scf::YieldOp::create(b, loc, toI64(b, loc, id));
-        },
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, cI64(b, loc, -1));
-        });
-    Value id = readId.getResult(0);
-    Value blocks = toI64(b, loc, numBlocks);
-    Value idOk = arith::AndIOp::create(
-        b, loc, cmp(b, loc, arith::CmpIPredicate::sge, id, cI64(b, loc, 0)),
-        cmp(b, loc, arith::CmpIPredicate::slt, id, blocks));
-    // One report per tap and stream (head 0, the stream's channel 0): the
-    // count is that of the separate convs.
-    Value reporter = isReporter(b, loc, h, c);
-    Value outside = arith::XOrIOp::create(
-        b, loc, inTable, arith::ConstantIntOp::create(b, loc, 1, 1));
-    emitReport(b, loc, arith::AndIOp::create(b, loc, outside, reporter), status,
-               CheckKind::LogicalBlock, t, logical, tableWidth,
-               opName + " (checked): a history position's logical block is "
-                        "beyond the block table's width");
-    Value badId = arith::AndIOp::create(
-        b, loc, inTable,
-        arith::XOrIOp::create(b, loc, idOk,
-                              arith::ConstantIntOp::create(b, loc, 1, 1)));
-    emitReport(b, loc, arith::AndIOp::create(b, loc, badId, reporter), status,
-               CheckKind::BlockId, t, id, blocks,
-               opName + " (checked): a block_table entry read for a history "
-                        "tap is negative or not below the cache's num_blocks");
-    auto tap = scf::IfOp::create(
-        b, loc, idOk,
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(
-              b, loc,
-              cacheTap(b, loc, part, toIndex(b, loc, id), h, row, col, lanes));
-        },
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
-        });
-    return tap.getResult(0);
-  };
+// A history tap: cache[physical, h, row, col], col = offset + c.
+Value ConvNestBuilder::cacheCol(OpBuilder &b, Location loc,
+                                const ConvPart &part, Value c) {
+  return ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
+}
 
-  auto xTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value token,
-                  Value h, Value c, int64_t lanes) {
-    return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
-  };
+Value ConvNestBuilder::cacheTap(OpBuilder &b, Location loc,
+                                const ConvPart &part, Value physical, Value h,
+                                Value row, Value col, int64_t lanes) {
+  Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col}, lanes,
+                      part.cacheAlign);
+  return extToF32(b, loc, v, lanes);
+}
 
-  // Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
-  // x[t-W+1..t-1] (no selection), else per tap x, cache or 0.
-  auto hoistedTaps = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                         Value t, Value h, Value c,
-                         int64_t lanes) -> SmallVector<Value> {
-    if (taps.empty())
-      return {};
-    auto prefill = scf::IfOp::create(
-        b, loc, taps.front().inStep,
-        [&](OpBuilder &b, Location loc) {
-          SmallVector<Value> values;
-          for (int64_t j = 0; j + 1 < kernel; ++j)
-            values.push_back(xTap(
-                b, loc, part,
-                ArithBuilder(b, loc).sub(t, cIndex(b, loc, kernel - 1 - j)), h,
-                c, lanes));
-          scf::YieldOp::create(b, loc, values);
-        },
-        [&](OpBuilder &b, Location loc) {
-          SmallVector<Value> values;
-          for (const TapSource &tap : taps) {
-            auto fromStep = scf::IfOp::create(
-                b, loc, tap.inStep,
-                [&](OpBuilder &b, Location loc) {
-                  scf::YieldOp::create(
-                      b, loc, xTap(b, loc, part, tap.token, h, c, lanes));
-                },
-                [&](OpBuilder &b, Location loc) {
-                  auto fromCache = scf::IfOp::create(
-                      b, loc, tap.history,
-                      [&](OpBuilder &b, Location loc) {
-                        scf::YieldOp::create(
-                            b, loc,
-                            cacheTap(b, loc, part, tap.block, h, tap.row,
-                                     cacheCol(b, loc, part, c), lanes));
-                      },
-                      [&](OpBuilder &b, Location loc) {
-                        scf::YieldOp::create(b, loc,
-                                             splatF32(b, loc, 0.0f, lanes));
-                      });
-                  scf::YieldOp::create(b, loc, fromCache.getResult(0));
-                });
-            values.push_back(fromStep.getResult(0));
-          }
-          scf::YieldOp::create(b, loc, values);
-        });
-    return SmallVector<Value>(prefill.getResults());
-  };
+// Checked, the history tap cache[block_table[b][logical], h, row,
+// offset + c]: the logical block must be inside the block table, the
+// physical block inside the cache; otherwise report and read 0.
+Value ConvNestBuilder::checkedHistory(OpBuilder &b, Location loc,
+                                      const ConvPart &part, Value t, Value h,
+                                      Value c, int64_t lanes, Value logical,
+                                      Value row) {
+  Value col = cacheCol(b, loc, part, c);
+  Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
+  auto readId = scf::IfOp::create(
+      b, loc, inTable,
+      [&](OpBuilder &b, Location loc) {
+        Value id = memref::LoadOp::create(b, loc, blockTable,
+                                          ValueRange{seq, logical});
+        scf::YieldOp::create(b, loc, toI64(b, loc, id));
+      },
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(b, loc, cI64(b, loc, -1));
+      });
+  Value id = readId.getResult(0);
+  Value blocks = toI64(b, loc, numBlocks);
+  Value idOk = arith::AndIOp::create(
+      b, loc, cmp(b, loc, arith::CmpIPredicate::sge, id, cI64(b, loc, 0)),
+      cmp(b, loc, arith::CmpIPredicate::slt, id, blocks));
+  // One report per tap and stream (head 0, the stream's channel 0): the
+  // count is that of the separate convs.
+  Value reporter = isReporter(b, loc, h, c);
+  Value outside = arith::XOrIOp::create(
+      b, loc, inTable, arith::ConstantIntOp::create(b, loc, 1, 1));
+  emitReport(b, loc, arith::AndIOp::create(b, loc, outside, reporter), status,
+             CheckKind::LogicalBlock, t, logical, tableWidth,
+             opName + " (checked): a history position's logical block is "
+                      "beyond the block table's width");
+  Value badId = arith::AndIOp::create(
+      b, loc, inTable,
+      arith::XOrIOp::create(b, loc, idOk,
+                            arith::ConstantIntOp::create(b, loc, 1, 1)));
+  emitReport(b, loc, arith::AndIOp::create(b, loc, badId, reporter), status,
+             CheckKind::BlockId, t, id, blocks,
+             opName + " (checked): a block_table entry read for a history "
+                      "tap is negative or not below the cache's num_blocks");
+  auto tap = scf::IfOp::create(
+      b, loc, idOk,
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(
+            b, loc,
+            cacheTap(b, loc, part, toIndex(b, loc, id), h, row, col, lanes));
+      },
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+      });
+  return tap.getResult(0);
+}
 
-  // Tap j < W-1 chosen per chunk; checked, a history tap checks and
-  // reports its block ids (see checkedHistory).
-  auto chunkTap = [&](OpBuilder &b, Location loc, const ConvPart &part, Value t,
-                      Value h, Value c, int64_t lanes, int64_t j) -> Value {
-    Value q =
-        ArithBuilder(b, loc).sub(position, cIndex(b, loc, kernel - 1 - j));
-    Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
-    auto ifStep = scf::IfOp::create(
-        b, loc, inStep,
-        [&](OpBuilder &b, Location loc) {
-          ArithBuilder ab(b, loc);
-          Value token = ab.add(seqStart, ab.sub(q, computed));
-          scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
-        },
-        [&](OpBuilder &b, Location loc) {
-          Value negative =
-              cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
-          auto ifZero = scf::IfOp::create(
-              b, loc, negative,
+Value ConvNestBuilder::xTap(OpBuilder &b, Location loc, const ConvPart &part,
+                            Value token, Value h, Value c, int64_t lanes) {
+  return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
+}
+
+// Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
+// x[t-W+1..t-1] (no selection), else per tap x, cache or 0.
+SmallVector<Value> ConvNestBuilder::hoistedTaps(OpBuilder &b, Location loc,
+                                                const ConvPart &part, Value t,
+                                                Value h, Value c,
+                                                int64_t lanes) {
+  if (taps.empty())
+    return {};
+  auto prefill = scf::IfOp::create(
+      b, loc, taps.front().inStep,
+      [&](OpBuilder &b, Location loc) {
+        SmallVector<Value> values;
+        for (int64_t j = 0; j + 1 < kernel; ++j)
+          values.push_back(
+              xTap(b, loc, part,
+                   ArithBuilder(b, loc).sub(t, cIndex(b, loc, kernel - 1 - j)),
+                   h, c, lanes));
+        scf::YieldOp::create(b, loc, values);
+      },
+      [&](OpBuilder &b, Location loc) {
+        SmallVector<Value> values;
+        for (const TapSource &tap : taps) {
+          auto fromStep = scf::IfOp::create(
+              b, loc, tap.inStep,
               [&](OpBuilder &b, Location loc) {
-                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+                scf::YieldOp::create(
+                    b, loc, xTap(b, loc, part, tap.token, h, c, lanes));
               },
               [&](OpBuilder &b, Location loc) {
-                auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
-                if (checked) {
-                  scf::YieldOp::create(b, loc,
-                                       checkedHistory(b, loc, part, t, h, c,
-                                                      lanes, logical, row));
-                  return;
-                }
-                Value col = cacheCol(b, loc, part, c);
-                Value physical =
-                    toIndex(b, loc,
-                            memref::LoadOp::create(b, loc, blockTable,
-                                                   ValueRange{seq, logical}));
+                auto fromCache = scf::IfOp::create(
+                    b, loc, tap.history,
+                    [&](OpBuilder &b, Location loc) {
+                      scf::YieldOp::create(
+                          b, loc,
+                          cacheTap(b, loc, part, tap.block, h, tap.row,
+                                   cacheCol(b, loc, part, c), lanes));
+                    },
+                    [&](OpBuilder &b, Location loc) {
+                      scf::YieldOp::create(b, loc,
+                                           splatF32(b, loc, 0.0f, lanes));
+                    });
+                scf::YieldOp::create(b, loc, fromCache.getResult(0));
+              });
+          values.push_back(fromStep.getResult(0));
+        }
+        scf::YieldOp::create(b, loc, values);
+      });
+  return SmallVector<Value>(prefill.getResults());
+}
+
+// Tap j < W-1 chosen per chunk; checked, a history tap checks and
+// reports its block ids (see checkedHistory).
+Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc,
+                                const ConvPart &part, Value t, Value h, Value c,
+                                int64_t lanes, int64_t j) {
+  Value q = ArithBuilder(b, loc).sub(position, cIndex(b, loc, kernel - 1 - j));
+  Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, computed);
+  auto ifStep = scf::IfOp::create(
+      b, loc, inStep,
+      [&](OpBuilder &b, Location loc) {
+        ArithBuilder ab(b, loc);
+        Value token = ab.add(seqStart, ab.sub(q, computed));
+        scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
+      },
+      [&](OpBuilder &b, Location loc) {
+        Value negative =
+            cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
+        auto ifZero = scf::IfOp::create(
+            b, loc, negative,
+            [&](OpBuilder &b, Location loc) {
+              scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+            },
+            [&](OpBuilder &b, Location loc) {
+              auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
+              if (checked) {
                 scf::YieldOp::create(
                     b, loc,
-                    cacheTap(b, loc, part, physical, h, row, col, lanes));
-              });
-          scf::YieldOp::create(b, loc, ifZero.getResult(0));
-        });
-    return ifStep.getResult(0);
-  };
+                    checkedHistory(b, loc, part, t, h, c, lanes, logical, row));
+                return;
+              }
+              Value col = cacheCol(b, loc, part, c);
+              Value physical =
+                  toIndex(b, loc,
+                          memref::LoadOp::create(b, loc, blockTable,
+                                                 ValueRange{seq, logical}));
+              scf::YieldOp::create(
+                  b, loc, cacheTap(b, loc, part, physical, h, row, col, lanes));
+            });
+        scf::YieldOp::create(b, loc, ifZero.getResult(0));
+      });
+  return ifStep.getResult(0);
+}
 
-  // The CPU's form of the weights of `lanes` channels for an even kernel:
-  // the 32-bit words of `all` ([lanes x W] bf16) each hold taps 2m (low
-  // half) and 2m+1 (high half) of a channel; a bf16's f32 is its bits << 16,
-  // so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
-  // bits as extf, with half the shuffles of a deinterleave per tap).
-  auto pairedTapWeights = [&](OpBuilder &b, Location loc, Value all,
-                              int64_t lanes) {
-    Type i32 = b.getI32Type();
-    auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
-    auto laneWords = VectorType::get({lanes}, i32);
-    Value words = vector::BitCastOp::create(b, loc, wordsType, all);
-    Value shift = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(laneWords, b.getI32IntegerAttr(16)));
-    Value high = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(
-            laneWords, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
-    Type f32 = laneType(b.getF32Type(), lanes);
-    SmallVector<Value> weights;
-    for (int64_t m = 0; m < kernel / 2; ++m) {
+// The CPU's form of the weights of `lanes` channels for an even kernel:
+// the 32-bit words of `all` ([lanes x W] bf16) each hold taps 2m (low
+// half) and 2m+1 (high half) of a channel; a bf16's f32 is its bits << 16,
+// so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
+// bits as extf, with half the shuffles of a deinterleave per tap).
+SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
+                                                     Value all, int64_t lanes) {
+  Type i32 = b.getI32Type();
+  auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
+  auto laneWords = VectorType::get({lanes}, i32);
+  Value words = vector::BitCastOp::create(b, loc, wordsType, all);
+  Value shift = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(laneWords, b.getI32IntegerAttr(16)));
+  Value high = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          laneWords, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
+  Type f32 = laneType(b.getF32Type(), lanes);
+  SmallVector<Value> weights;
+  for (int64_t m = 0; m < kernel / 2; ++m) {
+    SmallVector<int64_t> mask;
+    for (int64_t l = 0; l < lanes; ++l)
+      mask.push_back(l * kernel / 2 + m);
+    Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
+    weights.push_back(arith::BitcastOp::create(
+        b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
+    weights.push_back(arith::BitcastOp::create(
+        b, loc, f32, arith::AndIOp::create(b, loc, pair, high)));
+  }
+  return weights;
+}
+
+// acc = bias[h*w + c] (or 0), in f32.
+Value ConvNestBuilder::biasLanes(OpBuilder &b, Location loc,
+                                 const ConvPart &part, Value channel,
+                                 int64_t lanes) {
+  if (!part.bias)
+    return splatF32(b, loc, 0.0f, lanes);
+  return extToF32(
+      b, loc,
+      loadLanes(b, loc, part.bias, ValueRange{channel}, lanes, part.biasAlign),
+      lanes);
+}
+
+// The weights of channels h*w + c.., per tap, in f32.
+SmallVector<Value> ConvNestBuilder::tapWeightsOf(OpBuilder &b, Location loc,
+                                                 const ConvPart &part,
+                                                 Value channel, int64_t lanes) {
+  ArithBuilder ab(b, loc);
+  SmallVector<Value> tapWeights;
+  if (lanes == 1) {
+    for (int64_t j = 0; j < kernel; ++j)
+      tapWeights.push_back(extToF32(
+          b, loc,
+          memref::LoadOp::create(b, loc, part.weights,
+                                 ValueRange{channel, cIndex(b, loc, j)}),
+          1));
+    return tapWeights;
+  }
+  Value all = loadLanes(b, loc, part.flatWeights,
+                        ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
+                        lanes * kernel, part.weightsAlign);
+  if (hoist && kernel % 2 == 0)
+    return pairedTapWeights(b, loc, all, lanes);
+  for (int64_t j = 0; j < kernel; ++j) {
+    Value wj = all;
+    if (kernel > 1) {
       SmallVector<int64_t> mask;
       for (int64_t l = 0; l < lanes; ++l)
-        mask.push_back(l * kernel / 2 + m);
-      Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
-      weights.push_back(arith::BitcastOp::create(
-          b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
-      weights.push_back(arith::BitcastOp::create(
-          b, loc, f32, arith::AndIOp::create(b, loc, pair, high)));
+        mask.push_back(l * kernel + j);
+      wj = vector::ShuffleOp::create(b, loc, all, all, mask);
     }
-    return weights;
-  };
+    tapWeights.push_back(extToF32(b, loc, wj, lanes));
+  }
+  return tapWeights;
+}
 
-  // acc = bias[h*w + c] (or 0), in f32.
-  auto biasLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value channel, int64_t lanes) {
-    if (!part.bias)
-      return splatF32(b, loc, 0.0f, lanes);
-    return extToF32(b, loc,
-                    loadLanes(b, loc, part.bias, ValueRange{channel}, lanes,
-                              part.biasAlign),
-                    lanes);
-  };
-  // The weights of channels h*w + c.., per tap, in f32.
-  auto tapWeightsOf = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                          Value channel, int64_t lanes) {
-    ArithBuilder ab(b, loc);
-    SmallVector<Value> tapWeights;
-    if (lanes == 1) {
-      for (int64_t j = 0; j < kernel; ++j)
-        tapWeights.push_back(extToF32(
-            b, loc,
-            memref::LoadOp::create(b, loc, part.weights,
-                                   ValueRange{channel, cIndex(b, loc, j)}),
-            1));
-      return tapWeights;
-    }
-    Value all = loadLanes(b, loc, part.flatWeights,
-                          ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
-                          lanes * kernel, part.weightsAlign);
-    if (hoist && kernel % 2 == 0)
-      return pairedTapWeights(b, loc, all, lanes);
-    for (int64_t j = 0; j < kernel; ++j) {
-      Value wj = all;
-      if (kernel > 1) {
-        SmallVector<int64_t> mask;
-        for (int64_t l = 0; l < lanes; ++l)
-          mask.push_back(l * kernel + j);
-        wj = vector::ShuffleOp::create(b, loc, all, all, mask);
-      }
-      tapWeights.push_back(extToF32(b, loc, wj, lanes));
-    }
-    return tapWeights;
-  };
-  // acc = fma(w_j, tap_j, acc) for every tap in ascending order (the last
-  // tap is x[t] itself); act; + x (residual); out[t] = bf16(acc).
-  auto finishLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                         ArrayRef<Value> tapWeights,
-                         function_ref<Value(int64_t)> tapValue, Value acc,
-                         Value xt, Value t, Value h, Value c, int64_t lanes) {
-    for (int64_t j = 0; j < kernel; ++j)
-      acc = math::FmaOp::create(b, loc, tapWeights[j], tapValue(j), acc);
-    if (silu) {
-      // a * 1 / (1 + exp(-a)), in f32.
-      Value one = splatF32(b, loc, 1.0f, lanes);
-      Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, acc));
-      Value sigmoid = arith::DivFOp::create(
-          b, loc, one, arith::AddFOp::create(b, loc, one, e));
-      acc = arith::MulFOp::create(b, loc, acc, sigmoid);
-    }
-    if (residual)
-      acc = arith::AddFOp::create(b, loc, acc, xt);
-    Value result =
-        arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
-    part.out.store(b, loc, result, t, h, c);
-  };
+// acc = fma(w_j, tap_j, acc) for every tap in ascending order (the last
+// tap is x[t] itself); act; + x (residual); out[t] = bf16(acc).
+void ConvNestBuilder::finishLanes(OpBuilder &b, Location loc,
+                                  const ConvPart &part,
+                                  ArrayRef<Value> tapWeights,
+                                  function_ref<Value(int64_t)> tapValue,
+                                  Value acc, Value xt, Value t, Value h,
+                                  Value c, int64_t lanes) {
+  for (int64_t j = 0; j < kernel; ++j)
+    acc = math::FmaOp::create(b, loc, tapWeights[j], tapValue(j), acc);
+  if (silu) {
+    // a * 1 / (1 + exp(-a)), in f32.
+    Value one = splatF32(b, loc, 1.0f, lanes);
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, acc));
+    Value sigmoid = arith::DivFOp::create(
+        b, loc, one, arith::AddFOp::create(b, loc, one, e));
+    acc = arith::MulFOp::create(b, loc, acc, sigmoid);
+  }
+  if (residual)
+    acc = arith::AddFOp::create(b, loc, acc, xt);
+  Value result =
+      arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
+  part.out.store(b, loc, result, t, h, c);
+}
 
-  auto convLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value t, Value h, Value c, int64_t lanes, Value xRaw) {
-    ArithBuilder ab(b, loc);
-    Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-    Value acc = biasLanes(b, loc, part, channel, lanes);
-    SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
-    if (insert) {
-      scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
-        Value col =
-            ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
-        storeLanes(b, loc, xRaw, cache,
-                   ValueRange{slot.block, h, slot.row, col}, part.cacheAlign);
+void ConvNestBuilder::convLanes(OpBuilder &b, Location loc,
+                                const ConvPart &part, Value t, Value h, Value c,
+                                int64_t lanes, Value xRaw) {
+  ArithBuilder ab(b, loc);
+  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+  Value acc = biasLanes(b, loc, part, channel, lanes);
+  SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
+  if (insert) {
+    scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+      Value col =
+          ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
+      storeLanes(b, loc, xRaw, cache, ValueRange{slot.block, h, slot.row, col},
+                 part.cacheAlign);
+      scf::YieldOp::create(b, loc);
+    });
+  }
+  Value xt = extToF32(b, loc, xRaw, lanes);
+  SmallVector<Value> hoisted;
+  if (hoist)
+    hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
+  // Each tap chosen where its fma is (the GPU's order of ops).
+  auto tapValue = [&](int64_t j) {
+    // The last tap (q = p >= num_computed) is the token's own input.
+    return j == kernel - 1 ? xt
+           : hoist         ? hoisted[j]
+                           : chunkTap(b, loc, part, t, h, c, lanes, j);
+  };
+  finishLanes(b, loc, part, tapWeights, tapValue, acc, xt, t, h, c, lanes);
+}
+
+// A padding token (or, checked, one with a bad token_seq entry) reads and
+// writes no cache; its output is its input.
+void ConvNestBuilder::lanesBody(OpBuilder &b, Location loc,
+                                const ConvPart &part, Value t, Value h, Value c,
+                                int64_t lanes) {
+  // x[t]: read once, for the last tap, the residual and the cache store
+  // (and a padding token's output).
+  Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+  scf::IfOp::create(
+      b, loc, live,
+      [&](OpBuilder &b, Location loc) {
+        convLanes(b, loc, part, t, h, c, lanes, xRaw);
+        scf::YieldOp::create(b, loc);
+      },
+      [&](OpBuilder &b, Location loc) {
+        part.out.store(b, loc, xRaw, t, h, c);
         scf::YieldOp::create(b, loc);
       });
-    }
-    Value xt = extToF32(b, loc, xRaw, lanes);
-    SmallVector<Value> hoisted;
-    if (hoist)
-      hoisted = hoistedTaps(b, loc, part, t, h, c, lanes);
-    // Each tap chosen where its fma is (the GPU's order of ops).
-    auto tapValue = [&](int64_t j) {
-      // The last tap (q = p >= num_computed) is the token's own input.
-      return j == kernel - 1 ? xt
-             : hoist         ? hoisted[j]
-                             : chunkTap(b, loc, part, t, h, c, lanes, j);
-    };
-    finishLanes(b, loc, part, tapWeights, tapValue, acc, xt, t, h, c, lanes);
-  };
-  // A padding token (or, checked, one with a bad token_seq entry) reads and
-  // writes no cache; its output is its input.
-  auto lanesBody = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                       Value t, Value h, Value c, int64_t lanes) {
-    // x[t]: read once, for the last tap, the residual and the cache store
-    // (and a padding token's output).
-    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
-    scf::IfOp::create(
-        b, loc, live,
-        [&](OpBuilder &b, Location loc) {
-          convLanes(b, loc, part, t, h, c, lanes, xRaw);
-          scf::YieldOp::create(b, loc);
-        },
-        [&](OpBuilder &b, Location loc) {
-          part.out.store(b, loc, xRaw, t, h, c);
-          scf::YieldOp::create(b, loc);
-        });
-  };
+}
 
-  auto tokenNest = [&](OpBuilder &b, Location loc) {
-    emitNest(
-        b, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
-        [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
-            Value chunk) {
-          const ConvPart &part = parts[i];
-          // One report per bad slot, token and stream, as the inserts do.
-          if (insert && checked)
-            emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
-                            status, t, slotLimit);
-          emitChunk(b, loc, chunk, part.range.width,
-                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                      lanesBody(b, loc, part, t, h, c, lanes);
-                    });
-        },
-        outer);
-  };
+void ConvNestBuilder::tokenNest(OpBuilder &b, Location loc) {
+  emitNest(
+      b, loc, tokens, layout.headsPerRank, widths, options.splitStreams,
+      [&](OpBuilder &b, Location loc, Value t, Value h, unsigned i,
+          Value chunk) {
+        const ConvPart &part = parts[i];
+        // One report per bad slot, token and stream, as the inserts do.
+        if (insert && checked)
+          emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
+                          status, t, slotLimit);
+        emitChunk(b, loc, chunk, part.range.width,
+                  [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                    lanesBody(b, loc, part, t, h, c, lanes);
+                  });
+      },
+      [&](OpBuilder &b, Location loc, Value t, Value h) {
+        tokenPrologue(b, loc, t, h);
+      });
+}
 
-  // Token runs: tokens [s, e) of sequence b (first token `start`,
-  // `computed` positions before the step), channels c.. of head h: the
-  // weights once, the window of the kernel - 1 inputs before s (x, or the
-  // cache rows / 0 of the positions before the step), then per token one
-  // input load; every element's arithmetic is that of convLanes.
-  auto runLanes = [&](OpBuilder &b, Location loc, const ConvPart &part,
-                      Value seq, Value start, Value computed, Value s, Value e,
-                      Value h, Value c, int64_t lanes) {
-    ArithBuilder ab(b, loc);
-    Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-    Value bias = biasLanes(b, loc, part, channel, lanes);
-    SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
-    SmallVector<Value> window;
-    for (int64_t back = kernel - 1; back >= 1; --back) {
-      Value u = ab.sub(s, cIndex(b, loc, back));
-      Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, u, start);
-      auto tap = scf::IfOp::create(
-          b, loc, inStep,
-          [&](OpBuilder &b, Location loc) {
-            scf::YieldOp::create(b, loc, xTap(b, loc, part, u, h, c, lanes));
-          },
-          [&](OpBuilder &b, Location loc) {
-            ArithBuilder ab(b, loc);
-            Value q = ab.sub(computed, ab.sub(start, u));
-            Value history =
-                cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0));
-            auto read = scf::IfOp::create(
-                b, loc, history,
-                [&](OpBuilder &b, Location loc) {
-                  auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
-                  Value physical =
-                      toIndex(b, loc,
-                              memref::LoadOp::create(b, loc, blockTable,
-                                                     ValueRange{seq, logical}));
-                  scf::YieldOp::create(b, loc,
-                                       cacheTap(b, loc, part, physical, h, row,
-                                                cacheCol(b, loc, part, c),
-                                                lanes));
-                },
-                [&](OpBuilder &b, Location loc) {
-                  scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
-                });
-            scf::YieldOp::create(b, loc, read.getResult(0));
-          });
-      window.push_back(tap.getResult(0));
-    }
-    scf::ForOp::create(
-        b, loc, s, e, cIndex(b, loc, 1), window,
-        [&](OpBuilder &b, Location loc, Value t, ValueRange previous) {
-          Value xRaw = part.x.load(b, loc, t, h, c, lanes);
-          if (insert) {
-            SlotInfo at = emitSlot(b, loc, slots, t, blockSize,
-                                   /*checked=*/false, slotLimit);
-            scf::IfOp::create(
-                b, loc, at.valid, [&](OpBuilder &b, Location loc) {
-                  storeLanes(b, loc, xRaw, cache,
-                             ValueRange{at.block, h, at.row,
-                                        cacheCol(b, loc, part, c)},
-                             part.cacheAlign);
-                  scf::YieldOp::create(b, loc);
-                });
-          }
-          Value xt = extToF32(b, loc, xRaw, lanes);
-          SmallVector<Value> tapValues(previous);
-          tapValues.push_back(xt);
-          finishLanes(
-              b, loc, part, tapWeights, [&](int64_t j) { return tapValues[j]; },
-              bias, xt, t, h, c, lanes);
-          scf::YieldOp::create(b, loc, ArrayRef<Value>(tapValues).drop_front());
-        });
-  };
-  auto runNest = [&](OpBuilder &b, Location loc, Value realTokens) {
-    Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-    Value runTokens = cIndex(b, loc, kRunTokens);
-    Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
-    Value qslBuf = step.getQueryStartLoc();
-    scf::ParallelOp::create(
-        b, loc, ValueRange{c0, c0},
-        ValueRange{runs, cIndex(b, loc, layout.headsPerRank)},
-        ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange rh) {
-          ArithBuilder ab(b, loc);
-          Value h = rh[1];
-          Value t0 = ab.mul(rh[0], runTokens);
-          Value t1 =
-              arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
-          Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
-          Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
-          // The real tokens [t0, real): per sequence that holds some.
-          scf::IfOp::create(b, loc, any, [&](OpBuilder &b, Location loc) {
-            ArithBuilder ab(b, loc);
-            Value first =
-                emitSequence(b, loc, qslBuf, numComputedBuf, batch, t0).seq;
-            Value last = emitSequence(b, loc, qslBuf, numComputedBuf, batch,
-                                      ab.sub(real, cIndex(b, loc, 1)))
-                             .seq;
-            scf::ForOp::create(
-                b, loc, first, ab.add(last, cIndex(b, loc, 1)),
-                cIndex(b, loc, 1), ValueRange{},
-                [&](OpBuilder &b, Location loc, Value seq, ValueRange) {
-                  ArithBuilder ab(b, loc);
-                  auto load = [&](Value buf, Value i) {
-                    return toIndex(b, loc,
-                                   memref::LoadOp::create(b, loc, buf, i));
-                  };
-                  Value start = load(qslBuf, seq);
-                  Value end = load(qslBuf, ab.add(seq, cIndex(b, loc, 1)));
-                  Value computed = load(numComputedBuf, seq);
-                  Value s = arith::MaxUIOp::create(b, loc, start, t0);
-                  Value e = arith::MinUIOp::create(b, loc, end, real);
-                  for (const ConvPart &part : parts) {
-                    // Whole groups of kRunLanes channels (a 64-byte line
-                    // per token), then the rest by 16-byte chunks.
-                    const int64_t width = part.range.width;
-                    const int64_t groups = width / kRunLanes;
-                    const int64_t perGroup = kRunLanes / kLanes;
-                    scf::ForOp::create(
-                        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups),
-                        cIndex(b, loc, 1), ValueRange{},
-                        [&](OpBuilder &b, Location loc, Value group,
-                            ValueRange) {
-                          Value c = ArithBuilder(b, loc).mul(
-                              group, cIndex(b, loc, kRunLanes));
-                          runLanes(b, loc, part, seq, start, computed, s, e, h,
-                                   c, kRunLanes);
-                          scf::YieldOp::create(b, loc);
-                        });
-                    scf::ForOp::create(
-                        b, loc, cIndex(b, loc, groups * perGroup),
-                        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1),
-                        ValueRange{},
-                        [&](OpBuilder &b, Location loc, Value chunk,
-                            ValueRange) {
-                          emitChunk(b, loc, chunk, width,
-                                    [&](OpBuilder &b, Location loc, Value c,
-                                        int64_t lanes) {
-                                      runLanes(b, loc, part, seq, start,
-                                               computed, s, e, h, c, lanes);
-                                    });
-                          scf::YieldOp::create(b, loc);
-                        });
-                  }
-                  scf::YieldOp::create(b, loc);
-                });
-            scf::YieldOp::create(b, loc);
-          });
-          // Padding tokens [max(t0, real), t1): out = x, no cache access.
-          scf::ForOp::create(
-              b, loc, arith::MaxUIOp::create(b, loc, t0, real), t1, c1,
-              ValueRange{},
-              [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-                for (const ConvPart &part : parts)
-                  scf::ForOp::create(
-                      b, loc, cIndex(b, loc, 0),
-                      cIndex(b, loc, numChunks(part.range.width)),
-                      cIndex(b, loc, 1), ValueRange{},
-                      [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
-                        emitChunk(b, loc, chunk, part.range.width,
-                                  [&](OpBuilder &b, Location loc, Value c,
-                                      int64_t lanes) {
-                                    part.out.store(
-                                        b, loc,
-                                        part.x.load(b, loc, t, h, c, lanes), t,
-                                        h, c);
-                                  });
-                        scf::YieldOp::create(b, loc);
-                      });
-                scf::YieldOp::create(b, loc);
-              });
-        });
-  };
-
+void ConvNestBuilder::build() {
   if (!options.tokenRuns || checked) {
     tokenNest(rewriter, loc);
   } else {
@@ -720,7 +509,17 @@ LogicalResult lowerConvs(PatternRewriter &rewriter, Operation *op,
           scf::YieldOp::create(b, loc);
         });
   }
-  rewriter.eraseOp(op);
+}
+
+namespace {
+
+LogicalResult lowerConvs(PatternRewriter &rewriter, const ConvSpec &spec,
+                         Value stepValue, const SConvToLoopsOptions &options) {
+  auto step = stepValue.getDefiningOp<StepOp>();
+  if (!step)
+    return rewriter.notifyMatchFailure(spec.op, kNoStepMessage);
+  ConvNestBuilder(rewriter, spec, step, options).build();
+  rewriter.eraseOp(spec.op);
   return success();
 }
 
@@ -732,10 +531,14 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
                                 PatternRewriter &rewriter) const override {
     ConvStream stream{op.getStream(), op.getX(), op.getWeights(), op.getBias(),
                       op.getOut()};
-    return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
-                      stream, op.getResidual(),
-                      op.getActivation() == Activation::Silu,
-                      /*insert=*/false, options);
+    ConvSpec spec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  stream,
+                  op.getResidual(),
+                  op.getActivation() == Activation::Silu,
+                  /*insert=*/false};
+    return lowerConvs(rewriter, spec, op.getStep(), options);
   }
 
   SConvToLoopsOptions options;
@@ -752,10 +555,14 @@ struct FusedConvLowering : OpRewritePattern<FusedConvOp> {
       streams.push_back({stream, op.getInputs()[i], op.getWeights()[i],
                          op.getBiases().empty() ? Value() : op.getBiases()[i],
                          op.getOuts()[i]});
-    return lowerConvs(rewriter, op, op.getStep(), op.getCache(), op.getLayout(),
-                      streams, op.getResidual(),
-                      op.getActivation() == Activation::Silu, op.getInsert(),
-                      options);
+    ConvSpec spec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  streams,
+                  op.getResidual(),
+                  op.getActivation() == Activation::Silu,
+                  op.getInsert()};
+    return lowerConvs(rewriter, spec, op.getStep(), options);
   }
 
   SConvToLoopsOptions options;

@@ -8,8 +8,9 @@
 // fused_conv) are one nest over the concatenation of their streams' chunks.
 //
 // This file: sconv.bind, sconv.step and the pass. The inserts are lowered in
-// InsertLowering.cpp, the convs in ConvLowering.cpp, with the shared pieces
-// in Lowering.h.
+// InsertLowering.cpp, the convs in ConvLowering.cpp (the token-run nest of
+// prefill in ConvTokenRuns.cpp, their shared builder in ConvNest.h), with
+// the shared pieces in Lowering.h.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,220 @@
+//===- ConvTokenRuns.cpp - The token-run nest of a conv (prefill) ---------===//
+//
+// The CPU's form of an unchecked conv when real tokens >= W * B (see
+// ConvLowering.cpp for the choice and the (token, head) nest):
+//
+//   scf.parallel (run r of kRunTokens tokens, h) {
+//     for b in the sequences of the run's real tokens [s, e):
+//       for stream i, kRunLanes channels c (then 16-byte chunks):
+//         weights, bias; window = the W-1 inputs before s (x, cache or 0)
+//         for t in [s, e) (window):   // the same per-element arithmetic
+//           x = x_i[t, h, c]; [and_insert: store x at t's slot]
+//           out_i = bf16(act(fma chain over window, x) + x); window <<= x
+//     for the padding tokens of the run: out_i = x_i
+//   }
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvNest.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+
+namespace {
+
+/// Tokens per outer iteration of the token-run nest. Few: a run walks one
+/// row segment per token and array at once, and more than a handful of
+/// such streams defeat the hardware prefetchers (measured on the CPU of
+/// docs/fusion.md: runs of 64 tokens were slower than the (token, head)
+/// nest, runs of 4 the fastest); a run's window reload (W-1 loads) and
+/// weights still serve 4 tokens.
+constexpr int64_t kRunTokens = 4;
+/// Channels per innermost iteration of the token-run nest: a 64-byte line
+/// of bf16 per token, so that each line of a token's rows is visited once.
+constexpr int64_t kRunLanes = 32;
+
+} // namespace
+
+// The window of the kernel - 1 inputs before span.s, oldest first: x, or
+// the cache rows / 0 of the positions before the step.
+SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
+                                              const ConvPart &part,
+                                              const RunSpan &span, Value h,
+                                              Value c, int64_t lanes) {
+  ArithBuilder ab(b, loc);
+  SmallVector<Value> window;
+  for (int64_t back = kernel - 1; back >= 1; --back) {
+    Value u = ab.sub(span.s, cIndex(b, loc, back));
+    Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, u, span.start);
+    auto tap = scf::IfOp::create(
+        b, loc, inStep,
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, xTap(b, loc, part, u, h, c, lanes));
+        },
+        [&](OpBuilder &b, Location loc) {
+          ArithBuilder ab(b, loc);
+          Value q = ab.sub(span.computed, ab.sub(span.start, u));
+          Value history =
+              cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0));
+          auto read = scf::IfOp::create(
+              b, loc, history,
+              [&](OpBuilder &b, Location loc) {
+                auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
+                Value physical = toIndex(
+                    b, loc,
+                    memref::LoadOp::create(b, loc, blockTable,
+                                           ValueRange{span.seq, logical}));
+                scf::YieldOp::create(b, loc,
+                                     cacheTap(b, loc, part, physical, h, row,
+                                              cacheCol(b, loc, part, c),
+                                              lanes));
+              },
+              [&](OpBuilder &b, Location loc) {
+                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+              });
+          scf::YieldOp::create(b, loc, read.getResult(0));
+        });
+    window.push_back(tap.getResult(0));
+  }
+  return window;
+}
+
+// Token runs: tokens [s, e) of one sequence, channels c.. of head h: the
+// weights once, the window, then per token one input load; every
+// element's arithmetic is that of convLanes.
+void ConvNestBuilder::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
+                               const RunSpan &span, Value h, Value c,
+                               int64_t lanes) {
+  ArithBuilder ab(b, loc);
+  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+  Value bias = biasLanes(b, loc, part, channel, lanes);
+  SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
+  SmallVector<Value> window = runWindow(b, loc, part, span, h, c, lanes);
+  scf::ForOp::create(
+      b, loc, span.s, span.e, cIndex(b, loc, 1), window,
+      [&](OpBuilder &b, Location loc, Value t, ValueRange previous) {
+        Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+        if (insert) {
+          SlotInfo at = emitSlot(b, loc, slots, t, blockSize,
+                                 /*checked=*/false, slotLimit);
+          scf::IfOp::create(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+            storeLanes(
+                b, loc, xRaw, cache,
+                ValueRange{at.block, h, at.row, cacheCol(b, loc, part, c)},
+                part.cacheAlign);
+            scf::YieldOp::create(b, loc);
+          });
+        }
+        Value xt = extToF32(b, loc, xRaw, lanes);
+        SmallVector<Value> tapValues(previous);
+        tapValues.push_back(xt);
+        finishLanes(
+            b, loc, part, tapWeights, [&](int64_t j) { return tapValues[j]; },
+            bias, xt, t, h, c, lanes);
+        scf::YieldOp::create(b, loc, ArrayRef<Value>(tapValues).drop_front());
+      });
+}
+
+// The real tokens of sequence seq in [t0, real), every stream.
+void ConvNestBuilder::runSequence(OpBuilder &b, Location loc, Value seq,
+                                  Value t0, Value real, Value h) {
+  ArithBuilder ab(b, loc);
+  Value qslBuf = step.getQueryStartLoc();
+  auto load = [&](Value buf, Value i) {
+    return toIndex(b, loc, memref::LoadOp::create(b, loc, buf, i));
+  };
+  RunSpan span;
+  span.seq = seq;
+  span.start = load(qslBuf, seq);
+  Value end = load(qslBuf, ab.add(seq, cIndex(b, loc, 1)));
+  span.computed = load(numComputedBuf, seq);
+  span.s = arith::MaxUIOp::create(b, loc, span.start, t0);
+  span.e = arith::MinUIOp::create(b, loc, end, real);
+  for (const ConvPart &part : parts) {
+    // Whole groups of kRunLanes channels (a 64-byte line per token), then
+    // the rest by 16-byte chunks.
+    const int64_t width = part.range.width;
+    const int64_t groups = width / kRunLanes;
+    const int64_t perGroup = kRunLanes / kLanes;
+    scf::ForOp::create(
+        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+        ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
+          Value c = ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes));
+          runLanes(b, loc, part, span, h, c, kRunLanes);
+          scf::YieldOp::create(b, loc);
+        });
+    scf::ForOp::create(
+        b, loc, cIndex(b, loc, groups * perGroup),
+        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1), ValueRange{},
+        [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+          emitChunk(b, loc, chunk, width,
+                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                      runLanes(b, loc, part, span, h, c, lanes);
+                    });
+          scf::YieldOp::create(b, loc);
+        });
+  }
+}
+
+// Padding tokens [max(t0, real), t1): out = x, no cache access (c1: the
+// nest's constant 1).
+void ConvNestBuilder::runPadding(OpBuilder &b, Location loc, Value t0,
+                                 Value real, Value t1, Value h, Value c1) {
+  scf::ForOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, t0, real), t1, c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+        for (const ConvPart &part : parts)
+          scf::ForOp::create(
+              b, loc, cIndex(b, loc, 0),
+              cIndex(b, loc, numChunks(part.range.width)), cIndex(b, loc, 1),
+              ValueRange{},
+              [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+                emitChunk(
+                    b, loc, chunk, part.range.width,
+                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                      part.out.store(
+                          b, loc, part.x.load(b, loc, t, h, c, lanes), t, h, c);
+                    });
+                scf::YieldOp::create(b, loc);
+              });
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+void ConvNestBuilder::runNest(OpBuilder &b, Location loc, Value realTokens) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value runTokens = cIndex(b, loc, kRunTokens);
+  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
+  Value qslBuf = step.getQueryStartLoc();
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0},
+      ValueRange{runs, cIndex(b, loc, layout.headsPerRank)}, ValueRange{c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange rh) {
+        ArithBuilder ab(b, loc);
+        Value h = rh[1];
+        Value t0 = ab.mul(rh[0], runTokens);
+        Value t1 =
+            arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
+        Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
+        Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
+        // The real tokens [t0, real): per sequence that holds some.
+        scf::IfOp::create(b, loc, any, [&](OpBuilder &b, Location loc) {
+          ArithBuilder ab(b, loc);
+          Value first =
+              emitSequence(b, loc, qslBuf, numComputedBuf, batch, t0).seq;
+          Value last = emitSequence(b, loc, qslBuf, numComputedBuf, batch,
+                                    ab.sub(real, cIndex(b, loc, 1)))
+                           .seq;
+          scf::ForOp::create(
+              b, loc, first, ab.add(last, cIndex(b, loc, 1)), cIndex(b, loc, 1),
+              ValueRange{},
+              [&](OpBuilder &b, Location loc, Value seq, ValueRange) {
+                runSequence(b, loc, seq, t0, real, h);
+                scf::YieldOp::create(b, loc);
+              });
+          scf::YieldOp::create(b, loc);
+        });
+        runPadding(b, loc, t0, real, t1, h, c1);
+      });
+}
