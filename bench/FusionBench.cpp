@@ -7,6 +7,11 @@
 //   insert/packed      the four-stream packed insert (sconv.insert_packed)
 //   insert/separate    four per-stream inserts (sconv.insert x 4)
 //   insert/memcpy      memcpy of the bytes the insert writes
+//   insert/*-plain     insert/packed and insert/separate without
+//                      non-temporal stores (streaming-stores-min-iterations
+//                      =0): with them, both reach the memory bound at 8192
+//                      tokens and the packed insert's one pass over the
+//                      rows no longer shows
 //   layer/conv-insert  the layer with the default strategy: one fused_conv
 //                      of the four streams, and_insert (x read once)
 //   layer/packed       fused_conv of the four streams, then insert_packed
@@ -18,9 +23,9 @@
 //                      of >= 64 (token, head) pairs
 //   layer/memcpy       memcpy of the step's row bytes, the unit of the
 //                      layer's memory bound (below)
-//   layer/streaming    layer/conv-insert with non-temporal stores from 4096
-//                      (token, head) pairs (streaming-stores-min-iterations;
-//                      off by default: see docs/fusion.md)
+//   layer/plain-stores layer/conv-insert without non-temporal stores
+//                      (streaming-stores-min-iterations=0; the default,
+//                      4096, streams the stores of large steps)
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -148,8 +153,10 @@ struct Engines {
   std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
   /// conv-insert with threads = 0 (every core).
   std::unique_ptr<mlir::ExecutionEngine> threaded;
-  /// conv-insert with streaming stores for large steps.
-  std::unique_ptr<mlir::ExecutionEngine> streaming;
+  /// conv-insert with ordinary stores only.
+  std::unique_ptr<mlir::ExecutionEngine> plainStores;
+  /// packed-inserts and none with ordinary stores only.
+  std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> plainInserts;
   std::map<int64_t, std::unique_ptr<Workload>> workloads;
 };
 
@@ -166,20 +173,25 @@ Engines &engines() {
       options.fusion = s;
       std::string error;
       e->engines[s] = compile(source, options, error);
-      if (!e->engines[s]) {
+      if (s != FusionStrategy::ConvInsert && e->engines[s]) {
+        options.streamingStoresMinIterations = 0;
+        e->plainInserts[s] = compile(source, options, error);
+      }
+      if (!e->engines[s] ||
+          (s != FusionStrategy::ConvInsert && !e->plainInserts[s])) {
         std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
         std::exit(1);
       }
     }
     CompileOptions threaded;
     threaded.threads = 0;
-    CompileOptions streaming;
-    streaming.streamingStoresMinIterations = 4096;
+    CompileOptions plainStores;
+    plainStores.streamingStoresMinIterations = 0;
     std::string error;
     e->threaded = compile(source, threaded, error);
     if (e->threaded)
-      e->streaming = compile(source, streaming, error);
-    if (!e->threaded || !e->streaming) {
+      e->plainStores = compile(source, plainStores, error);
+    if (!e->threaded || !e->plainStores) {
       std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
       std::exit(1);
     }
@@ -308,9 +320,10 @@ void timed(benchmark::State &state, const char *what, Body body) {
     it->second = std::min(it->second, perIteration);
 }
 
-void callInserts(Workload &w, FusionStrategy strategy) {
-  auto fn = reinterpret_cast<InsertsFn>(
-      lookupFunction(*engines().engines[strategy], "inserts"));
+void callInserts(Workload &w, FusionStrategy strategy, bool plain = false) {
+  auto &engine =
+      plain ? engines().plainInserts[strategy] : engines().engines[strategy];
+  auto fn = reinterpret_cast<InsertsFn>(lookupFunction(*engine, "inserts"));
   Call &c = w.call;
   fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3]);
 }
@@ -340,6 +353,16 @@ void BM_InsertSeparate(benchmark::State &state) {
   timed(state, "insert/separate",
         [](Workload &w) { callInserts(w, FusionStrategy::None); });
 }
+void BM_InsertPackedPlain(benchmark::State &state) {
+  timed(state, "insert/packed-plain", [](Workload &w) {
+    callInserts(w, FusionStrategy::PackedInserts, /*plain=*/true);
+  });
+}
+void BM_InsertSeparatePlain(benchmark::State &state) {
+  timed(state, "insert/separate-plain", [](Workload &w) {
+    callInserts(w, FusionStrategy::None, /*plain=*/true);
+  });
+}
 void BM_InsertMemcpy(benchmark::State &state) {
   timed(state, "insert/memcpy", [](Workload &w) {
     std::memcpy(w.copyDest->data, w.copySource->data, w.rowBytes);
@@ -367,9 +390,9 @@ void BM_LayerThreads(benchmark::State &state) {
   timed(state, "layer/threads",
         [](Workload &w) { callLayer(w, *engines().threaded); });
 }
-void BM_LayerStreaming(benchmark::State &state) {
-  timed(state, "layer/streaming",
-        [](Workload &w) { callLayer(w, *engines().streaming); });
+void BM_LayerPlainStores(benchmark::State &state) {
+  timed(state, "layer/plain-stores",
+        [](Workload &w) { callLayer(w, *engines().plainStores); });
 }
 void BM_LayerMemcpy(benchmark::State &state) {
   timed(state, "layer/memcpy", [](Workload &w) {
@@ -391,6 +414,8 @@ void tokenArgs(benchmark::internal::Benchmark *b) {
 
 BENCHMARK(BM_InsertPacked)->Apply(tokenArgs);
 BENCHMARK(BM_InsertSeparate)->Apply(tokenArgs);
+BENCHMARK(BM_InsertPackedPlain)->Apply(tokenArgs);
+BENCHMARK(BM_InsertSeparatePlain)->Apply(tokenArgs);
 BENCHMARK(BM_InsertMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerConvInsert)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
@@ -398,7 +423,7 @@ BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTokenSeq)->Apply(tokenArgs);
 BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
-BENCHMARK(BM_LayerStreaming)->Apply(tokenArgs);
+BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -429,16 +454,31 @@ void printSummary() {
                 ls * 1e6, ratio(ls, ci));
   }
 
+  std::printf("\nInserts with ordinary stores only "
+              "(streaming-stores-min-iterations=0)\n");
+  std::printf("%6s | %10s %10s | %15s %13s\n", "T", "packed us", "separ. us",
+              "separate/packed", "packed/memcpy");
+  for (int64_t t : kTokenCounts) {
+    double packed = get("insert/packed-plain", t),
+           separate = get("insert/separate-plain", t),
+           copy = get("insert/memcpy", t);
+    if (packed == 0 || separate == 0)
+      continue;
+    std::printf("%6lld | %10.2f %10.2f | %15.2f %13.2f\n",
+                static_cast<long long>(t), packed * 1e6, separate * 1e6,
+                ratio(separate, packed), ratio(packed, copy));
+  }
+
   std::printf("\nThreads and the memory bound (conv-insert layer; bound: "
               "memcpy's time per byte of traffic x the layer's traffic; %d "
               "threads)\n",
               defaultThreadCount());
   std::printf("%6s | %11s %11s %13s | %11s %11s %12s | %11s %13s\n", "T",
               "1-thr us", "all-thr us", "1-thr/all-thr", "traffic KiB",
-              "bound us", "1-thr/bound", "stream us", "stream/plain");
+              "bound us", "1-thr/bound", "plain us", "1-thr/plain");
   for (int64_t t : kTokenCounts) {
     double one = get("layer/conv-insert", t), all = get("layer/threads", t),
-           copy = get("layer/memcpy", t), stream = get("layer/streaming", t);
+           copy = get("layer/memcpy", t), plain = get("layer/plain-stores", t);
     if (one == 0 || all == 0 || copy == 0)
       continue;
     Workload &w = workload(t);
@@ -448,8 +488,7 @@ void printSummary() {
                 "%13.2f\n",
                 static_cast<long long>(t), one * 1e6, all * 1e6,
                 ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
-                bound * 1e6, ratio(one, bound), stream * 1e6,
-                ratio(stream, one));
+                bound * 1e6, ratio(one, bound), plain * 1e6, ratio(one, plain));
   }
 }
 

@@ -58,7 +58,9 @@ void PrintTo(const FusionCase &fc, std::ostream *os) { *os << fc.name; }
 /// `minParallelIterations` of 1 forks on every call, the default (64) only
 /// on large steps, so both paths of the `if` clause run. A
 /// `streamingStoresMinIterations` of 1 stores non-temporally on every call
-/// (0, the default: never).
+/// (0, the default: never). `misaligned` puts the cache and the outputs 16
+/// bytes past a 64-byte boundary (the ABI's minimum): streaming must then
+/// keep to stores that claim 16 bytes.
 struct Variant {
   const char *name;
   FusionStrategy strategy;
@@ -66,6 +68,7 @@ struct Variant {
   int threads = 1;
   int64_t minParallelIterations = 64;
   int64_t streamingStoresMinIterations = 0;
+  bool misaligned = false;
 };
 constexpr Variant kNone{"none", FusionStrategy::None, true};
 constexpr Variant kVariants[] = {
@@ -82,6 +85,10 @@ constexpr Variant kVariants[] = {
     {"packed-inserts/concatenated/threads=2,always,streaming",
      FusionStrategy::PackedInserts, false, 2, 1, 1},
     {"none/streaming", FusionStrategy::None, true, 1, 64, 1},
+    {"conv-insert/streaming,misaligned", FusionStrategy::ConvInsert, true, 1,
+     64, 1, true},
+    {"conv-insert/threads=2,always,streaming,misaligned",
+     FusionStrategy::ConvInsert, true, 2, 1, 1, true},
 };
 
 const char *strategyName(FusionStrategy s) {
@@ -197,7 +204,8 @@ protected:
   ::testing::AssertionResult run(mlir::ExecutionEngine &engine,
                                  const char *function, const Step &step,
                                  const AlignedBuffer<uint16_t> &cache0,
-                                 Inputs &inputs, Result &result);
+                                 Inputs &inputs, Result &result,
+                                 bool misaligned = false);
   ::testing::AssertionResult
   noneMatchesReference(const char *function, const Step &step,
                        const AlignedBuffer<uint16_t> &cache0,
@@ -210,27 +218,34 @@ protected:
 ::testing::AssertionResult
 FusionTest::run(mlir::ExecutionEngine &engine, const char *function,
                 const Step &step, const AlignedBuffer<uint16_t> &cache0,
-                Inputs &inputs, Result &result) {
+                Inputs &inputs, Result &result, bool misaligned) {
   const Compiled &c = compiled(nullptr);
   const Layout &layout = c.layout;
   int64_t tokens = step.meta.numTokens();
-  AlignedBuffer<uint16_t> cache(cache0.size, 0);
-  std::copy(cache0.data, cache0.data + cache0.size, cache.data);
+  // 16 bytes past the buffers' 64-byte alignment when misaligned.
+  const int64_t shift = misaligned ? 8 : 0;
+  AlignedBuffer<uint16_t> cacheStorage(cache0.size + shift, 0);
+  uint16_t *cache = cacheStorage.data + shift;
+  std::copy(cache0.data, cache0.data + cache0.size, cache);
   std::vector<std::unique_ptr<char[]>> keep;
-  std::vector<std::unique_ptr<StreamData>> ys;
+  std::vector<std::unique_ptr<AlignedBuffer<uint16_t>>> ys;
   void *x[4], *y[4];
   Mem2 w[4];
   Mem1 b[4];
   for (Stream s : kAllStreams) {
     int i = static_cast<int>(s);
+    int64_t stride = tokenStride(layout, s);
     x[i] = inputs[i]->x.descriptor(layout, s, isFlat(s), tokens, keep);
-    ys.push_back(std::make_unique<StreamData>(tokens, tokenStride(layout, s)));
-    y[i] = ys.back()->descriptor(layout, s, isFlat(s), tokens, keep);
+    ys.push_back(std::make_unique<AlignedBuffer<uint16_t>>(
+        std::max<int64_t>(1, tokens) * stride + shift, kPoison));
+    y[i] =
+        streamDescriptor(ys.back()->data + shift, tokens, layout.headsPerRank,
+                         layout.range(s).width, stride, isFlat(s), keep);
     w[i] = inputs[i]->weightsDescriptor();
     b[i] = inputs[i]->biasDescriptor();
   }
   StepMetadata meta = step.meta;
-  Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, meta);
+  Call call = makeCall(cache, step.numBlocks * c.pageBytes, meta);
   void *address = lookupFunction(engine, function);
   if (!address)
     return ::testing::AssertionFailure() << "no function " << function;
@@ -243,10 +258,9 @@ FusionTest::run(mlir::ExecutionEngine &engine, const char *function,
     reinterpret_cast<InsertsFn>(address)(&call.cache, &call.qsl, &call.nc,
                                          &call.bt, &call.slots, x[0], x[1],
                                          x[2], x[3]);
-  result.cache.assign(cache.data, cache.data + cache.size);
+  result.cache.assign(cache, cache + cache0.size);
   for (auto &yd : ys)
-    result.outs.emplace_back(yd->buffer.data,
-                             yd->buffer.data + yd->buffer.size);
+    result.outs.emplace_back(yd->data + shift, yd->data + yd->size);
   return ::testing::AssertionSuccess();
 }
 
@@ -345,7 +359,7 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
       std::map<std::string, Result> results;
       for (const Variant &variant : kVariants)
         ASSERT_TRUE(run(*c.engines[variant.name], function, step, cache0,
-                        inputs, results[variant.name]));
+                        inputs, results[variant.name], variant.misaligned));
       std::string what = std::string(function) + ", seed " +
                          std::to_string(seed) + ", " + std::to_string(tokens) +
                          " tokens";

@@ -45,8 +45,12 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   inkling::SConvLowerToLoopsOptions lowerOptions;
   lowerOptions.checked = options.checked;
   lowerOptions.splitStreams = options.splitStreams;
+  // The CPU's forms of a conv's nest (docs/fusion.md): taps chosen per
+  // (token, head); for prefill-sized steps a (run of 4 tokens, head) nest
+  // whose 64-byte chunks keep their f32 lanes in even-odd order.
   lowerOptions.hoistTaps = true;
   lowerOptions.tokenRuns = true;
+  lowerOptions.evenOddLanes = true;
   pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
   // 2. Fold the index arithmetic of the nests (constants, dims of static
   //    shapes). The nests stay parallel; canonicalization may merge the two
@@ -58,10 +62,12 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    have some) -> scf loops of 1-D vector ops.
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
 
-  // 4a. With streaming-stores-min-iterations > 0 (off by default), large
-  //     steps store through non-temporal stores: each vector.store of a
-  //     nest is an scf.if on one flag computed before the nest (its
-  //     iterations >= the threshold); the bits stored do not change.
+  // 4a. With streaming-stores-min-iterations > 0 (default 4096), large
+  //     steps store through non-temporal stores: each nest is an scf.if on
+  //     one flag computed before it (its iterations >= the threshold, and
+  //     the bases of its 64-byte line stores 64-byte aligned) between a
+  //     copy whose stores are non-temporal and the nest as it was; the
+  //     bits stored do not change.
   if (options.streamingStoresMinIterations > 0) {
     inkling::cpu::StreamingStoresPassOptions streaming;
     streaming.minIterations = options.streamingStoresMinIterations;

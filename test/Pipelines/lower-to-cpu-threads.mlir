@@ -4,13 +4,13 @@
 // sequentially (no nested parallel region), smaller steps as plain loops on
 // the calling thread with no OpenMP call. threads=1 (the default) emits no
 // OpenMP at all.
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=4 min-parallel-iterations=32" \
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=4 min-parallel-iterations=32 streaming-stores-min-iterations=0" \
 // RUN:   | FileCheck %s --check-prefix=FUSED
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=0 fusion=none" \
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=0 fusion=none streaming-stores-min-iterations=0" \
 // RUN:   | FileCheck %s --check-prefix=NONE
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=streaming-stores-min-iterations=0 \
 // RUN:   | FileCheck %s --check-prefix=ONE
-// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu=streaming-stores-min-iterations=4096 \
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
 // RUN:   | FileCheck %s --check-prefix=STREAM
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2" \
 // RUN:   | mlir-opt --verify-each > /dev/null
@@ -19,8 +19,9 @@
 // shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)
 // nest, then the (token, head) one. Each is a branch on its outer
 // iterations (ceil(T / 4) * 8, T * 8) >= 32 between one region on 4
-// threads and the sequential nest; 16 fmas in each (the four streams'
-// chains).
+// threads and the sequential nest; the four streams' chains (16 fmas) in
+// each, 5 times in the token-run form (4 unrolled tokens and the token
+// loop). Streaming stores off here (their copies: STREAM below).
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-DAG:     %[[MIN:.*]] = llvm.mlir.constant(32 : index) : i64
 // FUSED-DAG:     %[[N:.*]] = llvm.mlir.constant(4 : i32) : i32
@@ -31,11 +32,11 @@
 // FUSED-NEXT:      omp.wsloop {
 // FUSED-NEXT:        omp.loop_nest ({{.*}}) : i64 = {{.*}} collapse(2) {
 // FUSED-NOT:     omp.parallel
-// FUSED-COUNT-16: llvm.intr.fma
+// FUSED-COUNT-80: llvm.intr.fma
 // FUSED:           omp.terminator
 // FUSED:       ^[[SEQ1]]:
 // FUSED-NOT:     omp.
-// FUSED-COUNT-16: llvm.intr.fma
+// FUSED-COUNT-80: llvm.intr.fma
 // FUSED:         %[[BIG2:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
 // FUSED-NEXT:    llvm.cond_br %[[BIG2]], ^[[PAR2:.*]], ^[[SEQ2:[a-z0-9]*]]
 // FUSED:       ^[[PAR2]]:
@@ -60,11 +61,20 @@
 // ONE-LABEL: llvm.func @decoder_layer
 // ONE-NOT:     omp.
 
-// The default stores no row non-temporally; with streaming stores on, each
-// store of the nest exists twice, one of them non-temporal: 8 in the
-// (token, head) form (4 outputs, 4 cache rows), 12 in the token-run form
-// (4 outputs and 4 cache rows of 32 channels, 4 padding outputs).
+// With streaming stores off no row is stored non-temporally. By default
+// (4096) each nest exists twice, once with non-temporal stores: in that
+// copy the 64-byte line stores of the token-run form (4 outputs and 4
+// cache rows of 32 channels, 5 times: 4 unrolled tokens and the token
+// loop) claim 64-byte alignment, checked at run time on the bases; the
+// 16-byte ones keep 16 (the (token, head) form's 4 outputs and 4 cache
+// rows, the padding outputs and the tail chunks of the token-run form).
 // ONE-NOT:     nontemporal
 // STREAM-LABEL: llvm.func @decoder_layer
-// STREAM-COUNT-20: llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<{{8|32}}xi16>
-// STREAM-NOT:     nontemporal
+// STREAM-DAG:    llvm.store {{.*}} {alignment = 64 : i64, nontemporal} : vector<32xi16>
+// STREAM-DAG:    llvm.store {{.*}} {alignment = 16 : i64, nontemporal} : vector<8xi16>
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
+// RUN:   | grep -c "alignment = 64 : i64, nontemporal} : vector<32xi16>" | FileCheck %s --check-prefix=LINES
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
+// RUN:   | grep -c "alignment = 16 : i64, nontemporal} : vector<8xi16>" | FileCheck %s --check-prefix=CHUNKS
+// LINES: {{^}}40{{$}}
+// CHUNKS: {{^}}16{{$}}

@@ -30,12 +30,14 @@
 
 // With the default fusion (one fused_conv of the four streams, and_insert;
 // one inner loop per stream on the CPU) the same arithmetic: no libgcc
-// call, no fmuladd, the 16 fmas of the four chains, twice (the token-run
-// form for prefill-sized steps and the (token, head) one).
+// call, no fmuladd. The 16 fmas of the four chains: 5 times in the
+// token-run form for prefill-sized steps (the 4 unrolled tokens of a whole
+// run, and the token loop of a partial one), once in the (token, head)
+// form; each form twice (the copy with streaming stores for large steps).
 // FUSED-NOT: __truncsfbf2
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-NOT: llvm.intr.fmuladd
-// FUSED-COUNT-32: llvm.intr.fma
+// FUSED-COUNT-192: llvm.intr.fma
 // FUSED-NOT: llvm.intr.fma
 // FUSED-NOT: __truncsfbf2
 

@@ -166,8 +166,8 @@ struct CompileOptions {
   /// The pipeline's `threads` (1: no OpenMP) and `min-parallel-iterations`.
   int threads = 1;
   int64_t minParallelIterations = 64;
-  /// The pipeline's `streaming-stores-min-iterations`.
-  int64_t streamingStoresMinIterations = 0;
+  /// The pipeline's `streaming-stores-min-iterations` (its default).
+  int64_t streamingStoresMinIterations = 4096;
 };
 
 /// The OpenMP runtime's default team size (OMP_NUM_THREADS, else the

@@ -94,6 +94,15 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
            "with the weights loaded once per run: each input is loaded "
            "once. The same arithmetic per element, so the same bits. The "
            "CPU's form (prefill); the GPU keeps the (token, head) nest">,
+    Option<"evenOddLanes", "even-odd-lanes", "bool", /*default=*/"false",
+           "In the token-run nest, hold a chunk's f32 lanes in even-odd "
+           "order (the even channels, then the odd ones; the weights and "
+           "bias loaded in that order): a bf16 row widens to f32 with a "
+           "shift and a mask of its 32-bit words and narrows back with the "
+           "rounding written on the words and one or, where the natural "
+           "order needs a lane-crossing widen and narrow per vector. Every "
+           "element's arithmetic is unchanged, so the bits are. The CPU's "
+           "form">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -39,6 +39,7 @@ ConvPart::ConvPart(const inkling::Layout &layout, const ConvStream &s,
     : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
       out(s.out, range.width), weights(s.weights), bias(s.bias) {
   cacheAlign = loops::cacheAlign(cacheType, range.offset);
+  cacheLineAligned = loops::cacheLineAligned(cacheType, range.offset);
   // bias[h*w + c].
   if (bias)
     biasAlign = accessAlign(cast<MemRefType>(bias.getType()),
@@ -154,10 +155,11 @@ Value ConvNestBuilder::cacheCol(OpBuilder &b, Location loc,
 
 Value ConvNestBuilder::cacheTap(OpBuilder &b, Location loc,
                                 const ConvPart &part, Value physical, Value h,
-                                Value row, Value col, int64_t lanes) {
+                                Value row, Value col, int64_t lanes,
+                                LaneOrder order) {
   Value v = loadLanes(b, loc, cache, ValueRange{physical, h, row, col}, lanes,
                       part.cacheAlign);
-  return extToF32(b, loc, v, lanes);
+  return extToF32(b, loc, v, lanes, order);
 }
 
 // Checked, the history tap cache[block_table[b][logical], h, row,
@@ -215,8 +217,10 @@ Value ConvNestBuilder::checkedHistory(OpBuilder &b, Location loc,
 }
 
 Value ConvNestBuilder::xTap(OpBuilder &b, Location loc, const ConvPart &part,
-                            Value token, Value h, Value c, int64_t lanes) {
-  return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes);
+                            Value token, Value h, Value c, int64_t lanes,
+                            LaneOrder order) {
+  return extToF32(b, loc, part.x.load(b, loc, token, h, c, lanes), lanes,
+                  order);
 }
 
 // Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
@@ -318,7 +322,8 @@ Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc,
 // so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
 // bits as extf, with half the shuffles of a deinterleave per tap).
 SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
-                                                     Value all, int64_t lanes) {
+                                                     Value all, int64_t lanes,
+                                                     LaneOrder order) {
   Type i32 = b.getI32Type();
   auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
   auto laneWords = VectorType::get({lanes}, i32);
@@ -334,7 +339,7 @@ SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
   for (int64_t m = 0; m < kernel / 2; ++m) {
     SmallVector<int64_t> mask;
     for (int64_t l = 0; l < lanes; ++l)
-      mask.push_back(l * kernel / 2 + m);
+      mask.push_back(laneChannel(order, lanes, l) * kernel / 2 + m);
     Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
     weights.push_back(arith::BitcastOp::create(
         b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
@@ -347,19 +352,20 @@ SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
 // acc = bias[h*w + c] (or 0), in f32.
 Value ConvNestBuilder::biasLanes(OpBuilder &b, Location loc,
                                  const ConvPart &part, Value channel,
-                                 int64_t lanes) {
+                                 int64_t lanes, LaneOrder order) {
   if (!part.bias)
     return splatF32(b, loc, 0.0f, lanes);
   return extToF32(
       b, loc,
       loadLanes(b, loc, part.bias, ValueRange{channel}, lanes, part.biasAlign),
-      lanes);
+      lanes, order);
 }
 
 // The weights of channels h*w + c.., per tap, in f32.
 SmallVector<Value> ConvNestBuilder::tapWeightsOf(OpBuilder &b, Location loc,
                                                  const ConvPart &part,
-                                                 Value channel, int64_t lanes) {
+                                                 Value channel, int64_t lanes,
+                                                 LaneOrder order) {
   ArithBuilder ab(b, loc);
   SmallVector<Value> tapWeights;
   if (lanes == 1) {
@@ -375,15 +381,15 @@ SmallVector<Value> ConvNestBuilder::tapWeightsOf(OpBuilder &b, Location loc,
                         ValueRange{ab.mul(channel, cIndex(b, loc, kernel))},
                         lanes * kernel, part.weightsAlign);
   if (hoist && kernel % 2 == 0)
-    return pairedTapWeights(b, loc, all, lanes);
+    return pairedTapWeights(b, loc, all, lanes, order);
+  if (kernel == 1)
+    return {extToF32(b, loc, all, lanes, order)};
+  // Tap j of each lane's channel: the shuffle puts the lanes in `order`.
   for (int64_t j = 0; j < kernel; ++j) {
-    Value wj = all;
-    if (kernel > 1) {
-      SmallVector<int64_t> mask;
-      for (int64_t l = 0; l < lanes; ++l)
-        mask.push_back(l * kernel + j);
-      wj = vector::ShuffleOp::create(b, loc, all, all, mask);
-    }
+    SmallVector<int64_t> mask;
+    for (int64_t l = 0; l < lanes; ++l)
+      mask.push_back(laneChannel(order, lanes, l) * kernel + j);
+    Value wj = vector::ShuffleOp::create(b, loc, all, all, mask);
     tapWeights.push_back(extToF32(b, loc, wj, lanes));
   }
   return tapWeights;
@@ -396,7 +402,7 @@ void ConvNestBuilder::finishLanes(OpBuilder &b, Location loc,
                                   ArrayRef<Value> tapWeights,
                                   function_ref<Value(int64_t)> tapValue,
                                   Value acc, Value xt, Value t, Value h,
-                                  Value c, int64_t lanes) {
+                                  Value c, int64_t lanes, LaneOrder order) {
   for (int64_t j = 0; j < kernel; ++j)
     acc = math::FmaOp::create(b, loc, tapWeights[j], tapValue(j), acc);
   if (silu) {
@@ -409,9 +415,7 @@ void ConvNestBuilder::finishLanes(OpBuilder &b, Location loc,
   }
   if (residual)
     acc = arith::AddFOp::create(b, loc, acc, xt);
-  Value result =
-      arith::TruncFOp::create(b, loc, laneType(b.getBF16Type(), lanes), acc);
-  part.out.store(b, loc, result, t, h, c);
+  part.out.store(b, loc, truncToBf16(b, loc, acc, lanes, order), t, h, c);
 }
 
 void ConvNestBuilder::convLanes(OpBuilder &b, Location loc,

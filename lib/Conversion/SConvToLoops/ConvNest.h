@@ -28,6 +28,9 @@ struct ConvPart {
   Value weights, bias;
   Value flatWeights; ///< [H*w*W], created before the nest.
   llvm::MaybeAlign cacheAlign, biasAlign, weightsAlign;
+  /// A line of the cache row at a multiple of kLineLanes channels is
+  /// line-aligned whenever the cache's base is.
+  bool cacheLineAligned;
 };
 
 /// What a conv op asks of its nest.
@@ -63,34 +66,48 @@ private:
   struct RunSpan {
     Value seq, start, computed, s, e;
   };
+  /// What every token of a run shares in one chunk of channels c.. of head
+  /// h: the lane order, the bias (acc's start) and the tap weights.
+  struct RunChunk {
+    Value h, c;
+    int64_t lanes;
+    LaneOrder order;
+    Value bias;
+    SmallVector<Value> tapWeights;
+  };
 
   // The (token, head) nest (ConvLowering.cpp).
   TapSource tapSource(OpBuilder &b, Location loc, int64_t back);
   void tokenPrologue(OpBuilder &b, Location loc, Value t, Value h);
   Value cacheCol(OpBuilder &b, Location loc, const ConvPart &part, Value c);
   Value cacheTap(OpBuilder &b, Location loc, const ConvPart &part,
-                 Value physical, Value h, Value row, Value col, int64_t lanes);
+                 Value physical, Value h, Value row, Value col, int64_t lanes,
+                 LaneOrder order = LaneOrder::Natural);
   Value checkedHistory(OpBuilder &b, Location loc, const ConvPart &part,
                        Value t, Value h, Value c, int64_t lanes, Value logical,
                        Value row);
   Value xTap(OpBuilder &b, Location loc, const ConvPart &part, Value token,
-             Value h, Value c, int64_t lanes);
+             Value h, Value c, int64_t lanes,
+             LaneOrder order = LaneOrder::Natural);
   SmallVector<Value> hoistedTaps(OpBuilder &b, Location loc,
                                  const ConvPart &part, Value t, Value h,
                                  Value c, int64_t lanes);
   Value chunkTap(OpBuilder &b, Location loc, const ConvPart &part, Value t,
                  Value h, Value c, int64_t lanes, int64_t j);
   SmallVector<Value> pairedTapWeights(OpBuilder &b, Location loc, Value all,
-                                      int64_t lanes);
+                                      int64_t lanes, LaneOrder order);
   Value biasLanes(OpBuilder &b, Location loc, const ConvPart &part,
-                  Value channel, int64_t lanes);
+                  Value channel, int64_t lanes,
+                  LaneOrder order = LaneOrder::Natural);
   SmallVector<Value> tapWeightsOf(OpBuilder &b, Location loc,
                                   const ConvPart &part, Value channel,
-                                  int64_t lanes);
+                                  int64_t lanes,
+                                  LaneOrder order = LaneOrder::Natural);
   void finishLanes(OpBuilder &b, Location loc, const ConvPart &part,
                    ArrayRef<Value> tapWeights,
                    function_ref<Value(int64_t)> tapValue, Value acc, Value xt,
-                   Value t, Value h, Value c, int64_t lanes);
+                   Value t, Value h, Value c, int64_t lanes,
+                   LaneOrder order = LaneOrder::Natural);
   void convLanes(OpBuilder &b, Location loc, const ConvPart &part, Value t,
                  Value h, Value c, int64_t lanes, Value xRaw);
   void lanesBody(OpBuilder &b, Location loc, const ConvPart &part, Value t,
@@ -98,11 +115,19 @@ private:
   void tokenNest(OpBuilder &b, Location loc);
 
   // The token-run nest (ConvTokenRuns.cpp).
+  /// The lane order of the token-run nest's chunks of `lanes` channels.
+  LaneOrder runLaneOrder(int64_t lanes) const;
   SmallVector<Value> runWindow(OpBuilder &b, Location loc, const ConvPart &part,
                                const RunSpan &span, Value h, Value c,
-                               int64_t lanes);
+                               int64_t lanes, LaneOrder order);
+  SmallVector<Value> runToken(OpBuilder &b, Location loc, const ConvPart &part,
+                              const RunChunk &chunk, Value t,
+                              const SlotInfo &at, ValueRange window);
   void runLanes(OpBuilder &b, Location loc, const ConvPart &part,
-                const RunSpan &span, Value h, Value c, int64_t lanes);
+                const RunSpan &span, Value h, Value c, int64_t lanes,
+                ArrayRef<SlotInfo> fullRun);
+  void runChunks(OpBuilder &b, Location loc, const RunSpan &span, Value h,
+                 ArrayRef<SlotInfo> fullRun);
   void runSequence(OpBuilder &b, Location loc, Value seq, Value t0, Value real,
                    Value h);
   void runPadding(OpBuilder &b, Location loc, Value t0, Value real, Value t1,

@@ -5,13 +5,17 @@
 //
 //   scf.parallel (run r of kRunTokens tokens, h) {
 //     for b in the sequences of the run's real tokens [s, e):
+//       [e - s == kRunTokens: the tokens' slots, once for every chunk]
 //       for stream i, kRunLanes channels c (then 16-byte chunks):
 //         weights, bias; window = the W-1 inputs before s (x, cache or 0)
-//         for t in [s, e) (window):   // the same per-element arithmetic
+//         for t in [s, e) (window):   // unrolled when e - s == kRunTokens
 //           x = x_i[t, h, c]; [and_insert: store x at t's slot]
 //           out_i = bf16(act(fma chain over window, x) + x); window <<= x
 //     for the padding tokens of the run: out_i = x_i
 //   }
+//
+// With even-odd-lanes a chunk's f32 lanes are its even channels, then its
+// odd ones (LaneOrder::EvenOdd in Lowering.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,12 +40,21 @@ constexpr int64_t kRunLanes = 32;
 
 } // namespace
 
+// Even-odd lanes (the CPU's choice): no lane-crossing shuffle between a
+// row's bf16 and the f32 lanes of the fmas.
+LaneOrder ConvNestBuilder::runLaneOrder(int64_t lanes) const {
+  return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
+             ? LaneOrder::EvenOdd
+             : LaneOrder::Natural;
+}
+
 // The window of the kernel - 1 inputs before span.s, oldest first: x, or
 // the cache rows / 0 of the positions before the step.
 SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
                                               const ConvPart &part,
                                               const RunSpan &span, Value h,
-                                              Value c, int64_t lanes) {
+                                              Value c, int64_t lanes,
+                                              LaneOrder order) {
   ArithBuilder ab(b, loc);
   SmallVector<Value> window;
   for (int64_t back = kernel - 1; back >= 1; --back) {
@@ -50,7 +63,8 @@ SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
     auto tap = scf::IfOp::create(
         b, loc, inStep,
         [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc, xTap(b, loc, part, u, h, c, lanes));
+          scf::YieldOp::create(b, loc,
+                               xTap(b, loc, part, u, h, c, lanes, order));
         },
         [&](OpBuilder &b, Location loc) {
           ArithBuilder ab(b, loc);
@@ -67,8 +81,8 @@ SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
                                            ValueRange{span.seq, logical}));
                 scf::YieldOp::create(b, loc,
                                      cacheTap(b, loc, part, physical, h, row,
-                                              cacheCol(b, loc, part, c),
-                                              lanes));
+                                              cacheCol(b, loc, part, c), lanes,
+                                              order));
               },
               [&](OpBuilder &b, Location loc) {
                 scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
@@ -80,43 +94,98 @@ SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
   return window;
 }
 
+// One token t of a run: x[t] loaded once, stored at t's slot (and_insert),
+// convolved with the window of the W-1 inputs before it. Returns the window
+// of the next token.
+SmallVector<Value> ConvNestBuilder::runToken(OpBuilder &b, Location loc,
+                                             const ConvPart &part,
+                                             const RunChunk &chunk, Value t,
+                                             const SlotInfo &at,
+                                             ValueRange window) {
+  Value xRaw = part.x.load(b, loc, t, chunk.h, chunk.c, chunk.lanes);
+  if (insert) {
+    scf::IfOp::create(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+      storeLanes(b, loc, xRaw, cache,
+                 ValueRange{at.block, chunk.h, at.row,
+                            cacheCol(b, loc, part, chunk.c)},
+                 part.cacheAlign, part.cacheLineAligned);
+      scf::YieldOp::create(b, loc);
+    });
+  }
+  Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
+  SmallVector<Value> tapValues(window);
+  tapValues.push_back(xt);
+  finishLanes(
+      b, loc, part, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
+      chunk.bias, xt, t, chunk.h, chunk.c, chunk.lanes, chunk.order);
+  return SmallVector<Value>(ArrayRef<Value>(tapValues).drop_front());
+}
+
 // Token runs: tokens [s, e) of one sequence, channels c.. of head h: the
 // weights once, the window, then per token one input load; every
-// element's arithmetic is that of convLanes.
+// element's arithmetic is that of convLanes. With `fullRun` (the slots of
+// a whole run's kRunTokens tokens, all of this sequence) the tokens are
+// unrolled: no loop, no slot load per chunk.
 void ConvNestBuilder::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
                                const RunSpan &span, Value h, Value c,
-                               int64_t lanes) {
+                               int64_t lanes, ArrayRef<SlotInfo> fullRun) {
   ArithBuilder ab(b, loc);
   Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-  Value bias = biasLanes(b, loc, part, channel, lanes);
-  SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
-  SmallVector<Value> window = runWindow(b, loc, part, span, h, c, lanes);
+  RunChunk chunk{h, c, lanes, runLaneOrder(lanes), {}, {}};
+  chunk.bias = biasLanes(b, loc, part, channel, lanes, chunk.order);
+  chunk.tapWeights = tapWeightsOf(b, loc, part, channel, lanes, chunk.order);
+  SmallVector<Value> window =
+      runWindow(b, loc, part, span, h, c, lanes, chunk.order);
+  if (!fullRun.empty()) {
+    for (auto [i, at] : llvm::enumerate(fullRun))
+      window = runToken(b, loc, part, chunk, ab.add(span.s, cIndex(b, loc, i)),
+                        at, window);
+    return;
+  }
   scf::ForOp::create(
       b, loc, span.s, span.e, cIndex(b, loc, 1), window,
       [&](OpBuilder &b, Location loc, Value t, ValueRange previous) {
-        Value xRaw = part.x.load(b, loc, t, h, c, lanes);
-        if (insert) {
-          SlotInfo at = emitSlot(b, loc, slots, t, blockSize,
-                                 /*checked=*/false, slotLimit);
-          scf::IfOp::create(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
-            storeLanes(
-                b, loc, xRaw, cache,
-                ValueRange{at.block, h, at.row, cacheCol(b, loc, part, c)},
-                part.cacheAlign);
-            scf::YieldOp::create(b, loc);
-          });
-        }
-        Value xt = extToF32(b, loc, xRaw, lanes);
-        SmallVector<Value> tapValues(previous);
-        tapValues.push_back(xt);
-        finishLanes(
-            b, loc, part, tapWeights, [&](int64_t j) { return tapValues[j]; },
-            bias, xt, t, h, c, lanes);
-        scf::YieldOp::create(b, loc, ArrayRef<Value>(tapValues).drop_front());
+        SlotInfo at;
+        if (insert)
+          at = emitSlot(b, loc, slots, t, blockSize, /*checked=*/false,
+                        slotLimit);
+        scf::YieldOp::create(b, loc,
+                             runToken(b, loc, part, chunk, t, at, previous));
       });
 }
 
-// The real tokens of sequence seq in [t0, real), every stream.
+// Every stream's chunks of head h for the tokens of `span`.
+void ConvNestBuilder::runChunks(OpBuilder &b, Location loc, const RunSpan &span,
+                                Value h, ArrayRef<SlotInfo> fullRun) {
+  for (const ConvPart &part : parts) {
+    // Whole groups of kRunLanes channels (a 64-byte line per token), then
+    // the rest by 16-byte chunks.
+    const int64_t width = part.range.width;
+    const int64_t groups = width / kRunLanes;
+    const int64_t perGroup = kRunLanes / kLanes;
+    scf::ForOp::create(
+        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+        ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
+          Value c = ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes));
+          runLanes(b, loc, part, span, h, c, kRunLanes, fullRun);
+          scf::YieldOp::create(b, loc);
+        });
+    scf::ForOp::create(
+        b, loc, cIndex(b, loc, groups * perGroup),
+        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1), ValueRange{},
+        [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+          emitChunk(b, loc, chunk, width,
+                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                      runLanes(b, loc, part, span, h, c, lanes, fullRun);
+                    });
+          scf::YieldOp::create(b, loc);
+        });
+  }
+}
+
+// The real tokens of sequence seq in [t0, real), every stream: unrolled
+// when they are a whole run (the common case of a long prefill), with each
+// token's slot computed once for every chunk.
 void ConvNestBuilder::runSequence(OpBuilder &b, Location loc, Value seq,
                                   Value t0, Value real, Value h) {
   ArithBuilder ab(b, loc);
@@ -131,30 +200,24 @@ void ConvNestBuilder::runSequence(OpBuilder &b, Location loc, Value seq,
   span.computed = load(numComputedBuf, seq);
   span.s = arith::MaxUIOp::create(b, loc, span.start, t0);
   span.e = arith::MinUIOp::create(b, loc, end, real);
-  for (const ConvPart &part : parts) {
-    // Whole groups of kRunLanes channels (a 64-byte line per token), then
-    // the rest by 16-byte chunks.
-    const int64_t width = part.range.width;
-    const int64_t groups = width / kRunLanes;
-    const int64_t perGroup = kRunLanes / kLanes;
-    scf::ForOp::create(
-        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
-        ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
-          Value c = ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes));
-          runLanes(b, loc, part, span, h, c, kRunLanes);
-          scf::YieldOp::create(b, loc);
-        });
-    scf::ForOp::create(
-        b, loc, cIndex(b, loc, groups * perGroup),
-        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1), ValueRange{},
-        [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
-          emitChunk(b, loc, chunk, width,
-                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                      runLanes(b, loc, part, span, h, c, lanes);
-                    });
-          scf::YieldOp::create(b, loc);
-        });
-  }
+  Value whole = cmp(b, loc, arith::CmpIPredicate::eq, ab.sub(span.e, span.s),
+                    cIndex(b, loc, kRunTokens));
+  scf::IfOp::create(
+      b, loc, whole,
+      [&](OpBuilder &b, Location loc) {
+        SmallVector<SlotInfo> fullRun(kRunTokens);
+        for (int64_t i = 0; insert && i < kRunTokens; ++i)
+          fullRun[i] =
+              emitSlot(b, loc, slots,
+                       ArithBuilder(b, loc).add(span.s, cIndex(b, loc, i)),
+                       blockSize, /*checked=*/false, slotLimit);
+        runChunks(b, loc, span, h, fullRun);
+        scf::YieldOp::create(b, loc);
+      },
+      [&](OpBuilder &b, Location loc) {
+        runChunks(b, loc, span, h, {});
+        scf::YieldOp::create(b, loc);
+      });
 }
 
 // Padding tokens [max(t0, real), t1): out = x, no cache access (c1: the

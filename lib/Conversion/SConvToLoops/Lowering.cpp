@@ -71,33 +71,131 @@ Value inkling::loops::loadLanes(OpBuilder &b, Location loc, Value memref,
 
 void inkling::loops::storeLanes(OpBuilder &b, Location loc, Value value,
                                 Value memref, ValueRange indices,
-                                llvm::MaybeAlign align) {
-  if (!isa<VectorType>(value.getType())) {
+                                llvm::MaybeAlign align, bool lineAligned) {
+  auto type = dyn_cast<VectorType>(value.getType());
+  if (!type) {
     memref::StoreOp::create(b, loc, value, memref, indices);
     return;
   }
-  vector::StoreOp::create(b, loc, value, memref, indices, /*nontemporal=*/false,
-                          align);
+  auto store = vector::StoreOp::create(b, loc, value, memref, indices,
+                                       /*nontemporal=*/false, align);
+  if (lineAligned && type.getNumElements() == kLineLanes)
+    store->setAttr(kLineAlignedAttrName, b.getUnitAttr());
 }
 
+int64_t inkling::loops::laneChannel(LaneOrder order, int64_t lanes, int64_t l) {
+  if (order == LaneOrder::Natural)
+    return l;
+  int64_t half = lanes / 2;
+  return l < half ? 2 * l : 2 * (l - half) + 1;
+}
+
+namespace {
+
+/// A splat i32 vector constant of `lanes` lanes.
+Value splatI32(OpBuilder &b, Location loc, uint32_t value, int64_t lanes) {
+  auto type = VectorType::get({lanes}, b.getI32Type());
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type,
+                             b.getI32IntegerAttr(static_cast<int32_t>(value))));
+}
+
+/// Lanes [first, first + count) of `v`.
+Value laneRange(OpBuilder &b, Location loc, Value v, int64_t first,
+                int64_t count) {
+  SmallVector<int64_t> mask;
+  for (int64_t l = 0; l < count; ++l)
+    mask.push_back(first + l);
+  return vector::ShuffleOp::create(b, loc, v, v, mask);
+}
+
+/// The bits of f32 lanes `v` rounded to nearest even at bit 16 (the bf16 in
+/// the high half; the low half is garbage), and whether each lane is a NaN:
+/// the expansion of arith.truncf to bf16, before its shift.
+std::pair<Value, Value> roundedWords(OpBuilder &b, Location loc, Value v,
+                                     int64_t lanes) {
+  auto words = VectorType::get({lanes}, b.getI32Type());
+  Value bits = arith::BitcastOp::create(b, loc, words, v);
+  Value lowestKept = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, splatI32(b, loc, 16, lanes)),
+      splatI32(b, loc, 1, lanes));
+  Value bias = arith::AddIOp::create(b, loc, lowestKept,
+                                     splatI32(b, loc, 0x7fff, lanes));
+  Value rounded = arith::AddIOp::create(b, loc, bits, bias);
+  Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, v);
+  return {rounded, nan};
+}
+
+} // namespace
+
 Value inkling::loops::extToF32(OpBuilder &b, Location loc, Value v,
-                               int64_t lanes) {
-  return arith::ExtFOp::create(b, loc, laneType(b.getF32Type(), lanes), v);
+                               int64_t lanes, LaneOrder order) {
+  if (order == LaneOrder::Natural || lanes == 1)
+    return arith::ExtFOp::create(b, loc, laneType(b.getF32Type(), lanes), v);
+  // Word i holds channels 2i (low half) and 2i + 1 (high half): a bf16 is
+  // the high half of its f32.
+  int64_t half = lanes / 2;
+  auto wordsType = VectorType::get({half}, b.getI32Type());
+  auto f32 = VectorType::get({half}, b.getF32Type());
+  Value words = vector::BitCastOp::create(b, loc, wordsType, v);
+  Value even = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::ShLIOp::create(b, loc, words, splatI32(b, loc, 16, half)));
+  Value odd = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::AndIOp::create(b, loc, words,
+                            splatI32(b, loc, 0xffff0000u, half)));
+  SmallVector<int64_t> concat;
+  for (int64_t l = 0; l < lanes; ++l)
+    concat.push_back(l);
+  return vector::ShuffleOp::create(b, loc, even, odd, concat);
+}
+
+Value inkling::loops::truncToBf16(OpBuilder &b, Location loc, Value v,
+                                  int64_t lanes, LaneOrder order) {
+  Type bf16 = laneType(b.getBF16Type(), lanes);
+  if (order == LaneOrder::Natural || lanes == 1)
+    return arith::TruncFOp::create(b, loc, bf16, v);
+  int64_t half = lanes / 2;
+  auto [evenRounded, evenNan] =
+      roundedWords(b, loc, laneRange(b, loc, v, 0, half), half);
+  auto [oddRounded, oddNan] =
+      roundedWords(b, loc, laneRange(b, loc, v, half, half), half);
+  // Even channels to the low halves, odd ones to the high halves; a NaN
+  // becomes 0x7fc0, as in arith.truncf's expansion.
+  Value low = arith::SelectOp::create(
+      b, loc, evenNan, splatI32(b, loc, 0x7fc0, half),
+      arith::ShRUIOp::create(b, loc, evenRounded, splatI32(b, loc, 16, half)));
+  Value high = arith::SelectOp::create(
+      b, loc, oddNan, splatI32(b, loc, 0x7fc00000u, half),
+      arith::AndIOp::create(b, loc, oddRounded,
+                            splatI32(b, loc, 0xffff0000u, half)));
+  Value words = arith::OrIOp::create(b, loc, low, high);
+  return vector::BitCastOp::create(b, loc, bf16, words);
 }
 
 int64_t inkling::loops::offsetMultiple(MemRefType type,
-                                       ArrayRef<int64_t> indexMultiples) {
+                                       ArrayRef<int64_t> indexMultiples,
+                                       int64_t cap) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) ||
       ShapedType::isDynamic(offset))
     return 1;
-  int64_t multiple = std::gcd(kLanes, offset);
+  int64_t multiple = std::gcd(cap, offset);
   for (auto [stride, index] : llvm::zip_equal(strides, indexMultiples)) {
     int64_t term = ShapedType::isDynamic(stride) ? index : stride * index;
     multiple = std::gcd(multiple, term);
   }
   return multiple;
+}
+
+bool inkling::loops::lineAligned(MemRefType type,
+                                 ArrayRef<int64_t> indexMultiples) {
+  if (type.getElementTypeBitWidth() != 16)
+    return false;
+  return offsetMultiple(type, indexMultiples, kLineLanes) == kLineLanes;
 }
 
 llvm::MaybeAlign inkling::loops::accessAlign(MemRefType type,
@@ -128,10 +226,13 @@ MemRefType inkling::loops::staticCacheType(Value cache) {
 StreamOperand::StreamOperand(Value memref, int64_t width)
     : memref(memref), width(width) {
   auto type = cast<MemRefType>(memref.getType());
-  if (type.getRank() == 3)
+  if (type.getRank() == 3) {
     align = accessAlign(type, {1, 1, kLanes});
-  else
+    lineAligned = loops::lineAligned(type, {1, 1, kLineLanes});
+  } else {
     align = accessAlign(type, {1, flatIndexMultiple(width)});
+    lineAligned = loops::lineAligned(type, {1, std::gcd(kLineLanes, width)});
+  }
 }
 
 SmallVector<Value> StreamOperand::indices(OpBuilder &b, Location loc,
@@ -152,12 +253,16 @@ Value StreamOperand::load(OpBuilder &b, Location loc, Value token, Value head,
 void StreamOperand::store(OpBuilder &b, Location loc, Value value, Value token,
                           Value head, Value channel) const {
   storeLanes(b, loc, value, memref, indices(b, loc, token, head, channel),
-             align);
+             align, lineAligned);
 }
 
 llvm::MaybeAlign inkling::loops::cacheAlign(MemRefType cacheType,
                                             int64_t offset) {
   return accessAlign(cacheType, {1, 1, 1, std::gcd(kLanes, offset)});
+}
+
+bool inkling::loops::cacheLineAligned(MemRefType cacheType, int64_t offset) {
+  return lineAligned(cacheType, {1, 1, 1, std::gcd(kLineLanes, offset)});
 }
 
 void inkling::loops::emitChunk(OpBuilder &b, Location loc, Value chunk,

@@ -32,6 +32,9 @@ using namespace mlir;
 /// Channels per vector access: 16 bytes of bf16.
 constexpr int64_t kLanes = 8;
 constexpr uint64_t kAlignBytes = 16;
+/// Channels of a 64-byte cache line of bf16: the chunk of the CPU's
+/// token-run nest.
+constexpr int64_t kLineLanes = 32;
 
 /// Kinds reported in the step's status buffer (see sconv.step).
 enum class CheckKind : int64_t {
@@ -74,11 +77,33 @@ Value splatF32(OpBuilder &b, Location loc, float value, int64_t lanes);
 /// claiming `align` (see accessAlign) for a vector.
 Value loadLanes(OpBuilder &b, Location loc, Value memref, ValueRange indices,
                 int64_t lanes, llvm::MaybeAlign align);
-/// Stores `value` (a vector or a scalar) like loadLanes loads.
+/// Stores `value` (a vector or a scalar) like loadLanes loads; a
+/// `lineAligned` store of kLineLanes lanes carries kLineAlignedAttrName.
 void storeLanes(OpBuilder &b, Location loc, Value value, Value memref,
-                ValueRange indices, llvm::MaybeAlign align);
-/// `v` (bf16, scalar or `lanes` lanes) extended to f32.
-Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes);
+                ValueRange indices, llvm::MaybeAlign align,
+                bool lineAligned = false);
+/// The order of a chunk's channels in its f32 lanes. Natural: lane l holds
+/// channel l. EvenOdd: the even channels, then the odd ones (lane l < n/2
+/// holds channel 2l, lane n/2 + l channel 2l + 1): the order in which a
+/// bf16 vector widens to f32 and narrows back with shifts and masks of its
+/// 32-bit words, without a lane-crossing shuffle. Every per-element op of
+/// a conv is indifferent to it; only loads and stores see channels.
+enum class LaneOrder { Natural, EvenOdd };
+
+/// The channel that lane l of `lanes` holds in `order` (EvenOdd needs an
+/// even lane count).
+int64_t laneChannel(LaneOrder order, int64_t lanes, int64_t l);
+
+/// `v` (bf16, scalar or `lanes` lanes) extended to f32, lanes in `order`.
+Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes,
+               LaneOrder order = LaneOrder::Natural);
+
+/// f32 lanes in `order` rounded to bf16 in channel order: arith.truncf for
+/// Natural (expanded on the CPU to round to nearest even, a NaN to 0x7fc0);
+/// for EvenOdd the same rounding written out on the 32-bit words, whose
+/// halves then pack the even and the odd channels' bf16 with one or.
+Value truncToBf16(OpBuilder &b, Location loc, Value v, int64_t lanes,
+                  LaneOrder order = LaneOrder::Natural);
 
 //===----------------------------------------------------------------------===//
 // Alignment facts
@@ -88,7 +113,13 @@ Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes);
 /// `offset + sum_k(i_k * stride_k)` of `type` provably has when index k is a
 /// multiple of `indexMultiples[k]` (1: anything, 0: always 0). A dynamic
 /// offset proves nothing; a dynamic stride keeps only its index's multiple.
-int64_t offsetMultiple(MemRefType type, ArrayRef<int64_t> indexMultiples);
+int64_t offsetMultiple(MemRefType type, ArrayRef<int64_t> indexMultiples,
+                       int64_t cap = kLanes);
+
+/// Whether every such offset is a multiple of a 64-byte line (cap
+/// kLineLanes elements of 2 bytes): a line access is then line-aligned
+/// whenever the base is.
+bool lineAligned(MemRefType type, ArrayRef<int64_t> indexMultiples);
 
 /// The alignment a vector access to `type` at such indices may claim, under
 /// the contract that the base (aligned pointer) of every memref operand is
@@ -119,6 +150,9 @@ struct StreamOperand {
   /// What a chunk-start access may claim: [t, h, c] or [t, h*w + c] with c
   /// a multiple of kLanes.
   llvm::MaybeAlign align;
+  /// Whether a kLineLanes access at a channel multiple of kLineLanes is
+  /// line-aligned whenever the base is.
+  bool lineAligned;
 
   StreamOperand(Value memref, int64_t width);
 
@@ -132,6 +166,9 @@ struct StreamOperand {
 
 /// What a chunk-start access to the cache at column `offset + c` may claim.
 llvm::MaybeAlign cacheAlign(MemRefType cacheType, int64_t offset);
+/// Whether a kLineLanes access to the cache at column `offset + c`, c a
+/// multiple of kLineLanes, is line-aligned whenever the base is.
+bool cacheLineAligned(MemRefType cacheType, int64_t offset);
 
 //===----------------------------------------------------------------------===//
 // The chunk loop

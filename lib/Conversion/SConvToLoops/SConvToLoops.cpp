@@ -128,6 +128,7 @@ struct SConvLowerToLoopsPass
     options.splitStreams = splitStreams;
     options.hoistTaps = hoistTaps;
     options.tokenRuns = tokenRuns;
+    options.evenOddLanes = evenOddLanes;
     populateSConvToLoopsPatterns(patterns, options);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return signalPassFailure();

@@ -6,7 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "TripCount.h"
+#include "inkling/Conversion/SConvToLoops/SConvToLoops.h"
 #include "inkling/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace inkling::cpu {
 #define GEN_PASS_DEF_STREAMINGSTORESPASS
@@ -17,9 +21,77 @@ using namespace mlir;
 
 namespace {
 
+constexpr int64_t kLineBytes = 64;
+
+/// Whether `memref`'s base (aligned pointer plus offset, in bytes) is a
+/// multiple of a 64-byte line, at run time.
+Value buildLineAlignedBase(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value pointer =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value offset =
+      memref::ExtractStridedMetadataOp::create(b, loc, memref).getOffset();
+  Value bytes = arith::MulIOp::create(
+      b, loc, offset, constant(type.getElementTypeBitWidth() / 8));
+  Value address = arith::AddIOp::create(b, loc, pointer, bytes);
+  Value misalignment =
+      arith::AndIOp::create(b, loc, address, constant(kLineBytes - 1));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment,
+                               constant(0));
+}
+
+/// A store the lowering marked as line-aligned given a line-aligned base,
+/// whose memref is defined outside `nest` (so it can be checked before).
+bool isLineStore(vector::StoreOp store, Operation *nest) {
+  if (!store->hasAttr(inkling::kLineAlignedAttrName))
+    return false;
+  return !nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
+}
+
 struct StreamingStoresPass
     : inkling::cpu::impl::StreamingStoresPassBase<StreamingStoresPass> {
   using Base::Base;
+
+  /// scf.if (large and line-aligned) { the nest, streaming } else { nest }.
+  void version(scf::ParallelOp nest) {
+    SmallVector<vector::StoreOp> stores;
+    llvm::SetVector<Value> lineBases;
+    nest.walk([&](vector::StoreOp store) {
+      if (store.getNontemporal())
+        return;
+      stores.push_back(store);
+      if (isLineStore(store, nest))
+        lineBases.insert(store.getBase());
+    });
+    if (stores.empty())
+      return;
+    OpBuilder b(nest);
+    Location loc = nest.getLoc();
+    Value stream = inkling::cpu::buildHasIterations(
+        b, loc, nest.getLowerBound(), nest.getUpperBound(), nest.getStep(),
+        minIterations);
+    for (Value base : lineBases)
+      stream = arith::AndIOp::create(b, loc, stream,
+                                     buildLineAlignedBase(b, loc, base));
+    auto branch = scf::IfOp::create(b, loc, stream, /*withElseRegion=*/true);
+    OpBuilder thenBuilder = branch.getThenBodyBuilder();
+    Operation *streamed = thenBuilder.clone(*nest);
+    streamed->walk([&](vector::StoreOp store) {
+      if (store.getNontemporal())
+        return;
+      store.setNontemporal(true);
+      // A line store at a checked base: one 64-byte non-temporal store
+      // (with less than 64 bytes claimed, LLVM splits it into four 16-byte
+      // ones and their extracts).
+      if (lineBases.contains(store.getBase()) &&
+          store->hasAttr(inkling::kLineAlignedAttrName))
+        store.setAlignment(static_cast<uint64_t>(kLineBytes));
+    });
+    nest->moveBefore(branch.elseBlock()->getTerminator());
+  }
 
   void runOnOperation() override {
     if (minIterations <= 0)
@@ -29,30 +101,8 @@ struct StreamingStoresPass
       if (!loop->getParentOfType<scf::ParallelOp>())
         nests.push_back(loop);
     });
-    for (scf::ParallelOp nest : nests) {
-      SmallVector<vector::StoreOp> stores;
-      nest.walk([&](vector::StoreOp store) {
-        if (!store.getNontemporal())
-          stores.push_back(store);
-      });
-      if (stores.empty())
-        continue;
-      OpBuilder b(nest);
-      Value stream = inkling::cpu::buildHasIterations(
-          b, nest.getLoc(), nest.getLowerBound(), nest.getUpperBound(),
-          nest.getStep(), minIterations);
-      for (vector::StoreOp store : stores) {
-        b.setInsertionPoint(store);
-        auto branch = scf::IfOp::create(b, store.getLoc(), stream,
-                                        /*withElseRegion=*/true);
-        OpBuilder thenBuilder = branch.getThenBodyBuilder();
-        auto streamed = cast<vector::StoreOp>(thenBuilder.clone(*store));
-        streamed.setNontemporal(true);
-        OpBuilder elseBuilder = branch.getElseBodyBuilder();
-        elseBuilder.clone(*store);
-        store.erase();
-      }
-    }
+    for (scf::ParallelOp nest : nests)
+      version(nest);
   }
 };
 

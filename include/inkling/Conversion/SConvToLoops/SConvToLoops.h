@@ -8,11 +8,21 @@
 #ifndef INKLING_CONVERSION_SCONVTOLOOPS_SCONVTOLOOPS_H
 #define INKLING_CONVERSION_SCONVTOLOOPS_SCONVTOLOOPS_H
 
+#include "llvm/ADT/StringRef.h"
+
 namespace mlir {
 class RewritePatternSet;
 } // namespace mlir
 
 namespace inkling {
+
+/// A discardable unit attribute the loop lowering puts on a `vector.store`
+/// of one 64-byte line whose address is a multiple of 64 bytes whenever its
+/// memref's base (aligned pointer plus offset) is: the layout's strides and
+/// offsets prove the rest. `inkling-cpu-streaming-stores` may then claim
+/// 64-byte alignment for it after checking the base at run time.
+inline constexpr llvm::StringLiteral kLineAlignedAttrName =
+    "inkling.line_aligned";
 
 struct SConvToLoopsOptions {
   /// Guard slot and block ids against the cache size at run time (see the
@@ -33,6 +43,10 @@ struct SConvToLoopsOptions {
   /// the last kernel - 1 inputs and keeping the weights out of it (see the
   /// `sconv-lower-to-loops` pass description). The CPU's choice.
   bool tokenRuns = false;
+  /// In the token-run nest, keep a chunk's f32 lanes in even-odd order
+  /// (LaneOrder::EvenOdd; see the `sconv-lower-to-loops` pass description).
+  /// The CPU's choice.
+  bool evenOddLanes = false;
 };
 
 /// Patterns lowering `sconv.bind`, `sconv.insert`, `sconv.conv`,

@@ -102,26 +102,39 @@ def StreamingStoresPass
     caches, and that an ordinary store reads from memory before it writes
     them (the read for ownership: one more pass over the bytes). For every
     outermost `scf.parallel` (a nest of the loop lowering) this pass computes
-    the nest's iterations at run time (the product of its trip counts) and,
-    when they reach `min-iterations`, stores through non-temporal vector
-    stores (x86: `movntdq`), which skip the read and the caches; smaller
-    steps, whose outputs and rows the next layer or step reads back at once,
-    keep ordinary stores. Each `vector.store` in the nest becomes an `scf.if`
-    on that one loop-invariant flag (LLVM unswitches the loop on it). The
+    the nest's iterations at run time (the product of its trip counts) and
+    versions the nest: when they reach `min-iterations`, a copy of the nest
+    whose vector stores are non-temporal (x86: `movnt`), which skip the read
+    and the caches, runs; smaller steps, whose outputs and rows the next
+    layer or step reads back at once, run the nest as it was. The whole nest
+    is copied, not each store: LLVM merges an `if` between two stores that
+    differ only in their metadata back into one ordinary store.
+
+    A store the loop lowering marked `inkling.line_aligned` (one 64-byte
+    line, at a multiple of 64 bytes from its memref's base: the CPU's
+    token-run nest) is claimed 64-byte aligned in the copy, and the copy
+    runs only when each such memref's base is 64-byte aligned at run time:
+    LLVM splits a non-temporal 64-byte store that claims less into four
+    16-byte stores and their extracts, which cost more than they save. The
     bits stored are the same either way.
 
     ```mlir
-    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
-      vector.store %v, %y[%t, %h, %c] : memref<?x8x128xbf16>, vector<8xbf16>
+    scf.parallel (%r, %h) = (%c0, %c0) to (%R, %c8) step (%c1, %c1) {
+      vector.store %v, %y[%t, %h, %c] {alignment = 16 : i64,
+          inkling.line_aligned} : memref<?x8x128xbf16>, vector<32xbf16>
     }
     // becomes (min-iterations=4096)
     %big = arith.cmpi sge, %iterations, %c4096 : index
-    scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) {
-      scf.if %big {
-        vector.store %v, %y[%t, %h, %c] {nontemporal = true} : ...
-      } else {
-        vector.store %v, %y[%t, %h, %c] : ...
+    %p = memref.extract_aligned_pointer_as_index %y : ... -> index
+    // ... %aligned: (%p + offset * 2) % 64 == 0
+    %stream = arith.andi %big, %aligned : i1
+    scf.if %stream {
+      scf.parallel (%r, %h) = ... {
+        vector.store %v, %y[%t, %h, %c] {alignment = 64 : i64,
+            nontemporal = true, inkling.line_aligned} : ...
       }
+    } else {
+      scf.parallel (%r, %h) = ... { vector.store %v, %y[%t, %h, %c] ... }
     }
     ```
   }];
@@ -132,6 +145,7 @@ def StreamingStoresPass
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
