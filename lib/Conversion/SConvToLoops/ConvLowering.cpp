@@ -324,27 +324,17 @@ Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc,
 SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
                                                      Value all, int64_t lanes,
                                                      LaneOrder order) {
-  Type i32 = b.getI32Type();
-  auto wordsType = VectorType::get({lanes * kernel / 2}, i32);
-  auto laneWords = VectorType::get({lanes}, i32);
+  auto wordsType = VectorType::get({lanes * kernel / 2}, b.getI32Type());
   Value words = vector::BitCastOp::create(b, loc, wordsType, all);
-  Value shift = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(laneWords, b.getI32IntegerAttr(16)));
-  Value high = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(
-          laneWords, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
-  Type f32 = laneType(b.getF32Type(), lanes);
   SmallVector<Value> weights;
   for (int64_t m = 0; m < kernel / 2; ++m) {
     SmallVector<int64_t> mask;
     for (int64_t l = 0; l < lanes; ++l)
       mask.push_back(laneChannel(order, lanes, l) * kernel / 2 + m);
-    Value pair = vector::ShuffleOp::create(b, loc, words, words, mask);
-    weights.push_back(arith::BitcastOp::create(
-        b, loc, f32, arith::ShLIOp::create(b, loc, pair, shift)));
-    weights.push_back(arith::BitcastOp::create(
-        b, loc, f32, arith::AndIOp::create(b, loc, pair, high)));
+    auto [even, odd] = wordHalvesAsF32(
+        b, loc, vector::ShuffleOp::create(b, loc, words, words, mask));
+    weights.push_back(even);
+    weights.push_back(odd);
   }
   return weights;
 }

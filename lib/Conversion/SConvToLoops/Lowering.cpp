@@ -129,23 +129,30 @@ std::pair<Value, Value> roundedWords(OpBuilder &b, Location loc, Value v,
 
 } // namespace
 
+std::pair<Value, Value>
+inkling::loops::wordHalvesAsF32(OpBuilder &b, Location loc, Value words) {
+  auto type = cast<VectorType>(words.getType());
+  int64_t lanes = type.getNumElements();
+  Type f32 = type.clone(b.getF32Type());
+  Value low = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::ShLIOp::create(b, loc, words, splatI32(b, loc, 16, lanes)));
+  Value high = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::AndIOp::create(b, loc, words,
+                            splatI32(b, loc, 0xffff0000u, lanes)));
+  return {low, high};
+}
+
 Value inkling::loops::extToF32(OpBuilder &b, Location loc, Value v,
                                int64_t lanes, LaneOrder order) {
   if (order == LaneOrder::Natural || lanes == 1)
     return arith::ExtFOp::create(b, loc, laneType(b.getF32Type(), lanes), v);
   // Word i holds channels 2i (low half) and 2i + 1 (high half): a bf16 is
   // the high half of its f32.
-  int64_t half = lanes / 2;
-  auto wordsType = VectorType::get({half}, b.getI32Type());
-  auto f32 = VectorType::get({half}, b.getF32Type());
-  Value words = vector::BitCastOp::create(b, loc, wordsType, v);
-  Value even = arith::BitcastOp::create(
-      b, loc, f32,
-      arith::ShLIOp::create(b, loc, words, splatI32(b, loc, 16, half)));
-  Value odd = arith::BitcastOp::create(
-      b, loc, f32,
-      arith::AndIOp::create(b, loc, words,
-                            splatI32(b, loc, 0xffff0000u, half)));
+  auto wordsType = VectorType::get({lanes / 2}, b.getI32Type());
+  auto [even, odd] =
+      wordHalvesAsF32(b, loc, vector::BitCastOp::create(b, loc, wordsType, v));
   SmallVector<int64_t> concat;
   for (int64_t l = 0; l < lanes; ++l)
     concat.push_back(l);

@@ -94,6 +94,11 @@ enum class LaneOrder { Natural, EvenOdd };
 /// even lane count).
 int64_t laneChannel(LaneOrder order, int64_t lanes, int64_t l);
 
+/// The two bf16 in each 32-bit word of `words` (a vector of i32) as f32:
+/// {low half << 16, high half & 0xffff0000}, the bits `extf` gives.
+std::pair<Value, Value> wordHalvesAsF32(OpBuilder &b, Location loc,
+                                        Value words);
+
 /// `v` (bf16, scalar or `lanes` lanes) extended to f32, lanes in `order`.
 Value extToF32(OpBuilder &b, Location loc, Value v, int64_t lanes,
                LaneOrder order = LaneOrder::Natural);

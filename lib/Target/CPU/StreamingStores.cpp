@@ -57,16 +57,16 @@ struct StreamingStoresPass
 
   /// scf.if (large and line-aligned) { the nest, streaming } else { nest }.
   void version(scf::ParallelOp nest) {
-    SmallVector<vector::StoreOp> stores;
+    bool anyStore = false;
     llvm::SetVector<Value> lineBases;
     nest.walk([&](vector::StoreOp store) {
       if (store.getNontemporal())
         return;
-      stores.push_back(store);
+      anyStore = true;
       if (isLineStore(store, nest))
         lineBases.insert(store.getBase());
     });
-    if (stores.empty())
+    if (!anyStore)
       return;
     OpBuilder b(nest);
     Location loc = nest.getLoc();
@@ -86,8 +86,7 @@ struct StreamingStoresPass
       // A line store at a checked base: one 64-byte non-temporal store
       // (with less than 64 bytes claimed, LLVM splits it into four 16-byte
       // ones and their extracts).
-      if (lineBases.contains(store.getBase()) &&
-          store->hasAttr(inkling::kLineAlignedAttrName))
+      if (isLineStore(store, streamed))
         store.setAlignment(static_cast<uint64_t>(kLineBytes));
     });
     nest->moveBefore(branch.elseBlock()->getTerminator());
