@@ -133,6 +133,11 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<mlir::gpu::GPUModuleOp>(
       createReconcileUnrealizedCastsPass());
   pm.addPass(gpu::createRecordKernelParamsPass());
+  // 8b. Beside each kernel, its host form: this same LLVM IR with the
+  //     special registers and every global access routed through the fake
+  //     CUDA driver's emulator, which executes it (docs/gpu.md).
+  if (options.hostForm)
+    pm.addPass(gpu::createEmitHostFormPass());
 
   // 9. Host launches -> LLVM (gpu.launch_func on lowered operands), and
   //    every gpu.module -> gpu.binary holding PTX (isa), cubin (bin) or a

@@ -31,6 +31,10 @@ struct Driver::Api {
   CUresult(*name) params;
   INKLING_CUDA_DRIVER_API(INKLING_CUDA_FIELD)
 #undef INKLING_CUDA_FIELD
+#define INKLING_CUDA_OPTIONAL_FIELD(name, params)                              \
+  CUresult(*name) params = nullptr;
+  INKLING_CUDA_OPTIONAL_API(INKLING_CUDA_OPTIONAL_FIELD)
+#undef INKLING_CUDA_OPTIONAL_FIELD
 };
 
 namespace {
@@ -87,6 +91,10 @@ StatusOr<std::unique_ptr<Driver>> Driver::load(const std::string &library,
   if (!ok)
     return unavailable("no CUDA driver: " + library + " lacks " + missing +
                        " (driver too old?)");
+#define INKLING_CUDA_RESOLVE_OPTIONAL(name, params)                            \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(handle, #name));
+  INKLING_CUDA_OPTIONAL_API(INKLING_CUDA_RESOLVE_OPTIONAL)
+#undef INKLING_CUDA_RESOLVE_OPTIONAL
 
   Driver &d = *driver;
   CUresult init = a.cuInit(0);
@@ -242,6 +250,18 @@ StatusOr<void *> Driver::loadModule(const std::string &image) {
   return static_cast<void *>(module);
 }
 
+bool Driver::emulates() const {
+  return api_->inklingEmuAttachHostForm != nullptr;
+}
+
+Status Driver::attachHostForm(void *module, const std::string &hostForm) {
+  if (!emulates())
+    return failedPrecondition("the driver does not execute host forms");
+  return check(
+      api_->inklingEmuAttachHostForm(module, hostForm.data(), hostForm.size()),
+      "inklingEmuAttachHostForm");
+}
+
 Status Driver::unloadModule(void *module) {
   return check(api_->cuModuleUnload(module), "cuModuleUnload");
 }
@@ -365,6 +385,16 @@ StatusOr<std::unique_ptr<KernelBundle>> KernelBundle::loadModules(
                                                 kernel.file + ": " +
                                                 module.status().message());
     bundle->modules_.push_back(*module);
+    // An emulating driver runs the kernel's host form; a real one never
+    // sees it.
+    if (!kernel.hostForm.empty() && driver.emulates()) {
+      auto hostForm = object(kernel.hostForm);
+      if (!hostForm)
+        return hostForm.status();
+      if (Status s = driver.attachHostForm(*module, *hostForm); !s.isOk())
+        return Status(s.code(), "kernel bundle: " + where + kernel.hostForm +
+                                    ": " + s.message());
+    }
     auto fn = driver.function(*module, kernel.entry);
     if (!fn)
       return fn.status();

@@ -73,4 +73,12 @@ using CUdeviceptr = unsigned long long;
     (CUresult, const char **))                                                 \
   X(cuGetErrorName, cuGetErrorName, cuGetErrorName, (CUresult, const char **))
 
+/// X(name, params) for the entry points a driver may lack, resolved when
+/// present: `inklingEmuAttachHostForm(module, ir, bytes)` gives an emulating
+/// driver (the fake one, runtime/unittests) the host form of a loaded
+/// module's kernels (EmulationAbi.h), which it then executes. No real
+/// driver exports it.
+#define INKLING_CUDA_OPTIONAL_API(X)                                           \
+  X(inklingEmuAttachHostForm, (CUmodule, const char *, size_t))
+
 #endif // INKLING_RUNTIME_LIB_CUDADRIVERAPI_H

@@ -267,10 +267,19 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   INKLING_TRY(r.strings(mk::kParams, k.params));
   if (k.name.empty() || k.entry.empty())
     return r.bad("empty kernel name or entry");
-  if (k.file.empty() || k.file.find('/') != std::string::npos ||
-      k.file.find('\\') != std::string::npos || k.file == "." || k.file == "..")
+  auto plainFile = [](const std::string &file) {
+    return !file.empty() && file.find('/') == std::string::npos &&
+           file.find('\\') == std::string::npos && file != "." && file != "..";
+  };
+  if (!plainFile(k.file))
     return r.bad("file \"" + k.file +
                  "\" must be a plain file name inside the bundle");
+  if (r.find(mk::kHostForm)) {
+    INKLING_TRY(r.string(mk::kHostForm, k.hostForm));
+    if (!plainFile(k.hostForm))
+      return r.bad("host_form \"" + k.hostForm +
+                   "\" must be a plain file name inside the bundle");
+  }
   if (k.format != mk::kPtx && k.format != mk::kCubin && k.format != mk::kFatbin)
     return r.bad("format \"" + k.format + "\" is not ptx, cubin or fatbin");
 

@@ -27,7 +27,14 @@
 //     bytes of that live allocation: [offset + min, offset + max] elements
 //     over the sizes and strides, with the element size the allocated
 //     pointer's `.align` declares (inkling-lower-to-nvvm sets it).
-// It does not run kernels: what a kernel would write stays as it was.
+// Then it executes the kernel: the launcher hands it each module's host
+// form (inklingEmuAttachHostForm, which only this driver exports), the
+// kernel's LLVM IR after the NVVM lowering, which FakeCudaEmulator.h compiles
+// for the host and runs over the grid with memcheck and racecheck. A failed
+// check fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS and a message
+// naming the kernel, block, thread, address and the extent or allocation it
+// missed. A kernel without a host form cannot be executed: its launch fails
+// (unless INKLING_FAKE_CUDA_EXECUTE=0).
 // Each rejected call returns the driver's error code and writes one line
 // "fake-cuda: ..." to stderr; cuGetErrorString then returns that line, so
 // the launcher's status names the reason.
@@ -36,10 +43,17 @@
 //   INKLING_FAKE_CUDA_DEVICES=N  devices present (default 1; 0: no device)
 //   INKLING_FAKE_CUDA_FAIL=NAME  entry point NAME (e.g. cuLaunchKernel)
 //                                fails with CUDA_ERROR_LAUNCH_FAILED
+//   INKLING_FAKE_CUDA_EXECUTE=0  check launches only, run nothing
+//   INKLING_FAKE_CUDA_ORDER=shuffle|reverse|forward
+//                                the order of blocks and of the threads of a
+//                                block (default shuffle: seeded per launch)
+//   INKLING_FAKE_CUDA_SEED=N     the shuffle's seed (default 1)
+//   INKLING_FAKE_CUDA_RACECHECK=0  no race check (faster, less memory)
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaDriverApi.h"
+#include "FakeCudaEmulator.h"
 
 #include <algorithm>
 #include <array>
@@ -62,7 +76,8 @@ using namespace inkling::cuda::driver;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
                    kNoDevice = 100, kInvalidDevice = 101, kInvalidImage = 200,
                    kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500,
-                   kMisalignedAddress = 716, kLaunchFailed = 719;
+                   kIllegalAddress = 700, kMisalignedAddress = 716,
+                   kLaunchFailed = 719;
 constexpr int kComputeCapability = 90;
 
 struct Param {
@@ -73,12 +88,15 @@ struct Param {
 };
 struct Function {
   std::string name;
+  /// The kernel's host form, once attached (owned by its Module).
+  const inkling::fakecuda::HostKernel *host = nullptr;
   std::vector<Param> params;
   uint64_t maxThreads = 1024;            ///< `.maxntid` (product).
   std::array<unsigned, 3> required = {}; ///< `.reqntid`, or zeros.
 };
 struct Module {
   std::map<std::string, std::unique_ptr<Function>> functions;
+  std::unique_ptr<inkling::fakecuda::HostModule> host;
 };
 
 struct State {
@@ -86,6 +104,7 @@ struct State {
   std::map<uint64_t, size_t> allocations; // address -> bytes
   std::map<void *, std::unique_ptr<Module>> modules;
   int events = 0;
+  uint64_t launches = 0;
 };
 
 State &state() {
@@ -96,11 +115,19 @@ State &state() {
 /// The reason of the calling thread's last rejected call: what
 /// cuGetErrorString says, so that the caller's status names it.
 thread_local std::string lastReason;
+thread_local CUresult lastCode = kSuccess;
 
 CUresult reject(CUresult code, const std::string &why) {
   std::fprintf(stderr, "fake-cuda: %s\n", why.c_str());
   lastReason = "fake-cuda: " + why;
+  lastCode = code;
   return code;
+}
+
+/// An environment variable, or `otherwise`.
+std::string env(const char *name, const char *otherwise) {
+  const char *value = std::getenv(name);
+  return value && *value ? value : otherwise;
 }
 
 /// INKLING_FAKE_CUDA_FAIL names `call`.
@@ -304,6 +331,48 @@ CUresult parsePtx(const std::string &ptx, Module &module) {
   }
   if (module.functions.empty())
     return reject(kInvalidImage, "cuModuleLoadData: the PTX has no .entry");
+  return kSuccess;
+}
+
+/// Runs a checked launch (the caller holds the state's lock): the kernel's
+/// host form over the grid, unless INKLING_FAKE_CUDA_EXECUTE=0.
+CUresult execute(const Function &function, unsigned gridX, unsigned gridY,
+                 unsigned gridZ, unsigned blockX, unsigned blockY,
+                 unsigned blockZ, void **params) {
+  namespace fc = inkling::fakecuda;
+  uint64_t launch = ++state().launches;
+  if (env("INKLING_FAKE_CUDA_EXECUTE", "1") == "0")
+    return kSuccess;
+  if (!function.host)
+    return reject(kLaunchFailed,
+                  "cuLaunchKernel " + function.name +
+                      ": no host form was attached to its module, so the "
+                      "fake driver cannot execute it (bundles of "
+                      "inkling-lower-to-nvvm carry one unless host-form=0; "
+                      "INKLING_FAKE_CUDA_EXECUTE=0 runs the checks only)");
+  fc::LaunchRequest request;
+  request.kernel = function.host;
+  request.grid = {gridX, gridY, gridZ};
+  request.block = {blockX, blockY, blockZ};
+  request.params = params;
+  request.allocations = &state().allocations;
+  std::string order = env("INKLING_FAKE_CUDA_ORDER", "shuffle");
+  if (order == "reverse")
+    request.order = fc::Order::Reversed;
+  else if (order == "forward")
+    request.order = fc::Order::Forward;
+  else if (order != "shuffle")
+    return reject(kInvalidValue, "INKLING_FAKE_CUDA_ORDER=" + order +
+                                     ": not shuffle, reverse or forward");
+  // Every launch its own shuffle, the same in every run.
+  request.seed =
+      std::strtoull(env("INKLING_FAKE_CUDA_SEED", "1").c_str(), nullptr, 10) *
+          0x9e3779b97f4a7c15ull +
+      launch;
+  request.racecheck = env("INKLING_FAKE_CUDA_RACECHECK", "1") != "0";
+  std::string failure = fc::execute(request);
+  if (!failure.empty())
+    return reject(kIllegalAddress, failure);
   return kSuccess;
 }
 
@@ -570,6 +639,31 @@ FAKE_API CUresult cuLaunchKernel(void *handle, unsigned gridX, unsigned gridY,
               ".." + std::to_string(static_cast<long long>(hi)) + " of " +
               std::to_string(element) + " bytes), not inside one allocation");
   }
+  return execute(*function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                 params);
+}
+
+/// Only this driver's: the host form of `module`'s kernels, which its
+/// launches then execute.
+FAKE_API CUresult inklingEmuAttachHostForm(void *handle, const char *ir,
+                                           size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().modules.find(handle);
+  if (it == state().modules.end())
+    return kInvalidHandle;
+  Module &module = *it->second;
+  std::vector<std::string> entries;
+  for (const auto &f : module.functions)
+    entries.push_back(f.first);
+  std::string error;
+  auto host =
+      inkling::fakecuda::loadHostForm(std::string(ir, bytes), entries, error);
+  if (!host)
+    return reject(kInvalidImage,
+                  "inklingEmuAttachHostForm (" + entries[0] + "): " + error);
+  for (auto &f : module.functions)
+    f.second->host = host->kernel(f.first);
+  module.host = std::move(host);
   return kSuccess;
 }
 
@@ -610,6 +704,9 @@ FAKE_API CUresult cuGetErrorName(CUresult code, const char **name) {
   case kNotFound:
     *name = "CUDA_ERROR_NOT_FOUND";
     break;
+  case kIllegalAddress:
+    *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    break;
   case kMisalignedAddress:
     *name = "CUDA_ERROR_MISALIGNED_ADDRESS";
     break;
@@ -622,8 +719,8 @@ FAKE_API CUresult cuGetErrorName(CUresult code, const char **name) {
   return kSuccess;
 }
 FAKE_API CUresult cuGetErrorString(CUresult code, const char **text) {
-  *text = code == kLaunchFailed ? "unspecified launch failure"
-          : lastReason.empty()  ? "fake-cuda error"
-                                : lastReason.c_str();
+  *text = code == lastCode && !lastReason.empty() ? lastReason.c_str()
+          : code == kLaunchFailed                 ? "unspecified launch failure"
+                                                  : "fake-cuda error";
   return kSuccess;
 }

@@ -152,6 +152,12 @@ struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("CUDA toolkit path for bin/fatbin and libdevice (empty: "
                      "MLIR's default lookup)"),
       llvm::cl::init("")};
+  Option<bool> hostForm{
+      *this, "host-form",
+      llvm::cl::desc("Record each kernel's host form "
+                     "(inkling-gpu-emit-host-form): the bundle then runs on "
+                     "the fake CUDA driver's emulator too"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the GPU lowering to `pm` (anchored on `builtin.module`): the same

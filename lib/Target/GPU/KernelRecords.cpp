@@ -59,6 +59,8 @@ constexpr KeyRule kEntryRules[] = {
     {mk::kTokensArg, isInteger, "an integer", false},
     // Added by inkling-gpu-record-params, after the NVVM lowering.
     {mk::kParams, isStringArray, "an array of strings", false},
+    // Added by inkling-gpu-emit-host-form.
+    {mk::kHostForm, isString, "a string", false},
 };
 constexpr KeyRule kArgRules[] = {
     {mk::kType, isString, "a string", true},

@@ -208,6 +208,12 @@ LogicalResult serializeKernelBundle(
     };
     if (auto tokens = dyn_cast_or_null<IntegerAttr>(entry.get(mk::kTokensArg)))
       kernel[mk::kTokensArg] = tokens.getInt();
+    if (auto hostForm =
+            dyn_cast_or_null<StringAttr>(entry.get(mk::kHostForm))) {
+      std::string hostFile = name + ".host.ll";
+      addObject(hostFile, hostForm.getValue());
+      kernel[mk::kHostForm] = hostFile;
+    }
     if (format == mk::kPtx) {
       // 16-byte global accesses, and scalar 2-byte ones (which a row copy
       // must not have).

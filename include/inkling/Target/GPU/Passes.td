@@ -118,6 +118,41 @@ def RecordKernelParamsPass
   }];
 }
 
+def EmitHostFormPass : Pass<"inkling-gpu-emit-host-form", "mlir::ModuleOp"> {
+  let summary = "Record each kernel's host form, for execution without a GPU";
+  let description = [{
+    After the NVVM lowering (the IR `gpu-module-to-binary` turns into PTX):
+    adds to each kernel's `inkling.kernels` entry its *host form*, the same
+    LLVM IR as text with
+    - each `nvvm.read.ptx.sreg.*` read replaced by a call of
+      `__inkling_emu_sreg(code)`, which the emulator answers for the thread
+      it runs;
+    - each global load, store and atomic preceded by
+      `__inkling_emu_access(address, bytes, arguments, kind)`, where
+      `arguments` is the mask of kernel arguments the address derives from
+      (a provenance analysis over the function: GEPs, descriptor
+      insert/extract, selects, block arguments; accesses of the thread's
+      own allocas are not global and are left alone);
+    - an entry `__inkling_emu_entry_<kernel>(void **params)` that takes
+      cuLaunchKernel's parameter array, and a table of the arguments'
+      descriptors (`__inkling_emu_args_<kernel>`).
+    Any other NVVM op, or a call of a function the module does not define
+    (a libdevice function), is listed in `__inkling_emu_unsupported`, so
+    that loading the host form fails naming it instead of computing a wrong
+    value. The ABI is `inkling/Runtime/EmulationAbi.h`; the fake CUDA
+    driver (runtime/unittests) compiles and runs it (docs/gpu.md).
+
+    ```mlir
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %v = llvm.load %p {alignment = 16 : i64} : !llvm.ptr -> vector<8xbf16>
+    // in the host form:
+    //   %t = call i32 @__inkling_emu_sreg(i32 0)
+    //   %q = call ptr @__inkling_emu_access(ptr %p, i64 16, i64 8, i32 0)
+    //   %v = load <8 x bfloat>, ptr %q, align 16
+    ```
+  }];
+}
+
 def WriteKernelsPass : Pass<"inkling-gpu-write-kernels", "mlir::ModuleOp"> {
   let summary = "Write the serialized kernels and manifest.json to a directory";
   let description = [{
@@ -126,7 +161,9 @@ def WriteKernelsPass : Pass<"inkling-gpu-write-kernels", "mlir::ModuleOp"> {
     `.fatbin`), one file per distinct kernel (kernels with the same dedupe
     key share one), and `dir/manifest.json` (names, argument ABI,
     launch-grid rule, and per host function its launches in order), which
-    the runtime's CUDA launcher reads. `serializeKernelBundle` is the same in
+    the runtime's CUDA launcher reads; and each kernel's host form, when
+    `inkling-gpu-emit-host-form` recorded one, as `<kernel>.host.ll`
+    (manifest key `host_form`). `serializeKernelBundle` is the same in
     memory.
 
     ```

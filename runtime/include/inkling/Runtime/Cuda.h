@@ -80,6 +80,12 @@ public:
   /// the driver for the device); and a kernel of it.
   StatusOr<void *> loadModule(const std::string &image);
   Status unloadModule(void *module);
+  /// Whether the driver executes kernels from their host form
+  /// (inkling/Runtime/EmulationAbi.h): the fake driver of the tests does, a
+  /// real driver does not.
+  bool emulates() const;
+  /// Gives an emulating driver the host form of `module`'s kernels.
+  Status attachHostForm(void *module, const std::string &hostForm);
   StatusOr<void *> function(void *module, const std::string &name);
   /// cuLaunchKernel with `params[i]` pointing to parameter i, followed by a
   /// null (KernelBundle::launch ends them so; the fake driver checks the

@@ -57,6 +57,10 @@ struct KernelSpec {
   std::string entry;  ///< The kernel symbol inside its file.
   std::string file;   ///< Relative to the bundle directory.
   std::string format; ///< "ptx", "cubin" or "fatbin".
+  /// The kernel's host form (inkling/Runtime/EmulationAbi.h), relative to
+  /// the bundle directory; empty when the bundle has none. Only an
+  /// emulating driver (the fake one) reads it.
+  std::string hostForm;
   std::string host;   ///< The host function it was outlined from.
   std::string op;     ///< e.g. "sconv.conv", "sconv.fused_conv".
   std::vector<std::string> streams;

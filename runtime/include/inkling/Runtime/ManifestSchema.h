@@ -58,6 +58,9 @@ inline constexpr char kArgs[] = "args";
 inline constexpr char kParams[] = "params"; ///< Also an argument's (a count).
 inline constexpr char kTokensArg[] = "tokens_arg";
 inline constexpr char kHostArgs[] = "host_args"; ///< Also a launch's.
+/// The file of the kernel's host form (EmulationAbi.h): what the fake CUDA
+/// driver executes. Optional; real drivers never read it.
+inline constexpr char kHostForm[] = "host_form";
 // PTX statistics the writer adds (the tests read them; the launcher not).
 inline constexpr char kPtxGlobalV4Loads[] = "ptx_global_v4_loads";
 inline constexpr char kPtxGlobalV4Stores[] = "ptx_global_v4_stores";

@@ -1,0 +1,405 @@
+//===- EmitHostForm.cpp - inkling-gpu-emit-host-form ----------------------===//
+//
+// Gives every kernel a host form: its LLVM IR after the NVVM lowering (what
+// gpu-module-to-binary turns into PTX), with the NVVM special registers read
+// through the emulator and every global access reported to it first
+// (inkling/Runtime/EmulationAbi.h). The fake CUDA driver compiles it for the
+// host and runs it over the launch grid (docs/gpu.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Runtime/EmulationAbi.h"
+#include "inkling/Runtime/ManifestSchema.h"
+#include "inkling/Target/GPU/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <set>
+#include <vector>
+
+using namespace mlir;
+
+namespace inkling::gpu {
+namespace mk = inkling::manifest;
+namespace emu = inkling::emulation;
+#define GEN_PASS_DEF_EMITHOSTFORMPASS
+#include "inkling/Target/GPU/Passes.h.inc"
+
+namespace {
+
+/// Where a pointer may point: into kernel arguments (a mask of memref
+/// descriptors), into the thread's own stack (an alloca), or somewhere the
+/// analysis cannot tell.
+struct Provenance {
+  uint64_t arguments = 0;
+  bool stack = false;
+  bool unknown = false;
+
+  bool merge(const Provenance &other) {
+    Provenance before = *this;
+    arguments |= other.arguments;
+    stack |= other.stack;
+    unknown |= other.unknown;
+    return before.arguments != arguments || before.stack != stack ||
+           before.unknown != unknown;
+  }
+};
+
+/// The provenance of every pointer (and aggregate holding pointers) of
+/// `func`, to a fixpoint over its control flow. `argumentOf[p]` is the
+/// descriptor parameter p belongs to.
+DenseMap<Value, Provenance> analyzeProvenance(LLVM::LLVMFuncOp func,
+                                              ArrayRef<int> argumentOf) {
+  DenseMap<Value, Provenance> prov;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    Provenance p;
+    if (isa<LLVM::LLVMPointerType>(arg.getType()) && argumentOf[i] >= 0 &&
+        argumentOf[i] < emu::kMaxMaskedArguments)
+      p.arguments = uint64_t(1) << argumentOf[i];
+    else if (isa<LLVM::LLVMPointerType>(arg.getType()))
+      p.unknown = true;
+    prov[arg] = p;
+  }
+  auto of = [&](Value v) { return prov.lookup(v); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    func.walk([&](Operation *op) {
+      auto set = [&](Value result, Provenance p) {
+        changed |= prov[result].merge(p);
+      };
+      if (isa<LLVM::AllocaOp>(op)) {
+        Provenance p;
+        p.stack = true;
+        set(op->getResult(0), p);
+      } else if (isa<LLVM::GEPOp, LLVM::AddrSpaceCastOp, LLVM::BitcastOp,
+                     LLVM::ExtractValueOp>(op)) {
+        set(op->getResult(0), of(op->getOperand(0)));
+      } else if (auto insert = dyn_cast<LLVM::InsertValueOp>(op)) {
+        Provenance p = of(insert.getContainer());
+        p.merge(of(insert.getValue()));
+        set(insert.getResult(), p);
+      } else if (auto select = dyn_cast<LLVM::SelectOp>(op)) {
+        Provenance p = of(select.getTrueValue());
+        p.merge(of(select.getFalseValue()));
+        set(select.getResult(), p);
+      } else if (isa<LLVM::PoisonOp, LLVM::UndefOp, LLVM::ZeroOp,
+                     LLVM::ConstantOp>(op)) {
+        // Holds no pointer into memory.
+      } else {
+        // Loaded, cast from an integer, returned by a call: unknown.
+        for (Value result : op->getResults())
+          if (LLVM::isCompatibleType(result.getType()) &&
+              !result.getType().isIntOrFloat() &&
+              !isa<VectorType>(result.getType())) {
+            Provenance p;
+            p.unknown = true;
+            set(result, p);
+          }
+      }
+      // Successor block arguments take what each branch passes.
+      if (auto branch = dyn_cast<BranchOpInterface>(op))
+        for (unsigned s = 0; s < op->getNumSuccessors(); ++s) {
+          SuccessorOperands operands = branch.getSuccessorOperands(s);
+          Block *dest = op->getSuccessor(s);
+          for (unsigned i = 0; i < operands.size(); ++i)
+            if (Value passed = operands[i])
+              changed |= prov[dest->getArgument(i)].merge(of(passed));
+        }
+    });
+  }
+  return prov;
+}
+
+/// The emulator's code of an NVVM special-register op, if it is one.
+std::optional<emu::Sreg> sregOf(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (!name.consume_front("nvvm.read.ptx.sreg."))
+    return std::nullopt;
+  return llvm::StringSwitch<std::optional<emu::Sreg>>(name)
+      .Case("tid.x", emu::Sreg::TidX)
+      .Case("tid.y", emu::Sreg::TidY)
+      .Case("tid.z", emu::Sreg::TidZ)
+      .Case("ntid.x", emu::Sreg::NtidX)
+      .Case("ntid.y", emu::Sreg::NtidY)
+      .Case("ntid.z", emu::Sreg::NtidZ)
+      .Case("ctaid.x", emu::Sreg::CtaidX)
+      .Case("ctaid.y", emu::Sreg::CtaidY)
+      .Case("ctaid.z", emu::Sreg::CtaidZ)
+      .Case("nctaid.x", emu::Sreg::NctaidX)
+      .Case("nctaid.y", emu::Sreg::NctaidY)
+      .Case("nctaid.z", emu::Sreg::NctaidZ)
+      .Case("laneid", emu::Sreg::LaneId)
+      .Case("warpsize", emu::Sreg::WarpSize)
+      .Default(std::nullopt);
+}
+
+/// What one kernel argument's descriptor looks like in the parameters.
+struct ArgumentLayout {
+  int64_t firstParam, rank, elementBytes;
+};
+
+class HostFormBuilder {
+public:
+  HostFormBuilder(ModuleOp host, StringRef kernel,
+                  ArrayRef<ArgumentLayout> arguments)
+      : host(host), kernel(kernel), arguments(arguments), b(host.getContext()) {
+  }
+
+  LogicalResult build() {
+    auto func = host.lookupSymbol<LLVM::LLVMFuncOp>(kernel);
+    if (!func || func.isExternal())
+      return host.emitError() << "kernel " << kernel << " has no body";
+    b.setInsertionPointToEnd(host.getBody());
+    Location loc = func.getLoc();
+    auto i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    sregFn = LLVM::LLVMFuncOp::create(b, loc, emu::kSregFunction,
+                                      LLVM::LLVMFunctionType::get(i32, {i32}));
+    accessFn = LLVM::LLVMFuncOp::create(
+        b, loc, emu::kAccessFunction,
+        LLVM::LLVMFunctionType::get(ptr, {ptr, i64, i64, i32}));
+
+    std::vector<int> argumentOf(func.getNumArguments(), -1);
+    for (auto [i, a] : llvm::enumerate(arguments))
+      for (int64_t p = 0; p < 3 + 2 * a.rank; ++p)
+        if (a.firstParam + p < static_cast<int64_t>(argumentOf.size()))
+          argumentOf[a.firstParam + p] = static_cast<int>(i);
+    provenance = analyzeProvenance(func, argumentOf);
+
+    for (auto fn : host.getOps<LLVM::LLVMFuncOp>())
+      if (fn != sregFn && fn != accessFn)
+        rewriteFunction(fn);
+    // A kernel attribute of the device (nvvm.kernel, maxntid, known block
+    // size) means nothing on the host.
+    for (auto fn : host.getOps<LLVM::LLVMFuncOp>())
+      for (NamedAttribute attr : llvm::to_vector(fn->getDiscardableAttrs()))
+        if (attr.getName().strref().starts_with("nvvm.") ||
+            attr.getName().strref().starts_with("gpu."))
+          fn->removeAttr(attr.getName());
+    for (LLVM::LLVMFuncOp fn : llvm::to_vector(host.getOps<LLVM::LLVMFuncOp>()))
+      if (fn.isExternal() && fn != sregFn && fn != accessFn &&
+          !fn.getSymName().starts_with("llvm."))
+        unsupported.insert("call of " + fn.getSymName().str());
+
+    b.setInsertionPointToEnd(host.getBody());
+    buildEntry(func);
+    buildArgumentTable(loc);
+    if (!unsupported.empty()) {
+      std::string list = llvm::join(unsupported, ", ");
+      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), list.size() + 1);
+      LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                             LLVM::Linkage::External, emu::kUnsupportedGlobal,
+                             b.getStringAttr(list + '\0'));
+    }
+    return success();
+  }
+
+private:
+  void rewriteFunction(LLVM::LLVMFuncOp fn) {
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      if (std::optional<emu::Sreg> sreg = sregOf(op)) {
+        b.setInsertionPoint(op);
+        Value code = LLVM::ConstantOp::create(b, op->getLoc(), b.getI32Type(),
+                                              static_cast<int32_t>(*sreg));
+        auto call = LLVM::CallOp::create(b, op->getLoc(), sregFn, code);
+        Value value = call.getResult();
+        Type type = op->getResult(0).getType();
+        if (type != value.getType())
+          value = LLVM::ZExtOp::create(b, op->getLoc(), type, value);
+        op->getResult(0).replaceAllUsesWith(value);
+        op->erase();
+        continue;
+      }
+      if (op->getDialect() && op->getDialect()->getNamespace() ==
+                                  NVVM::NVVMDialect::getDialectNamespace()) {
+        unsupported.insert(op->getName().getStringRef().str());
+        b.setInsertionPoint(op);
+        for (Value result : op->getResults())
+          result.replaceAllUsesWith(
+              LLVM::PoisonOp::create(b, op->getLoc(), result.getType()));
+        op->erase();
+        continue;
+      }
+      if (auto load = dyn_cast<LLVM::LoadOp>(op))
+        instrument(op, load.getAddr(), load.getType(), emu::Access::Load,
+                   load.getAddrMutable());
+      else if (auto store = dyn_cast<LLVM::StoreOp>(op))
+        instrument(op, store.getAddr(), store.getValue().getType(),
+                   emu::Access::Store, store.getAddrMutable());
+      else if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op))
+        instrument(op, rmw.getPtr(), rmw.getVal().getType(),
+                   emu::Access::Atomic, rmw.getPtrMutable());
+      else if (auto cas = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+        instrument(op, cas.getPtr(), cas.getVal().getType(),
+                   emu::Access::Atomic, cas.getPtrMutable());
+      else if (isa<LLVM::MemcpyOp, LLVM::MemmoveOp, LLVM::MemsetOp,
+                   LLVM::MaskedLoadOp, LLVM::MaskedStoreOp, LLVM::masked_gather,
+                   LLVM::masked_scatter>(op))
+        unsupported.insert(op->getName().getStringRef().str());
+    }
+  }
+
+  /// Reports the access of `op` (of a `type` value at `address`) to the
+  /// emulator first and makes `op` use the address it returns. Accesses of
+  /// the thread's own stack are not global memory: left alone.
+  void instrument(Operation *op, Value address, Type type, emu::Access kind,
+                  OpOperand &operand) {
+    Provenance p = provenance.lookup(address);
+    if (p.stack && !p.unknown && p.arguments == 0)
+      return;
+    // A pointer that may be either the stack or global memory: the emulator
+    // cannot bound it by the arguments, only by what it can reach.
+    uint64_t mask = p.unknown || p.stack ? 0 : p.arguments;
+    b.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    int64_t bytes = static_cast<int64_t>(
+        DataLayout::closest(op).getTypeSize(type).getFixedValue());
+    Value args[] = {address,
+                    LLVM::ConstantOp::create(b, loc, b.getI64Type(), bytes),
+                    LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                             static_cast<int64_t>(mask)),
+                    LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                             static_cast<int32_t>(kind))};
+    auto call = LLVM::CallOp::create(b, loc, accessFn, args);
+    operand.set(call.getResult());
+  }
+
+  /// `void entry(void **params)`: unpacks cuLaunchKernel's parameter array
+  /// and calls the kernel.
+  void buildEntry(LLVM::LLVMFuncOp func) {
+    Location loc = func.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    auto entry = LLVM::LLVMFuncOp::create(
+        b, loc, emu::kEntryPrefix + kernel.str(),
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                    {ptr}));
+    Block *body = entry.addEntryBlock(b);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(body);
+    SmallVector<Value> params;
+    for (auto [i, type] : llvm::enumerate(func.getFunctionType().getParams())) {
+      Value slot =
+          LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
+                              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+      Value address = LLVM::LoadOp::create(b, loc, ptr, slot);
+      params.push_back(LLVM::LoadOp::create(b, loc, type, address));
+    }
+    LLVM::CallOp::create(b, loc, func, params);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+
+  void buildArgumentTable(Location loc) {
+    SmallVector<int64_t> table = {emu::kVersion,
+                                  static_cast<int64_t>(arguments.size())};
+    for (const ArgumentLayout &a : arguments)
+      table.append({a.firstParam, a.rank, a.elementBytes});
+    auto i64 = b.getI64Type();
+    auto type = LLVM::LLVMArrayType::get(i64, table.size());
+    auto value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(table.size())}, i64),
+        ArrayRef<int64_t>(table));
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                           LLVM::Linkage::External,
+                           emu::kArgsPrefix + kernel.str(), value);
+  }
+
+  ModuleOp host;
+  StringRef kernel;
+  ArrayRef<ArgumentLayout> arguments;
+  OpBuilder b;
+  LLVM::LLVMFuncOp sregFn, accessFn;
+  DenseMap<Value, Provenance> provenance;
+  llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>>
+      unsupported;
+};
+
+struct EmitHostFormPass : impl::EmitHostFormPassBase<EmitHostFormPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<LLVM::LLVMDialect>();
+    registerBuiltinDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!module->hasAttr(kKernelsAttrName))
+      return;
+    FailureOr<ArrayAttr> kernels = getKernelRecords(module);
+    if (failed(kernels))
+      return signalPassFailure();
+    Builder attrs(&getContext());
+    SmallVector<Attribute> updated;
+    for (Attribute attr : *kernels) {
+      auto entry = cast<DictionaryAttr>(attr);
+      StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
+      auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);
+      if (!gpuModule) {
+        module.emitError() << "kernel " << name << " has no gpu.module";
+        return signalPassFailure();
+      }
+      SmallVector<ArgumentLayout> arguments;
+      int64_t param = 0;
+      for (Attribute a : cast<ArrayAttr>(entry.get(mk::kArgs))) {
+        auto d = cast<DictionaryAttr>(a);
+        auto i = [&](StringRef k) {
+          return cast<IntegerAttr>(d.get(k)).getInt();
+        };
+        arguments.push_back({param, i(mk::kRank), i(mk::kElementBytes)});
+        param += i(mk::kParams);
+      }
+      std::string text;
+      if (failed(hostForm(gpuModule, name, arguments, text)))
+        return signalPassFailure();
+      NamedAttrList list(entry);
+      list.set(mk::kHostForm, attrs.getStringAttr(text));
+      updated.push_back(list.getDictionary(&getContext()));
+    }
+    module->setAttr(kKernelsAttrName, attrs.getArrayAttr(updated));
+  }
+
+  /// The host form of kernel `name` of `gpuModule`, as LLVM IR text.
+  LogicalResult hostForm(mlir::gpu::GPUModuleOp gpuModule, StringRef name,
+                         ArrayRef<ArgumentLayout> arguments,
+                         std::string &text) {
+    OwningOpRef<ModuleOp> host = ModuleOp::create(gpuModule.getLoc(), name);
+    OpBuilder b(&getContext());
+    b.setInsertionPointToEnd(host->getBody());
+    for (Operation &op : gpuModule.getBody()->getOperations())
+      b.clone(op);
+    if (failed(HostFormBuilder(*host, name, arguments).build()))
+      return failure();
+    llvm::LLVMContext context;
+    std::unique_ptr<llvm::Module> ir =
+        translateModuleToLLVMIR(*host, context, name);
+    if (!ir)
+      return gpuModule.emitError()
+             << "kernel " << name
+             << ": its host form does not translate to LLVM IR";
+    text.clear();
+    llvm::raw_string_ostream os(text);
+    ir->print(os, nullptr);
+    return success();
+  }
+};
+
+} // namespace
+
+} // namespace inkling::gpu

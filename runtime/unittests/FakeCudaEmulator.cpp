@@ -1,0 +1,429 @@
+//===- FakeCudaEmulator.cpp - Running a launch on the host ----------------===//
+//
+// execute(): every thread of every block runs the kernel's host form to the
+// end, one at a time, blocks and threads in a seeded shuffle (or reversed,
+// or in order): the kernels have no barriers, so any dependency between
+// threads changes the bits (and the race check below reports it). Each
+// global access first calls inklingFakeCudaAccess, which checks it:
+//   * memcheck: the bytes lie in one live allocation and inside the extent
+//     of a kernel argument the compiler proved the address derives from
+//     (offset + [min, max] over the descriptor's sizes and strides);
+//   * racecheck: no byte is written by one thread and read or written by
+//     another thread of the same launch (atomics excepted).
+// A failing access is redirected to a scratch buffer, so the kernel runs on
+// without touching memory it does not own; the launch then fails with the
+// first failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCudaEmulator.h"
+
+#include "inkling/Runtime/EmulationAbi.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+
+namespace emu = inkling::emulation;
+
+namespace inkling::fakecuda {
+namespace {
+
+/// A kernel argument's reach: [first, last) bytes.
+struct Extent {
+  uint64_t first = 0, last = 0;
+};
+
+/// Who touched one 16-byte granule of memory in the launch. Compact while
+/// one thread wrote it (`writer`, bytes `written`) and either one thread or
+/// several threads read the same bytes (`reader`, bytes `read`); exact per
+/// byte (`bytes`) once threads touch it in any other way.
+struct Granule {
+  uint64_t key = 0;   ///< 1 + the granule's index; 0: a free slot.
+  uint64_t epoch = 0; ///< The launch it belongs to; older: a free slot.
+  uint32_t writer = 0, reader = 0;
+  uint16_t written = 0, read = 0;
+  /// Per byte: writer[16], then reader[16]; 0: none.
+  std::unique_ptr<std::array<uint32_t, 32>> bytes;
+};
+constexpr uint32_t kManyReaders = ~uint32_t(0);
+
+/// Granules by index: open addressing, linear probing, grown at half load.
+/// One table serves every launch of a thread: a new launch frees every slot
+/// at once (`clear`), and the memory stays.
+class GranuleTable {
+public:
+  void clear() {
+    ++epoch_;
+    used_ = 0;
+  }
+  Granule &at(uint64_t index) {
+    if (2 * (used_ + 1) > slots_.size())
+      grow();
+    uint64_t key = index + 1;
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash(key);; i = (i + 1) & mask) {
+      Granule &g = slots_[i];
+      if (g.epoch != epoch_) {
+        g = Granule();
+        g.key = key;
+        g.epoch = epoch_;
+        ++used_;
+        return g;
+      }
+      if (g.key == key)
+        return g;
+    }
+  }
+
+private:
+  /// Fibonacci hashing: the top bits of the product.
+  size_t hash(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
+  }
+  void grow() {
+    std::vector<Granule> old = std::move(slots_);
+    slots_ = std::vector<Granule>(old.empty() ? 4096 : 2 * old.size());
+    shift_ = 64 - __builtin_ctzll(slots_.size());
+    size_t mask = slots_.size() - 1;
+    for (Granule &g : old) {
+      if (g.epoch != epoch_)
+        continue;
+      size_t i = hash(g.key);
+      while (slots_[i].epoch == epoch_)
+        i = (i + 1) & mask;
+      slots_[i] = std::move(g);
+    }
+  }
+  std::vector<Granule> slots_;
+  size_t used_ = 0;
+  unsigned shift_ = 64;
+  uint64_t epoch_ = 1;
+};
+
+struct Launch {
+  const LaunchRequest *request = nullptr;
+  std::vector<Extent> extents;
+  GranuleTable *granules = nullptr;
+  // The running thread.
+  std::array<unsigned, 3> tid = {}, ctaid = {};
+  uint32_t thread = 0; ///< 1 + linear index in the launch.
+  std::string failure;
+  uint64_t failures = 0;
+};
+
+thread_local Launch *current = nullptr;
+/// Where failing accesses go; 64-byte aligned, larger than any access.
+alignas(64) thread_local unsigned char scratch[4096];
+
+std::string hex(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string triple(const std::array<unsigned, 3> &v) {
+  return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " +
+         std::to_string(v[2]) + ")";
+}
+
+const char *kindName(int32_t kind) {
+  switch (static_cast<emu::Access>(kind)) {
+  case emu::Access::Load:
+    return "load";
+  case emu::Access::Store:
+    return "store";
+  case emu::Access::Atomic:
+    return "atomic";
+  }
+  return "access";
+}
+
+/// The allocation holding `address`, if any: [begin, begin + bytes).
+const std::pair<const uint64_t, size_t> *
+allocationOf(const std::map<uint64_t, size_t> &allocations, uint64_t address) {
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin())
+    return nullptr;
+  --it;
+  return address - it->first < it->second ? &*it : nullptr;
+}
+
+void fail(Launch &launch, const std::string &what) {
+  if (launch.failures++ == 0)
+    launch.failure = what;
+}
+
+std::string where(const Launch &launch, int32_t kind, uint64_t address,
+                  int64_t bytes) {
+  return "cuLaunchKernel " + launch.request->kernel->name + ": thread " +
+         triple(launch.tid) + " of block " + triple(launch.ctaid) + ": " +
+         std::to_string(bytes) + "-byte " + kindName(kind) + " at " +
+         hex(address);
+}
+
+/// memcheck: whether the access lies in the extent of an argument of
+/// `mask` (the launch checked that each extent lies in one allocation), or
+/// in a live allocation when the mask is 0.
+bool checkBounds(Launch &launch, uint64_t address, int64_t bytes, int64_t mask,
+                 int32_t kind) {
+  uint64_t end = address + static_cast<uint64_t>(bytes);
+  for (uint64_t m = static_cast<uint64_t>(mask); m; m &= m - 1) {
+    const Extent &e = launch.extents[__builtin_ctzll(m)];
+    if (address >= e.first && end <= e.last)
+      return true;
+  }
+  const auto *allocation = allocationOf(*launch.request->allocations, address);
+  bool inAllocation =
+      allocation && end - allocation->first <= allocation->second;
+  if (inAllocation && mask == 0)
+    return true;
+  std::string why;
+  if (!allocation) {
+    why = " is in no allocation";
+  } else if (!inAllocation) {
+    why = " runs past its allocation [" + hex(allocation->first) + ", +" +
+          std::to_string(allocation->second) + ")";
+  } else {
+    std::string missed;
+    for (uint64_t m = static_cast<uint64_t>(mask); m; m &= m - 1) {
+      unsigned a = __builtin_ctzll(m);
+      const Extent &e = launch.extents[a];
+      missed += (missed.empty() ? "" : ", ") + std::string("argument ") +
+                std::to_string(a) + " [" + hex(e.first) + ", +" +
+                std::to_string(e.last - e.first) + ")";
+    }
+    why = " is outside the extent its descriptor declares (" + missed +
+          "; allocation [" + hex(allocation->first) + ", +" +
+          std::to_string(allocation->second) + "))";
+  }
+  fail(launch, "memcheck: " + where(launch, kind, address, bytes) + why);
+  return false;
+}
+
+/// The per-byte form of `g`.
+std::array<uint32_t, 32> &exact(Granule &g) {
+  if (!g.bytes) {
+    g.bytes = std::make_unique<std::array<uint32_t, 32>>();
+    for (unsigned i = 0; i < 16; ++i) {
+      (*g.bytes)[i] = g.written >> i & 1 ? g.writer : 0;
+      (*g.bytes)[16 + i] = g.read >> i & 1 ? g.reader : 0;
+    }
+  }
+  return *g.bytes;
+}
+
+/// racecheck of `mask`'s bytes of granule `index`: a byte written by one
+/// thread is neither read nor written by another thread of the launch.
+template <typename Access>
+bool checkGranule(Launch &launch, uint64_t index, uint16_t mask, bool store,
+                  const Access &access) {
+  Granule &g = launch.granules->at(index);
+  uint32_t me = launch.thread;
+  auto race = [&](unsigned i, const char *what, uint32_t other) {
+    fail(launch,
+         "racecheck: " + access() + (store ? " writes" : " reads") + " byte " +
+             hex(index * 16 + i) + ", which " +
+             (other == kManyReaders ? std::string("other threads")
+                                    : "thread #" + std::to_string(other - 1)) +
+             " of the launch " + what);
+    return false;
+  };
+  if (!g.bytes) {
+    // The compact form answers, or says it cannot.
+    if (g.written && g.writer != me && (g.written & mask))
+      return race(__builtin_ctz(g.written & mask), "wrote", g.writer);
+    if (store && g.read && g.reader != me && (g.read & mask))
+      return race(__builtin_ctz(g.read & mask), "read", g.reader);
+    bool compact = store ? !g.written || g.writer == me
+                         : !g.read || g.reader == me || g.read == mask;
+    if (compact) {
+      if (store) {
+        g.writer = me;
+        g.written |= mask;
+      } else if (!g.read || g.reader == me) {
+        g.reader = me;
+        g.read |= mask;
+      } else {
+        g.reader = kManyReaders;
+      }
+      return true;
+    }
+  }
+  std::array<uint32_t, 32> &bytes = exact(g);
+  for (unsigned i = 0; i < 16; ++i) {
+    if (!(mask >> i & 1))
+      continue;
+    uint32_t writer = bytes[i];
+    if (writer && writer != me)
+      return race(i, "wrote", writer);
+    uint32_t &reader = bytes[16 + i];
+    if (store) {
+      if (reader && reader != me)
+        return race(i, "read", reader);
+      bytes[i] = me;
+    } else if (reader != me) {
+      reader = reader ? kManyReaders : me;
+    }
+  }
+  return true;
+}
+
+bool checkRaces(Launch &launch, uint64_t address, int64_t bytes, int32_t kind) {
+  bool store = kind == static_cast<int32_t>(emu::Access::Store);
+  auto access = [&] { return where(launch, kind, address, bytes); };
+  uint64_t end = address + static_cast<uint64_t>(bytes);
+  for (uint64_t index = address / 16; index * 16 < end; ++index) {
+    uint64_t lo = std::max(address, index * 16) - index * 16;
+    uint64_t hi = std::min(end, index * 16 + 16) - index * 16;
+    auto mask = static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
+    if (!checkGranule(launch, index, mask, store, access))
+      return false;
+  }
+  return true;
+}
+
+uint64_t word(void **params, int64_t index) {
+  uint64_t value = 0;
+  std::memcpy(&value, params[index], sizeof(value));
+  return value;
+}
+
+/// The byte extent of each argument's descriptor (empty when a size is 0).
+std::vector<Extent> extentsOf(const HostKernel &kernel, void **params) {
+  std::vector<Extent> extents;
+  for (const HostKernel::Argument &a : kernel.arguments) {
+    uint64_t aligned = word(params, a.firstParam + 1);
+    int64_t offset = static_cast<int64_t>(word(params, a.firstParam + 2));
+    __int128 lo = offset, hi = offset;
+    bool empty = false;
+    for (int64_t d = 0; d < a.rank; ++d) {
+      auto size = static_cast<int64_t>(word(params, a.firstParam + 3 + d));
+      auto stride =
+          static_cast<int64_t>(word(params, a.firstParam + 3 + a.rank + d));
+      if (size <= 0) {
+        empty = true;
+        break;
+      }
+      __int128 reach = static_cast<__int128>(size - 1) * stride;
+      (reach < 0 ? lo : hi) += reach;
+    }
+    Extent e;
+    if (!empty) {
+      e.first = static_cast<uint64_t>(aligned + lo * a.elementBytes);
+      e.last = static_cast<uint64_t>(aligned + (hi + 1) * a.elementBytes);
+    }
+    extents.push_back(e);
+  }
+  return extents;
+}
+
+/// 0, 1, ..., n-1 in the launch's order.
+std::vector<uint32_t> ordered(uint32_t n, Order order, std::mt19937_64 &rng) {
+  std::vector<uint32_t> indices(n);
+  std::iota(indices.begin(), indices.end(), 0);
+  if (order == Order::Reversed)
+    std::reverse(indices.begin(), indices.end());
+  else if (order == Order::Shuffled)
+    std::shuffle(indices.begin(), indices.end(), rng);
+  return indices;
+}
+
+} // namespace
+
+extern "C" int32_t inklingFakeCudaSreg(int32_t which) {
+  Launch &l = *current;
+  const LaunchRequest &r = *l.request;
+  switch (static_cast<emu::Sreg>(which)) {
+  case emu::Sreg::TidX:
+    return static_cast<int32_t>(l.tid[0]);
+  case emu::Sreg::TidY:
+    return static_cast<int32_t>(l.tid[1]);
+  case emu::Sreg::TidZ:
+    return static_cast<int32_t>(l.tid[2]);
+  case emu::Sreg::NtidX:
+    return static_cast<int32_t>(r.block[0]);
+  case emu::Sreg::NtidY:
+    return static_cast<int32_t>(r.block[1]);
+  case emu::Sreg::NtidZ:
+    return static_cast<int32_t>(r.block[2]);
+  case emu::Sreg::CtaidX:
+    return static_cast<int32_t>(l.ctaid[0]);
+  case emu::Sreg::CtaidY:
+    return static_cast<int32_t>(l.ctaid[1]);
+  case emu::Sreg::CtaidZ:
+    return static_cast<int32_t>(l.ctaid[2]);
+  case emu::Sreg::NctaidX:
+    return static_cast<int32_t>(r.grid[0]);
+  case emu::Sreg::NctaidY:
+    return static_cast<int32_t>(r.grid[1]);
+  case emu::Sreg::NctaidZ:
+    return static_cast<int32_t>(r.grid[2]);
+  case emu::Sreg::LaneId:
+    return static_cast<int32_t>(
+        (l.tid[0] + r.block[0] * (l.tid[1] + r.block[1] * l.tid[2])) % 32);
+  case emu::Sreg::WarpSize:
+    return 32;
+  }
+  fail(l, "cuLaunchKernel " + r.kernel->name + ": unknown special register " +
+              std::to_string(which));
+  return 0;
+}
+
+extern "C" void *inklingFakeCudaAccess(void *address, int64_t bytes,
+                                       int64_t arguments, int32_t kind) {
+  Launch &l = *current;
+  auto at = reinterpret_cast<uint64_t>(address);
+  bool ok = checkBounds(l, at, bytes, arguments, kind);
+  if (ok && l.request->racecheck &&
+      kind != static_cast<int32_t>(emu::Access::Atomic))
+    ok = checkRaces(l, at, bytes, kind);
+  if (ok)
+    return address;
+  if (bytes > static_cast<int64_t>(sizeof(scratch))) {
+    std::fprintf(stderr, "fake-cuda: an access of %lld bytes\n",
+                 static_cast<long long>(bytes));
+    std::abort(); // no kernel of ours moves more than 64 bytes at once
+  }
+  std::memset(scratch, 0, static_cast<size_t>(bytes));
+  return scratch;
+}
+
+std::string execute(const LaunchRequest &request) {
+  static thread_local GranuleTable granules;
+  granules.clear();
+  Launch launch;
+  launch.request = &request;
+  launch.granules = &granules;
+  launch.extents = extentsOf(*request.kernel, request.params);
+  const auto &g = request.grid;
+  const auto &b = request.block;
+  uint32_t blocks = g[0] * g[1] * g[2];
+  uint32_t threads = b[0] * b[1] * b[2];
+  std::mt19937_64 rng(request.seed);
+  Launch *outer = current;
+  current = &launch;
+  for (uint32_t blockIndex : ordered(blocks, request.order, rng)) {
+    launch.ctaid = {blockIndex % g[0], blockIndex / g[0] % g[1],
+                    blockIndex / (g[0] * g[1])};
+    for (uint32_t threadIndex : ordered(threads, request.order, rng)) {
+      launch.tid = {threadIndex % b[0], threadIndex / b[0] % b[1],
+                    threadIndex / (b[0] * b[1])};
+      launch.thread = blockIndex * threads + threadIndex + 1;
+      request.kernel->entry(request.params);
+    }
+  }
+  current = outer;
+  if (!launch.failures)
+    return "";
+  if (launch.failures > 1)
+    launch.failure += " (and " + std::to_string(launch.failures - 1) +
+                      " more failed accesses)";
+  return launch.failure;
+}
+
+} // namespace inkling::fakecuda
