@@ -45,7 +45,21 @@ if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.substitutions.append(("%ptxas", config.ptxas_executable))
 
 # inkling-run --device=gpu without a GPU: the runtime's fake CUDA driver
-# (host memory, arguments checked, kernels not run).
+# (host memory, arguments checked; with LLVM, kernels executed from their
+# host form, with memcheck and racecheck).
 if config.fake_cuda_library:
     config.available_features.add("fake-cuda")
     config.substitutions.append(("%fake_cuda", config.fake_cuda_library))
+    if config.fake_cuda_executes:
+        config.available_features.add("fake-cuda-executes")
+        config.substitutions.append(
+            (
+                "%run_gpu",
+                "%s %s --device=gpu --cuda-driver=%s --json"
+                % (
+                    os.path.join(config.inkling_tools_dir, "inkling-run"),
+                    os.path.join(config.inkling_src_root, "examples", "decoder_layer.mlir"),
+                    config.fake_cuda_library,
+                ),
+            )
+        )

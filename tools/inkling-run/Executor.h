@@ -69,6 +69,9 @@ struct GpuExecutorOptions {
   /// Where to also write the kernel bundle (it is loaded from memory);
   /// empty: nowhere.
   std::string kernelsDir;
+  /// Where to read a kernel bundle from instead of compiling the layer's
+  /// (a bundle compiled elsewhere, or edited by a test); empty: compile.
+  std::string kernelsFrom;
   /// Empty: sm_<compute capability of the device>.
   std::string chip;
   exec::CompileOptions compile;

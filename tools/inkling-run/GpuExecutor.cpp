@@ -15,6 +15,7 @@
 #include "inkling/Runtime/Cuda.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -274,6 +275,37 @@ bool writeBundle(const exec::KernelFiles &files, const std::string &dir,
   return write("manifest.json", files.manifest);
 }
 
+/// Reads the bundle in `dir`: manifest.json and every file it names.
+bool readBundle(const std::string &dir, exec::KernelFiles &files,
+                std::string &error) {
+  auto read = [&](const std::string &file, std::string &bytes) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, file);
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer) {
+      error = "--kernels-from: cannot read " + path.str().str() + ": " +
+              buffer.getError().message();
+      return false;
+    }
+    bytes = (*buffer)->getBuffer().str();
+    return true;
+  };
+  if (!read("manifest.json", files.manifest))
+    return false;
+  auto manifest = KernelManifest::parse(files.manifest);
+  if (!manifest) {
+    error = "--kernels-from=" + dir + ": " + manifest.status().message();
+    return false;
+  }
+  for (const KernelSpec &kernel : manifest->kernels)
+    for (const std::string &file : {kernel.file, kernel.hostForm})
+      if (!file.empty() && !files.objects.count(file) &&
+          !read(file, files.objects[file]))
+        return false;
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<Executor>
@@ -290,7 +322,9 @@ run::createGpuExecutor(exec::LayerProgram &program,
       options.chip.empty() ? "sm_" + std::to_string(capability) : options.chip;
 
   exec::KernelFiles files;
-  if (!program.compileKernels(options.compile, target, files, error))
+  if (!options.kernelsFrom.empty()
+          ? !readBundle(options.kernelsFrom, files, error)
+          : !program.compileKernels(options.compile, target, files, error))
     return nullptr;
   if (!options.kernelsDir.empty() &&
       !writeBundle(files, options.kernelsDir, error))

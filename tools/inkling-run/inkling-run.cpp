@@ -67,6 +67,13 @@ cl::opt<std::string>
                cl::desc("--device=gpu: also write the kernel bundle (PTX + "
                         "manifest.json, loaded from memory) into DIR"),
                cl::value_desc("DIR"), cl::cat(model));
+cl::opt<std::string> kernelsFrom(
+    "kernels-from",
+    cl::desc("--device=gpu: serve the kernel bundle in DIR (manifest.json and "
+             "the files it names, as --kernels-dir writes them) instead of "
+             "the one compiled from the layer; the layer's IR still gives "
+             "the signature"),
+    cl::value_desc("DIR"), cl::cat(model));
 cl::opt<std::string>
     cudaDriver("cuda-driver", cl::Hidden, cl::init("libcuda.so.1"),
                cl::desc("--device=gpu: the CUDA driver library to load"));
@@ -425,6 +432,7 @@ int compileAndServe(LayerProgram &program, run::ServeOptions &options,
     run::GpuExecutorOptions gpuOptions;
     gpuOptions.driverLibrary = cudaDriver;
     gpuOptions.kernelsDir = kernelsDir;
+    gpuOptions.kernelsFrom = kernelsFrom;
     gpuOptions.chip = gpuChip;
     gpuOptions.compile = options.compile;
     executor = run::createGpuExecutor(program, gpuOptions, error);

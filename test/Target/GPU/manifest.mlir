@@ -50,8 +50,11 @@ func.func @layer_tp2(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi
   return
 }
 
-// FILES: layer0_k0_conv_k.ptx
+// FILES: layer0_k0_conv_k.host.ll
+// FILES-NEXT: layer0_k0_conv_k.ptx
+// FILES-NEXT: layer0_k1_insert_k.host.ll
 // FILES-NEXT: layer0_k1_insert_k.ptx
+// FILES-NEXT: layer_tp2_k0_insert_k.host.ll
 // FILES-NEXT: layer_tp2_k0_insert_k.ptx
 // FILES-NEXT: manifest.json
 // FILES-NOT: layer1
