@@ -48,6 +48,7 @@ struct Options {
   int runs = 200;
   int warmup = 20;
   uint64_t seed = 1;
+  std::string cudaDriver; ///< Empty: the system driver.
 };
 
 [[noreturn]] void fail(const std::string &what) {
@@ -69,6 +70,7 @@ struct Problem {
   std::vector<uint16_t> cache; // numBlocks * blockStride elements
   std::array<std::vector<uint16_t>, 4> x, w, y;
   std::array<int64_t, 4> width{};
+  std::vector<int32_t> tokenSeq; ///< The sequence of each token.
 };
 
 Problem makeProblem(int64_t tokens, uint64_t seed) {
@@ -106,9 +108,11 @@ Problem makeProblem(int64_t tokens, uint64_t seed) {
   for (int64_t i = 0; i < batch * width; ++i)
     p.step.blockTable[i] = physical[i];
   p.step.slotMapping.resize(tokens);
+  p.tokenSeq.resize(tokens);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = p.step.queryStartLoc[b]; t < p.step.queryStartLoc[b + 1];
          ++t) {
+      p.tokenSeq[t] = static_cast<int32_t>(b);
       int64_t pos = p.step.numComputed[b] + t - p.step.queryStartLoc[b];
       p.step.slotMapping[t] =
           int64_t(p.step.blockTable[b * width + pos / n]) * n + pos % n;
@@ -152,7 +156,7 @@ void computeReference(const Problem &p, std::vector<uint16_t> &cache,
 
 /// Device copies of the problem and the host arguments of decoder_layer.
 struct DeviceProblem {
-  DeviceBuffer cache, qsl, nc, bt, slots;
+  DeviceBuffer cache, qsl, nc, bt, slots, tokenSeq;
   std::array<DeviceBuffer, 4> x, w, y;
   std::vector<MemRefArg> args;
 };
@@ -173,6 +177,7 @@ DeviceProblem uploadProblem(Driver &d, const Problem &p) {
   dp.nc = upload(d, p.step.numComputed);
   dp.bt = upload(d, p.step.blockTable);
   dp.slots = upload(d, p.step.slotMapping);
+  dp.tokenSeq = upload(d, p.tokenSeq);
   for (int s = 0; s < 4; ++s) {
     dp.x[s] = upload(d, p.x[s]);
     dp.w[s] = upload(d, p.w[s]);
@@ -186,7 +191,7 @@ DeviceProblem uploadProblem(Driver &d, const Problem &p) {
     return {t, h * p.width[s]};
   };
   // decoder_layer(%buffer, %qsl, %num_computed, %block_table, %slots,
-  //               %k, %v, %attn, %mlp, %wk, %wv, %wattn, %wmlp,
+  //               %token_seq, %k, %v, %attn, %mlp, %wk, %wv, %wattn, %wmlp,
   //               %yk, %yv, %yattn, %ymlp)
   dp.args = {
       {dp.cache.address(), {static_cast<int64_t>(p.cache.size() * 2)}, {}},
@@ -194,6 +199,7 @@ DeviceProblem uploadProblem(Driver &d, const Problem &p) {
       {dp.nc.address(), {batch}, {}},
       {dp.bt.address(), {batch, p.step.blockTableWidth}, {}},
       {dp.slots.address(), {t}, {}},
+      {dp.tokenSeq.address(), {t}, {}},
   };
   for (int s = 0; s < 4; ++s)
     dp.args.push_back({dp.x[s].address(), stream(s), {}});
@@ -269,6 +275,13 @@ static Options parseOptions(int argc, char **argv) {
   static llvm::cl::opt<uint64_t> seed("seed", llvm::cl::cat(category),
                                       llvm::cl::desc("Random data seed"),
                                       llvm::cl::init(1));
+  static llvm::cl::opt<std::string> cudaDriver(
+      "cuda-driver", llvm::cl::cat(category),
+      llvm::cl::desc("The CUDA driver library (default: the system's "
+                     "libcuda.so.1; the fake driver of the tests executes "
+                     "the kernels on the CPU: the check holds, the times "
+                     "mean nothing)"),
+      llvm::cl::value_desc("LIBRARY"));
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
@@ -286,6 +299,7 @@ static Options parseOptions(int argc, char **argv) {
   opt.runs = runs;
   opt.warmup = warmup;
   opt.seed = seed;
+  opt.cudaDriver = cudaDriver;
   return opt;
 }
 
@@ -317,7 +331,16 @@ int main(int argc, char **argv) {
   const int64_t bytes = layerBytes(p);
 
   // 2. The device.
-  auto driverOr = Driver::get();
+  std::unique_ptr<Driver> loaded;
+  StatusOr<Driver *> driverOr = unavailable("");
+  if (opt.cudaDriver.empty()) {
+    driverOr = Driver::get();
+  } else if (auto l = Driver::load(opt.cudaDriver)) {
+    loaded = std::move(*l);
+    driverOr = loaded.get();
+  } else {
+    driverOr = l.status();
+  }
   if (!driverOr) {
     std::printf("inkling-gpu-bench: %s: skipping the GPU run\n",
                 driverOr.status().message().c_str());
@@ -326,6 +349,9 @@ int main(int argc, char **argv) {
   Driver &d = **driverOr;
   std::printf("device: %s (sm_%d), driver %d\n", d.deviceName().c_str(),
               d.computeCapability(), d.driverVersion());
+  if (d.emulates())
+    std::printf("the driver executes the kernels on the CPU (an emulator): "
+                "the check below holds, the timings mean nothing\n");
 
   struct Row {
     std::string name;

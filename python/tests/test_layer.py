@@ -512,9 +512,22 @@ class LayerFakeGpuTest(unittest.TestCase):
         self.assertEqual(self.cuda.chip, "sm_90")
         self.layer(**self.device)
         self.layer(**self.device, stream=None)
-        # Inputs are untouched by the (fake) launch.
+        # Inputs are untouched by the launch.
         np.testing.assert_array_equal(self.device["input_k"].numpy(),
                                       self.f.args["input_k"])
+
+    def test_gpu_outputs_match_the_reference(self):
+        # The fake driver executes the kernels (their host form, with
+        # memcheck): outputs and cache, read back, equal the numpy
+        # reference as on the CPU.
+        self.f.snapshot()
+        self.layer(**self.device)
+        for name, array in self.device.items():
+            if name == "cache":
+                self.f.cache[:] = array.numpy()
+            elif name.startswith("output_"):
+                self.f.args[name] = array.numpy()
+        self.f.check(self, self.layer)
 
     def test_host_arrays_are_refused(self):
         with self.assertRaises(inkling.InklingError) as caught:
