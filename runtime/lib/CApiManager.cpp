@@ -193,6 +193,15 @@ inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
   });
 }
 
+inkling_status_t
+inkling_manager_set_drop_last_matched_block(inkling_manager_t *manager,
+                                            int32_t drop) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    m.setDropLastMatchedBlock(drop != 0);
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_manager_set_prefix_policy(inkling_manager_t *manager,
                                                    const char *policy,
                                                    int64_t snapshot_every) {

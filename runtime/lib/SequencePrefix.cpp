@@ -241,6 +241,9 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
   // A resume at (j+1)N needs the blocks of its W-1 history positions: the
   // run of consecutive cached blocks ending at j must reach back to
   // firstHistoryBlock((j+1)N).
+  // With the EAGLE rule the run must also hold block j itself, and the hit
+  // is jN: vLLM's "one more contiguous block, then drop the last".
+  int64_t drop = config_.dropLastMatchedBlock ? 1 : 0;
   int64_t runStart = 0;
   for (int64_t j = 0; j < blocks; ++j) {
     hash = chainBlockHash(hash, tokens + j * blockSize_, blockSize_);
@@ -248,8 +251,9 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
       runStart = j + 1;
       continue;
     }
-    if (runStart <= firstHistoryBlock((j + 1) * blockSize_))
-      best = (j + 1) * blockSize_;
+    int64_t point = (j + 1 - drop) * blockSize_;
+    if (point > 0 && runStart <= firstHistoryBlock(point))
+      best = point;
   }
   return best;
 }
@@ -278,16 +282,20 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
   if (!config_.enablePrefixCaching)
     return int64_t(0);
   const HashChain &chain = chainOf(*seq);
+  int64_t drop = config_.dropLastMatchedBlock ? 1 : 0; // the EAGLE rule
   int64_t last = std::min(maxLength / blockSize_, chain.end()) - 1;
   for (int64_t j = last; j >= chain.base; --j) {
-    int64_t first = firstHistoryBlock((j + 1) * blockSize_);
+    int64_t point = (j + 1 - drop) * blockSize_;
+    if (point == 0)
+      break;
+    int64_t first = firstHistoryBlock(point);
     if (first < chain.base)
       break;
     int64_t k = j;
     while (k >= first && cache_.find(chain.at(k)) >= 0)
       --k;
     if (k < first)
-      return (j + 1) * blockSize_;
+      return point;
   }
   return int64_t(0);
 }

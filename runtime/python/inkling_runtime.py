@@ -212,6 +212,8 @@ _SIGNATURES = {
         _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64))),
     "inkling_manager_set_prefix_policy": (
         _STATUS, (ctypes.c_void_p, ctypes.c_char_p, _I64)),
+    "inkling_manager_set_drop_last_matched_block": (
+        _STATUS, (ctypes.c_void_p, _I32)),
     "inkling_add_sequence_with_keys": (
         _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64), _I64,
                   ctypes.c_char_p, _I64, _P(_I64))),
@@ -325,7 +327,10 @@ class Manager(Closing):
     """Block tables of one group of sconv layers (SequenceManager)."""
 
     def __init__(self, layout_config, num_blocks, lookahead=0,
-                 prefix_caching=True, prefix_seed=0, lib=None):
+                 prefix_caching=True, prefix_seed=0, use_eagle=False,
+                 lib=None):
+        """use_eagle: the EAGLE/MTP hit rule of vLLM (a lookup drops the
+        last matched block); see set_use_eagle."""
         self._lib = lib or load()
         config = _ManagerConfig(layout_config, num_blocks, lookahead,
                                 1 if prefix_caching else 0, prefix_seed)
@@ -336,6 +341,8 @@ class Manager(Closing):
         _call(self._lib, self._lib.inkling_manager_create,
               ctypes.byref(config), ctypes.byref(handle))
         self._handle = handle
+        if use_eagle:
+            self.set_use_eagle(True)
 
     def close(self):
         """Destroys the manager and its step buffers (idempotent; other
@@ -396,6 +403,13 @@ class Manager(Closing):
         """"window", "snapshots" or "every-block" (steps from now on)."""
         self._invoke(self._lib.inkling_manager_set_prefix_policy,
                      policy.encode(), snapshot_every)
+
+    def set_use_eagle(self, use_eagle):
+        """EAGLE/MTP drafting (vLLM's use_eagle): lookups from now on drop
+        the last matched block, so the drafter recomputes the block before
+        the hit."""
+        self._invoke(self._lib.inkling_manager_set_drop_last_matched_block,
+                     1 if use_eagle else 0)
 
     def append_tokens(self, seq, tokens):
         array, count = _int32_array(tokens)

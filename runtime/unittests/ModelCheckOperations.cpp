@@ -173,6 +173,7 @@ std::string ModelChecker::add() {
     seq.id = *id;
     seq.computed = start;
     seq.tokens = prompt;
+    seq.cachePoints = static_cast<int64_t>(points.size());
     seqs_.push_back(seq);
   }
   return "";

@@ -108,6 +108,7 @@ private:
         identities.push_back(last = mixToken(last, tokens[q]));
       return identities;
     }
+    int64_t cachePoints = 0; // the engine's, each pins one snapshot
     int64_t scheduled = 0;
     bool ran = false;     // the scheduled step's kernels ran
     bool pending = false; // scheduled ahead: the first token not yet given

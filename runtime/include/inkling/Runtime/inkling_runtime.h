@@ -215,6 +215,11 @@ INKLING_API inkling_status_t inkling_longest_cached_prefix(
    default) or "every-block"; snapshot_every (S) in [1, 2^20] blocks. */
 INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
     inkling_manager_t *manager, const char *policy, int64_t snapshot_every);
+/* The EAGLE/MTP hit rule (vLLM's use_eagle), for lookups from now on: a hit
+   drops its last matched block (nonzero drop) so the drafter recomputes the
+   block before the start; 0 restores the plain rule. */
+INKLING_API inkling_status_t inkling_manager_set_drop_last_matched_block(
+    inkling_manager_t *manager, int32_t drop);
 /* inkling_add_sequence with the request's prefix-caching inputs: cache
    points (strictly increasing positions in [1, num_tokens]; prefill
    snapshots the block boundary at or before each) and extra keys (at most
