@@ -256,6 +256,16 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
   });
 }
 
+inkling_status_t inkling_longest_cached_prefix_batch(
+    inkling_manager_t *manager, const int32_t *tokens,
+    const int64_t *token_offsets, const int64_t *max_lengths, int64_t count,
+    int64_t *out_lengths) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.longestCachedPrefixBatch(tokens, token_offsets, max_lengths, count,
+                                      out_lengths);
+  });
+}
+
 inkling_status_t
 inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
                                        int64_t sequence, int64_t max_length,

@@ -258,6 +258,41 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
   return best;
 }
 
+Status SequenceManager::longestCachedPrefixBatch(const int32_t *tokens,
+                                                 const int64_t *tokenOffsets,
+                                                 const int64_t *maxLengths,
+                                                 int64_t count,
+                                                 int64_t *out) const {
+  if (count < 0 || (count > 0 && (!tokenOffsets || !maxLengths || !out)))
+    return invalidArgument("lookup batch of " + str(count) +
+                           " prompts needs non-null offset, max length and "
+                           "output arrays");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i], to = tokenOffsets[i + 1];
+    if (from < 0 || to < from)
+      return invalidArgument("token offsets [" + str(from) + ", " + str(to) +
+                             ") of lookup entry " + str(i) +
+                             " are not a range");
+    if (to > from && !tokens)
+      return invalidArgument("token array is null");
+    if (maxLengths[i] < 0)
+      return invalidArgument("max length (" + str(maxLengths[i]) +
+                             ") of lookup entry " + str(i) + " must be >= 0");
+  }
+  // Valid entries cannot fail: write as we go.
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i];
+    StatusOr<int64_t> hit =
+        longestCachedPrefix(tokens ? tokens + from : nullptr,
+                            tokenOffsets[i + 1] - from, maxLengths[i]);
+    if (!hit)
+      return internalError("lookup batch: validated entry " + str(i) +
+                           " failed: " + hit.status().toString());
+    out[i] = *hit;
+  }
+  return Status::ok();
+}
+
 Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
   StatusOr<Sequence *> found = preemptedSequence(id);
   if (!found)

@@ -274,6 +274,15 @@ public:
     config_.dropLastMatchedBlock = drop;
   }
 
+  /// A step's lookups in one call (for callers where a call is expensive):
+  /// out[i] = longestCachedPrefix(tokens + offsets[i], offsets[i+1] -
+  /// offsets[i], maxLengths[i]). Validates every entry first (offsets
+  /// non-negative ranges, maxLengths >= 0); on error `out` is not written.
+  Status longestCachedPrefixBatch(const int32_t *tokens,
+                                  const int64_t *tokenOffsets,
+                                  const int64_t *maxLengths, int64_t count,
+                                  int64_t *out) const;
+
   /// Switches the snapshot policy (steps scheduled from now on); snapshotEvery
   /// in [1, kMaxSnapshotEvery]. InvalidArgument naming the value otherwise.
   Status setPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery);

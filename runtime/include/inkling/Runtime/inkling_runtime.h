@@ -211,6 +211,14 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
+/* A step's lookups in one call: out_lengths[i] is
+   inkling_longest_cached_prefix of tokens[token_offsets[i],
+   token_offsets[i+1]) with max_lengths[i] (token_offsets has count+1
+   entries). Validates every entry first; on error nothing is written. */
+INKLING_API inkling_status_t inkling_longest_cached_prefix_batch(
+    inkling_manager_t *manager, const int32_t *tokens,
+    const int64_t *token_offsets, const int64_t *max_lengths, int64_t count,
+    int64_t *out_lengths);
 /* Prefix policy (steps scheduled from now on): "window", "snapshots" (the
    default) or "every-block"; snapshot_every (S) in [1, 2^20] blocks. */
 INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
