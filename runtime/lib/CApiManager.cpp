@@ -256,6 +256,25 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
   });
 }
 
+inkling_status_t inkling_admission(inkling_manager_t *manager,
+                                   int64_t num_tokens, int64_t start_position,
+                                   int64_t watermark_blocks,
+                                   inkling_admission_t *out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out)
+      return nullArgument("output admission");
+    StatusOr<Admission> admission =
+        m.admission(num_tokens, start_position, watermark_blocks);
+    if (!admission)
+      return admission.status();
+    out->admit = admission->admit ? 1 : 0;
+    out->needed_blocks = admission->neededBlocks;
+    out->reserved_blocks = admission->reservedBlocks;
+    out->free_blocks = admission->freeBlocks;
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_longest_cached_prefix_batch(
     inkling_manager_t *manager, const int32_t *tokens,
     const int64_t *token_offsets, const int64_t *max_lengths, int64_t count,

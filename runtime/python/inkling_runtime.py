@@ -142,6 +142,11 @@ class _SequenceInfo(ctypes.Structure):
                 ("num_blocks", _I64)]
 
 
+class _Admission(ctypes.Structure):
+    _fields_ = [("admit", _I32), ("needed_blocks", _I64),
+                ("reserved_blocks", _I64), ("free_blocks", _I64)]
+
+
 class _StepBufferSpec(ctypes.Structure):
     _fields_ = [("query_start_loc", _P(_I32)), ("num_computed", _P(_I32)),
                 ("block_table", _P(_I32)), ("slot_mapping", _P(_I64)),
@@ -211,6 +216,8 @@ _SIGNATURES = {
     "inkling_fork": (_STATUS, (ctypes.c_void_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix": (
         _STATUS, (ctypes.c_void_p, _V, _I64, _I64, _P(_I64))),
+    "inkling_admission": (
+        _STATUS, (ctypes.c_void_p, _I64, _I64, _I64, _P(_Admission))),
     "inkling_longest_cached_prefix_batch": (
         _STATUS, (ctypes.c_void_p, _V, _V, _V, _I64, _V)),
     "inkling_manager_set_prefix_policy": (
@@ -460,6 +467,7 @@ SequenceInfo = namedtuple(
     "SequenceInfo", "state num_computed num_tokens num_scheduled num_blocks")
 ManagerStats = namedtuple("ManagerStats", [f for f, _ in _ManagerStats._fields_])
 StepInfo = namedtuple("StepInfo", [f for f, _ in _StepInfo._fields_])
+Admission = namedtuple("Admission", [f for f, _ in _Admission._fields_])
 
 
 class Manager(Closing):
@@ -737,6 +745,17 @@ class Manager(Closing):
         self._invoke(self._lib.inkling_longest_cached_prefix_batch, flat_ptr,
                      offset_ptr, limit_ptr, limits.size, out_ptr)
         return out
+
+    def admission(self, num_tokens, start=0, watermark_blocks=0):
+        """Admission (vLLM's watermark): an Admission(admit, needed_blocks,
+        reserved_blocks, free_blocks) for a sequence of num_tokens tokens
+        starting at `start` (its expected hit); admit when free - reserved
+        - needed >= watermark_blocks."""
+        out = _Admission()
+        self._invoke(self._lib.inkling_admission, num_tokens, start,
+                     watermark_blocks, ctypes.byref(out))
+        return Admission(bool(out.admit), out.needed_blocks,
+                         out.reserved_blocks, out.free_blocks)
 
     def sequence_longest_cached_prefix(self, seq, max_length):
         """The largest resume point among the hashes `seq` still keeps."""

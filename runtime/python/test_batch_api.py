@@ -251,6 +251,27 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(manager.sequence_info(other).num_tokens, 8)
 
 
+class AdmissionTest(unittest.TestCase):
+    def test_admission_counts_and_errors(self):
+        manager, buffers = make_manager()
+        self.addCleanup(manager.close)
+        first = manager.admission(100, 0, 0)
+        self.assertTrue(first.admit)
+        self.assertEqual(first.reserved_blocks, 0)
+        self.assertEqual(first.free_blocks, 255)
+        seq = manager.add_sequence(prompt(20))
+        manager.schedule_batch([seq], [20])
+        buffers.build([seq])
+        manager.commit_batch([seq], [20], [[1]])
+        after = manager.admission(100, 0, 0)
+        self.assertEqual(after.free_blocks, 255 - 1)  # block 4 holds [17, 20)
+        self.assertEqual(after.reserved_blocks, 1)  # its next decode block
+        self.assertFalse(manager.admission(100, 0, 254).admit)
+        with self.assertRaises(rt.InklingError) as caught:
+            manager.admission(8, 8, 0)
+        self.assertIn("start position (8)", caught.exception.message)
+
+
 class EagleRuleTest(unittest.TestCase):
     def test_use_eagle_drops_the_last_matched_block(self):
         # Window policy, W = N = 4: prompts of 8, 16, 12 and 24 tokens cache

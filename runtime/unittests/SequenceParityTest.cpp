@@ -174,4 +174,55 @@ TEST(SequenceParityTest, EagleWithHistoryAcrossBlocks) {
   EXPECT_EQ(*m.longestCachedPrefix(prompt.data(), 12, 3), 0);
 }
 
+TEST(SequenceParityTest, AdmissionKeepsTheWatermark) {
+  // W = N = 4, lookahead 0: a sequence holds at most 4 blocks in a step, 2
+  // between steps. A pool of 16 blocks (15 usable).
+  EngineOptions options;
+  options.numBlocks = 16;
+  TestEngine engine(options);
+  SequenceManager &m = engine.manager();
+  StatusOr<Admission> empty = m.admission(100, 0, 1);
+  ASSERT_TRUE(empty.isOk()) << empty.status().toString();
+  EXPECT_TRUE(empty->admit);
+  EXPECT_EQ(empty->neededBlocks, 2); // stores its last 3 positions
+  EXPECT_EQ(empty->reservedBlocks, 0);
+  EXPECT_EQ(empty->freeBlocks, 15);
+  EXPECT_EQ(m.admission(1, 0, 0)->neededBlocks, 1);
+  // A hit adds its history block (cached, so counted as free).
+  EXPECT_EQ(m.admission(100, 40, 0)->neededBlocks, 3);
+  // Each running sequence reserves what its next step may allocate.
+  std::vector<SequenceId> running;
+  for (int i = 0; i < 3; ++i) {
+    running.push_back(*engine.add(iota(10, 100 * i)));
+    ASSERT_EQ(engine.step({{running.back(), 10}}), "");
+  }
+  StatusOr<Admission> busy = m.admission(100, 0, 1);
+  EXPECT_EQ(busy->reservedBlocks, 3 * (4 - 2));
+  EXPECT_EQ(busy->freeBlocks, 15 - 3 * 2);
+  EXPECT_TRUE(busy->admit); // 9 - 6 - 2 = 1 >= 1
+  EXPECT_FALSE(m.admission(100, 0, 2)->admit);
+  // Admitting what the query allows never runs the running ones out of
+  // blocks: a fourth sequence's step and everyone's decode fit.
+  running.push_back(*engine.add(iota(10, 700)));
+  ASSERT_EQ(engine.step({{running.back(), 10}}), "");
+  EXPECT_FALSE(m.admission(100, 0, 1)->admit);
+  std::vector<StepPlan> decode;
+  for (SequenceId id : running)
+    decode.push_back({id, 1});
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(engine.step(decode), "") << i;
+  // A preempted sequence reserves nothing.
+  ASSERT_TRUE(m.preempt(running[0]).isOk());
+  EXPECT_EQ(m.admission(100, 0, 0)->reservedBlocks, 3 * (4 - 2));
+  // Bad inputs are named and change nothing.
+  std::string before = m.debugString();
+  EXPECT_NE(m.admission(0, 0, 0).status().message().find("prompt length (0)"),
+            std::string::npos);
+  EXPECT_NE(m.admission(8, 8, 0).status().message().find("start position (8)"),
+            std::string::npos);
+  EXPECT_NE(m.admission(8, 0, -1).status().message().find("watermark (-1"),
+            std::string::npos);
+  EXPECT_EQ(m.debugString(), before);
+}
+
 } // namespace

@@ -127,6 +127,21 @@ struct SequenceInfo {
   BlockCopy copy; ///< The pending copy-on-write; src is held until commit.
 };
 
+/// The answer of SequenceManager::admission: whether a new (or resumed)
+/// sequence fits while `watermark` free blocks stay for the running ones.
+struct Admission {
+  bool admit = false;
+  /// Blocks the sequence takes by the end of its first step: the history
+  /// blocks of its hit (counted as free ones) plus its first stored range.
+  int64_t neededBlocks = 0;
+  /// Blocks the live sequences' next steps may still allocate: for a
+  /// decoding one, the blocks of a 1 + lookahead step it does not hold (and
+  /// a copy-on-write); for any other (prefilling, scheduled),
+  /// maxBlocksPerSequence() - held. Preempted ones reserve nothing.
+  int64_t reservedBlocks = 0;
+  int64_t freeBlocks = 0; ///< pool().numFreeBlocks(), cached ones included
+};
+
 /// Padded shapes of a step, for graph capture.
 struct StepShape {
   int64_t numRows = 0;   ///< Rows to fill (>= batch size); 0: batch size.
@@ -273,6 +288,17 @@ public:
   void setDropLastMatchedBlock(bool drop) {
     config_.dropLastMatchedBlock = drop;
   }
+
+  /// Admission (vLLM's can_allocate with its watermark): a sequence of
+  /// numTokens known tokens starting at startPosition (0 or its expected
+  /// prefix hit) is admitted when free - reserved - needed >= watermark
+  /// blocks (see Admission). The window-only footprint is small, so without
+  /// this an engine that admits by free blocks alone over-admits and
+  /// preempts when the running sequences' next steps need their blocks.
+  /// InvalidArgument for numTokens < 1, a start outside [0, numTokens) or a
+  /// negative watermark. Changes nothing.
+  StatusOr<Admission> admission(int64_t numTokens, int64_t startPosition,
+                                int64_t watermarkBlocks) const;
 
   /// A step's lookups in one call (for callers where a call is expensive):
   /// out[i] = longestCachedPrefix(tokens + offsets[i], offsets[i+1] -
