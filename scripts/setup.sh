@@ -9,6 +9,7 @@ packages=(
   libclang-rt-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev
   nlohmann-json3-dev libomp-22-dev python3-numpy python3-torch
+  python3-dev
 )
 
 missing=()
