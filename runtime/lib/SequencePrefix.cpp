@@ -252,7 +252,12 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
       continue;
     }
     int64_t point = (j + 1 - drop) * blockSize_;
-    if (point > 0 && runStart <= firstHistoryBlock(point))
+    // The mutant drops a block off the plain hit without asking for the
+    // extra one.
+    int64_t needs = INKLING_MUTANT("eagle-plain-minus-block")
+                        ? (j + 1) * blockSize_
+                        : point;
+    if (point > 0 && runStart <= firstHistoryBlock(needs))
       best = point;
   }
   return best;
