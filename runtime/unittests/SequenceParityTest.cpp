@@ -190,30 +190,51 @@ TEST(SequenceParityTest, AdmissionKeepsTheWatermark) {
   EXPECT_EQ(m.admission(1, 0, 0)->neededBlocks, 1);
   // A hit adds its history block (cached, so counted as free).
   EXPECT_EQ(m.admission(100, 40, 0)->neededBlocks, 3);
-  // Each running sequence reserves what its next step may allocate.
-  std::vector<SequenceId> running;
+  // Each running sequence reserves what its next step may allocate. Three
+  // decoding at c = 12 hold block 2 ([9, 12)) and need block 3 next.
+  std::vector<SequenceId> decoding;
   for (int i = 0; i < 3; ++i) {
-    running.push_back(*engine.add(iota(10, 100 * i)));
-    ASSERT_EQ(engine.step({{running.back(), 10}}), "");
+    decoding.push_back(*engine.add(iota(12, 100 * i)));
+    ASSERT_EQ(engine.step({{decoding.back(), 12}}), "");
   }
-  StatusOr<Admission> busy = m.admission(100, 0, 1);
-  EXPECT_EQ(busy->reservedBlocks, 3 * (4 - 2));
-  EXPECT_EQ(busy->freeBlocks, 15 - 3 * 2);
-  EXPECT_TRUE(busy->admit); // 9 - 6 - 2 = 1 >= 1
-  EXPECT_FALSE(m.admission(100, 0, 2)->admit);
-  // Admitting what the query allows never runs the running ones out of
-  // blocks: a fourth sequence's step and everyone's decode fit.
-  running.push_back(*engine.add(iota(10, 700)));
-  ASSERT_EQ(engine.step({{running.back(), 10}}), "");
-  EXPECT_FALSE(m.admission(100, 0, 1)->admit);
-  std::vector<StepPlan> decode;
-  for (SequenceId id : running)
-    decode.push_back({id, 1});
-  for (int i = 0; i < 8; ++i)
-    ASSERT_EQ(engine.step(decode), "") << i;
+  StatusOr<Admission> busy = m.admission(100, 0, 0);
+  EXPECT_EQ(busy->freeBlocks, 15 - 3);
+  EXPECT_EQ(busy->reservedBlocks, 3);
+  EXPECT_TRUE(m.admission(100, 0, 7)->admit); // 12 - 3 - 2 = 7
+  EXPECT_FALSE(m.admission(100, 0, 8)->admit);
+  // A prefilling one reserves a chunk's window: 4 - its 2 held blocks.
+  SequenceId prefill = *engine.add(iota(40, 900));
+  ASSERT_EQ(engine.step({{prefill, 10}}), "");
+  busy = m.admission(100, 0, 0);
+  EXPECT_EQ(busy->freeBlocks, 15 - 3 - 2);
+  EXPECT_EQ(busy->reservedBlocks, 3 + 2);
+  // What the query admits at watermark 0 never runs a step out of blocks:
+  // admit while it says so, then step everyone (decode and chunks).
+  std::vector<SequenceId> all = decoding;
+  all.push_back(prefill);
+  while (m.admission(100, 0, 0)->admit) {
+    all.push_back(*engine.add(iota(100, 2000 + 100 * int(all.size()))));
+    ASSERT_LT(all.size(), 20u);
+  }
+  EXPECT_GT(all.size(), 4u);
+  for (int i = 0; i < 8; ++i) {
+    std::vector<StepPlan> step;
+    for (SequenceId id : all) {
+      SequenceInfo info = *m.sequenceInfo(id);
+      step.push_back(
+          {id, info.numComputed + 1 >= info.numTokens
+                   ? 1
+                   : std::min<int64_t>(10, info.numTokens - info.numComputed)});
+    }
+    ASSERT_EQ(engine.step(step), "") << "step " << i;
+  }
   // A preempted sequence reserves nothing.
-  ASSERT_TRUE(m.preempt(running[0]).isOk());
-  EXPECT_EQ(m.admission(100, 0, 0)->reservedBlocks, 3 * (4 - 2));
+  int64_t reserved = m.admission(100, 0, 0)->reservedBlocks;
+  int64_t held = m.sequenceInfo(decoding[0])->blocks.size();
+  int64_t own = m.maxBlocksPerSequence() - held;
+  ASSERT_TRUE(m.preempt(decoding[0]).isOk());
+  EXPECT_LE(m.admission(100, 0, 0)->reservedBlocks, reserved);
+  EXPECT_GE(m.admission(100, 0, 0)->reservedBlocks, reserved - own);
   // Bad inputs are named and change nothing.
   std::string before = m.debugString();
   EXPECT_NE(m.admission(0, 0, 0).status().message().find("prompt length (0)"),
