@@ -36,7 +36,8 @@ typedef struct {
 static void *acquire(Buffers *held, PyObject *object, Py_ssize_t itemSize,
                      int writable, Py_ssize_t *items) {
   Py_buffer *view = &held->views[held->count];
-  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  int flags =
+      PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(object, view, flags) != 0) {
     PyErr_Clear();
     return NULL;
@@ -63,9 +64,7 @@ static int toInt64(PyObject *object, int64_t *out) {
   return 0;
 }
 
-static void *toPointer(PyObject *object) {
-  return PyLong_AsVoidPtr(object);
-}
+static void *toPointer(PyObject *object) { return PyLong_AsVoidPtr(object); }
 
 static PyObject *status(Buffers *held, int64_t value) {
   releaseAll(held);
@@ -81,16 +80,15 @@ static int checkArgs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
   return 0;
 }
 
-typedef inkling_status_t (*ScheduleBatch)(inkling_manager_t *,
-                                          const int64_t *, const int64_t *,
-                                          int64_t);
+typedef inkling_status_t (*ScheduleBatch)(inkling_manager_t *, const int64_t *,
+                                          const int64_t *, int64_t);
 typedef inkling_status_t (*CommitBatch)(inkling_manager_t *, const int64_t *,
                                         const int64_t *, const int64_t *,
                                         const int32_t *, int64_t);
 typedef inkling_status_t (*BuildStep)(inkling_manager_t *,
-                                      inkling_step_buffers_t *,
-                                      const int64_t *, int64_t, int64_t,
-                                      int64_t, inkling_step_info_t *);
+                                      inkling_step_buffers_t *, const int64_t *,
+                                      int64_t, int64_t, int64_t,
+                                      inkling_step_info_t *);
 typedef inkling_status_t (*LookupBatch)(inkling_manager_t *, const int32_t *,
                                         const int64_t *, const int64_t *,
                                         int64_t, int64_t *);
@@ -128,8 +126,7 @@ static PyObject *commitBatch(PyObject *self, PyObject *const *args,
   Py_ssize_t n = 0, m = 0, o = 0, t = 0;
   const int64_t *ids = acquire(&held, args[2], 8, 0, &n);
   const int64_t *accepted = ids ? acquire(&held, args[3], 8, 0, &m) : NULL;
-  const int64_t *offsets =
-      accepted ? acquire(&held, args[4], 8, 0, &o) : NULL;
+  const int64_t *offsets = accepted ? acquire(&held, args[4], 8, 0, &o) : NULL;
   const int32_t *tokens = offsets ? acquire(&held, args[5], 4, 0, &t) : NULL;
   /* The runtime checks each range; its end within the tokens is ours. */
   if (!tokens || n != m || o != n + 1 || offsets[n] > t)
@@ -220,9 +217,15 @@ static PyMethodDef kMethods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef kModule = {
-    PyModuleDef_HEAD_INIT, "_inkling_runtime_fast",
-    "The batch calls of inkling_runtime without ctypes' per-call cost.", -1,
-    kMethods, NULL, NULL, NULL, NULL};
+    PyModuleDef_HEAD_INIT,
+    "_inkling_runtime_fast",
+    "The batch calls of inkling_runtime without ctypes' per-call cost.",
+    -1,
+    kMethods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 PyMODINIT_FUNC PyInit__inkling_runtime_fast(void) {
   PyObject *module = PyModule_Create(&kModule);
