@@ -8,7 +8,8 @@ packages=(
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libclang-rt-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev
-  nlohmann-json3-dev libomp-22-dev python3-numpy
+  nlohmann-json3-dev libomp-22-dev python3-numpy python3-torch
+  python3-dev
 )
 
 missing=()

@@ -193,6 +193,15 @@ inkling_status_t inkling_fork(inkling_manager_t *manager, int64_t parent,
   });
 }
 
+inkling_status_t
+inkling_manager_set_drop_last_matched_block(inkling_manager_t *manager,
+                                            int32_t drop) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    m.setDropLastMatchedBlock(drop != 0);
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_manager_set_prefix_policy(inkling_manager_t *manager,
                                                    const char *policy,
                                                    int64_t snapshot_every) {
@@ -244,6 +253,35 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
       return nullArgument("output length");
     return store(m.longestCachedPrefix(tokens, num_tokens, max_length),
                  out_length);
+  });
+}
+
+inkling_status_t inkling_admission(inkling_manager_t *manager,
+                                   int64_t num_tokens, int64_t start_position,
+                                   int64_t watermark_blocks,
+                                   inkling_admission_t *out) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out)
+      return nullArgument("output admission");
+    StatusOr<Admission> admission =
+        m.admission(num_tokens, start_position, watermark_blocks);
+    if (!admission)
+      return admission.status();
+    out->admit = admission->admit ? 1 : 0;
+    out->needed_blocks = admission->neededBlocks;
+    out->reserved_blocks = admission->reservedBlocks;
+    out->free_blocks = admission->freeBlocks;
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_longest_cached_prefix_batch(
+    inkling_manager_t *manager, const int32_t *tokens,
+    const int64_t *token_offsets, const int64_t *max_lengths, int64_t count,
+    int64_t *out_lengths) {
+  return withManager(manager, [&](SequenceManager &m) {
+    return m.longestCachedPrefixBatch(tokens, token_offsets, max_lengths, count,
+                                      out_lengths);
   });
 }
 

@@ -122,6 +122,55 @@ int64_t SequenceManager::maxSnapshotBlocks() const {
          config_.snapshotEvery * ((history_ + blockSize_ - 1) / blockSize_);
 }
 
+StatusOr<Admission> SequenceManager::admission(int64_t numTokens,
+                                               int64_t startPosition,
+                                               int64_t watermarkBlocks) const {
+  if (numTokens < 1 || numTokens > kMaxPosition)
+    return invalidArgument("admission: prompt length (" + str(numTokens) +
+                           ") must be in [1, 2^31)");
+  if (startPosition < 0 || startPosition >= numTokens)
+    return invalidArgument("admission: start position (" + str(startPosition) +
+                           ") must be in [0, " + str(numTokens) +
+                           "): the last token is always computed");
+  if (watermarkBlocks < 0)
+    return invalidArgument("admission: watermark (" + str(watermarkBlocks) +
+                           " blocks) must be >= 0");
+  Admission result;
+  // A hit holds the blocks of its W-1 history positions (cached: they
+  // leave the free queue); its first step stores at most W-1+L positions.
+  int64_t hitBlocks = startPosition > 0 ? startPosition / blockSize_ -
+                                              firstHistoryBlock(startPosition)
+                                        : 0;
+  int64_t stored = std::min(numTokens - startPosition, history_ + lookahead_);
+  result.neededBlocks =
+      std::min(maxHeld_, hitBlocks + spanBlocks(stored, blockSize_));
+  for (const Sequence &seq : seqs_) {
+    if (!seq.live() || seq.state == SequenceState::Preempted)
+      continue;
+    int64_t c = seq.numComputed;
+    if (seq.state == SequenceState::Idle && c + 1 >= seq.numTokens) {
+      // Decoding: a step of 1 + L tokens stores [c, c + 1 + L): the blocks
+      // of that range it does not hold, plus a copy if the held one is
+      // shared.
+      int64_t first = blockOf(c), last = blockOf(c + lookahead_);
+      const MappedBlock *held = heldBlocks(seq);
+      bool overlap = seq.numHeld > 0 && held[seq.numHeld - 1].logical == first;
+      bool copy =
+          overlap && pool_.isSharedOrCached(held[seq.numHeld - 1].physical);
+      result.reservedBlocks +=
+          last - first + 1 - (overlap ? 1 : 0) + (copy ? 1 : 0);
+    } else {
+      // Prefilling (or mid-step): a chunk's window at worst.
+      result.reservedBlocks += maxHeld_ - seq.numHeld;
+    }
+  }
+  result.freeBlocks = pool_.numFreeBlocks();
+  result.admit =
+      result.freeBlocks - result.reservedBlocks - result.neededBlocks >=
+      watermarkBlocks;
+  return result;
+}
+
 int64_t SequenceManager::maxBlocksBetweenSteps() const {
   // The blocks W-1 consecutive positions can touch: ceil((W-2)/N) + 1.
   return spanBlocks(history_, blockSize_);

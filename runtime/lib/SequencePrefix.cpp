@@ -241,6 +241,9 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
   // A resume at (j+1)N needs the blocks of its W-1 history positions: the
   // run of consecutive cached blocks ending at j must reach back to
   // firstHistoryBlock((j+1)N).
+  // With the EAGLE rule the run must also hold block j itself, and the hit
+  // is jN: vLLM's "one more contiguous block, then drop the last".
+  int64_t drop = config_.dropLastMatchedBlock ? 1 : 0;
   int64_t runStart = 0;
   for (int64_t j = 0; j < blocks; ++j) {
     hash = chainBlockHash(hash, tokens + j * blockSize_, blockSize_);
@@ -248,10 +251,51 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
       runStart = j + 1;
       continue;
     }
-    if (runStart <= firstHistoryBlock((j + 1) * blockSize_))
-      best = (j + 1) * blockSize_;
+    int64_t point = (j + 1 - drop) * blockSize_;
+    // The mutant drops a block off the plain hit without asking for the
+    // extra one.
+    int64_t needs = INKLING_MUTANT("eagle-plain-minus-block")
+                        ? (j + 1) * blockSize_
+                        : point;
+    if (point > 0 && runStart <= firstHistoryBlock(needs))
+      best = point;
   }
   return best;
+}
+
+Status SequenceManager::longestCachedPrefixBatch(const int32_t *tokens,
+                                                 const int64_t *tokenOffsets,
+                                                 const int64_t *maxLengths,
+                                                 int64_t count,
+                                                 int64_t *out) const {
+  if (count < 0 || (count > 0 && (!tokenOffsets || !maxLengths || !out)))
+    return invalidArgument("lookup batch of " + str(count) +
+                           " prompts needs non-null offset, max length and "
+                           "output arrays");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i], to = tokenOffsets[i + 1];
+    if (from < 0 || to < from)
+      return invalidArgument("token offsets [" + str(from) + ", " + str(to) +
+                             ") of lookup entry " + str(i) +
+                             " are not a range");
+    if (to > from && !tokens)
+      return invalidArgument("token array is null");
+    if (maxLengths[i] < 0)
+      return invalidArgument("max length (" + str(maxLengths[i]) +
+                             ") of lookup entry " + str(i) + " must be >= 0");
+  }
+  // Valid entries cannot fail: write as we go.
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = tokenOffsets[i];
+    StatusOr<int64_t> hit =
+        longestCachedPrefix(tokens ? tokens + from : nullptr,
+                            tokenOffsets[i + 1] - from, maxLengths[i]);
+    if (!hit)
+      return internalError("lookup batch: validated entry " + str(i) +
+                           " failed: " + hit.status().toString());
+    out[i] = *hit;
+  }
+  return Status::ok();
 }
 
 Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
@@ -278,16 +322,20 @@ SequenceManager::longestCachedPrefix(SequenceId id, int64_t maxLength) const {
   if (!config_.enablePrefixCaching)
     return int64_t(0);
   const HashChain &chain = chainOf(*seq);
+  int64_t drop = config_.dropLastMatchedBlock ? 1 : 0; // the EAGLE rule
   int64_t last = std::min(maxLength / blockSize_, chain.end()) - 1;
   for (int64_t j = last; j >= chain.base; --j) {
-    int64_t first = firstHistoryBlock((j + 1) * blockSize_);
+    int64_t point = (j + 1 - drop) * blockSize_;
+    if (point == 0)
+      break;
+    int64_t first = firstHistoryBlock(point);
     if (first < chain.base)
       break;
     int64_t k = j;
     while (k >= first && cache_.find(chain.at(k)) >= 0)
       --k;
     if (k < first)
-      return (j + 1) * blockSize_;
+      return point;
   }
   return int64_t(0);
 }

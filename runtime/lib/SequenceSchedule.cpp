@@ -119,21 +119,24 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
   top -= top % blockSize_;
   if (top <= c)
     return;
+  // A boundary is stored as 2b, or 2b + 1 when it is pinned: named by the
+  // engine (a cache point) or the one a resubmitted prompt resumes from.
+  // The snapshot cap applies to the others only (docs/runtime.md).
   std::vector<int64_t> &bounds = boundScratch_;
   bounds.clear();
   if (config_.prefixPolicy == PrefixPolicy::EveryBlock) {
     for (int64_t b = top; b > c; b -= blockSize_)
-      bounds.push_back(b);
+      bounds.push_back(2 * b);
   } else {
-    bounds.push_back(top); // the chunk's end
+    bounds.push_back(2 * top); // the chunk's end
     int64_t every = config_.snapshotEvery * blockSize_;
     for (int64_t b = top - top % every; b > c; b -= every)
-      bounds.push_back(b);
+      bounds.push_back(2 * b);
     // Below S*N, boundaries at N * 2^k: a shared prompt shorter than S
     // blocks still gets a first hit (whose frontier then finds its end).
     for (int64_t b = blockSize_; b < every && b <= top; b *= 2)
       if (b > c)
-        bounds.push_back(b);
+        bounds.push_back(2 * b);
     // The hit frontier: a sequence that started at a hit h shares its
     // prompt beyond h with an earlier one, up to a point no one knows: it
     // snapshots every boundary in (h, h + S*N], so the next sharer resumes
@@ -146,18 +149,30 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
     if (hit > 0 && onGrid)
       for (int64_t b = std::min(top, hit + every); b > std::max(c, hit);
            b -= blockSize_)
-        bounds.push_back(b);
+        bounds.push_back(2 * b);
     for (int32_t point : cachePoints_[slotOf(seq)]) {
       int64_t b = point - point % blockSize_;
       if (b > c && b <= top)
-        bounds.push_back(b);
+        bounds.push_back(2 * b + 1);
     }
+    // A resubmitted identical prompt of L tokens is looked up with at most
+    // L-1 tokens (the engine computes the last one): it resumes from
+    // floor((L-1)/N)*N, one block below the chunk end when N divides L.
+    int64_t resubmit = (seq.numTokens - 1) - (seq.numTokens - 1) % blockSize_;
+    if (resubmit > c && resubmit <= top)
+      bounds.push_back(2 * resubmit + 1);
     std::sort(bounds.begin(), bounds.end(), std::greater<int64_t>());
-    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    // Descending, a pinned 2b + 1 comes before its 2b: keep the first.
+    bounds.erase(
+        std::unique(bounds.begin(), bounds.end(),
+                    [](int64_t a, int64_t b) { return a / 2 == b / 2; }),
+        bounds.end());
   }
   const HashChain &chain = chainOf(seq);
   int64_t storeFrom = plan.storeFrom;
-  for (int64_t b : bounds) {
+  for (int64_t encoded : bounds) {
+    int64_t b = encoded / 2;
+    bool pinned = encoded % 2 != 0;
     int64_t firstBlock = firstHistoryBlock(b), lastBlock = b / blockSize_ - 1;
     if (b - history_ >= storeFrom)
       continue; // the window stores it
@@ -180,9 +195,11 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
       continue; // would write the held block of c
     if (!snap.ranges.empty() && blockOf(snap.ranges.back().from) <= lastBlock) {
       snap.ranges.back().from = static_cast<int32_t>(lo); // shares a block
+      snap.ranges.back().pinned |= pinned;
       continue;
     }
-    snap.ranges.push_back({static_cast<int32_t>(lo), static_cast<int32_t>(b)});
+    snap.ranges.push_back(
+        {static_cast<int32_t>(lo), static_cast<int32_t>(b), pinned});
   }
   if (storeFrom < plan.storeFrom) {
     SchedulePlan extended = planSchedule(seq, numTokens, storeFrom);
@@ -194,22 +211,38 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
       plan = extended;
   }
   std::reverse(snap.ranges.begin(), snap.ranges.end());
-  for (const SnapshotRange &range : snap.ranges)
-    snap.blocks += blockOf(range.to - 1) - blockOf(range.from) + 1;
-  // Snapshots are optional: when the free blocks run short, the lowest go
-  // first, so they never turn a schedule into OutOfBlocks. The snapshots
-  // policy also keeps a step's snapshot blocks within maxBlocksPerSequence()
+  auto blocksOf = [&](const SnapshotRange &range) {
+    return blockOf(range.to - 1) - blockOf(range.from) + 1;
+  };
+  int64_t automatic = 0; // blocks of the ranges the cap applies to
+  for (const SnapshotRange &range : snap.ranges) {
+    snap.blocks += blocksOf(range);
+    automatic += range.pinned ? 0 : blocksOf(range);
+  }
+  // Snapshots are optional: when the free blocks run short, the lowest
+  // automatic ones go first, then the lowest pinned ones, so they never turn
+  // a schedule into OutOfBlocks. The snapshots policy also keeps a step's
+  // automatic snapshot blocks within maxSnapshotBlocks(); pinned ones
+  // (cache points, the resubmit boundary) are never dropped for the cap
   // (every-block stores what it must, like vLLM).
   int64_t cap = config_.prefixPolicy == PrefixPolicy::Snapshots
                     ? maxSnapshotBlocks()
                     : std::numeric_limits<int64_t>::max();
-  size_t drop = 0;
-  while (drop < snap.ranges.size() &&
-         (plan.needed + snap.blocks > budget || snap.blocks > cap)) {
-    const SnapshotRange &range = snap.ranges[drop++];
-    snap.blocks -= blockOf(range.to - 1) - blockOf(range.from) + 1;
-  }
-  snap.ranges.erase(snap.ranges.begin(), snap.ranges.begin() + drop);
+  for (bool dropPinned : {false, true})
+    for (SnapshotRange &range : snap.ranges) {
+      if (range.pinned != dropPinned || range.to == 0)
+        continue;
+      if (plan.needed + snap.blocks <= budget &&
+          (dropPinned || automatic <= cap))
+        break;
+      snap.blocks -= blocksOf(range);
+      automatic -= range.pinned ? 0 : blocksOf(range);
+      range.to = 0; // dropped
+    }
+  snap.ranges.erase(
+      std::remove_if(snap.ranges.begin(), snap.ranges.end(),
+                     [](const SnapshotRange &range) { return range.to == 0; }),
+      snap.ranges.end());
 }
 
 [[gnu::always_inline]] inline Status

@@ -26,7 +26,13 @@ call holds the manager's lock (the C API is not thread-safe), so calls are
 serialized, never concurrent; a call on a closed manager raises
 InklingError(FAILED_PRECONDITION).
 
-One file on purpose (about 900 lines, over the ~700 the style asks): it is
+Batches at C speed: the step's calls (schedule_batch, build, commit_batch
+with token_offsets, longest_cached_prefix_batch, add_sequence) take numpy
+int64 ids/counts/offsets and int32 token ids (or torch CPU tensors,
+buffers) without a copy, through the compiled _inkling_runtime_fast.so next
+to the library when it is there (docs/runtime.md, "The batch API").
+
+One file on purpose (about 1250 lines, over the ~700 the style asks): it is
 the binding of one C header, shipped as a single module that is both
 `inkling_runtime` (standalone, next to the library) and `inkling.runtime`
 (copied by python/CMakeLists.txt). A second module would need an import that
@@ -44,7 +50,7 @@ import numpy as np
 __all__ = [
     "OK", "INVALID_ARGUMENT", "OUT_OF_BLOCKS", "NOT_FOUND",
     "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAVAILABLE", "INTERNAL",
-    "InklingError", "LayoutConfig", "Manager", "StepBuffers", "CacheSpec",
+    "InklingError", "TokenError", "LayoutConfig", "Manager", "StepBuffers", "CacheSpec",
     "load", "derive_layout", "sconv_cache_spec", "attention_cache_spec",
     "unify_page_sizes", "rank_layouts", "check_rank_tiling", "Step",
     "aligned_empty", "BUFFER_ALIGNMENT",
@@ -67,6 +73,7 @@ _I32 = ctypes.c_int32
 _I64 = ctypes.c_int64
 _U64 = ctypes.c_uint64
 _P = ctypes.POINTER
+_V = ctypes.c_void_p  # an array's address (an int)
 _ERROR_CAPACITY = 1024
 
 
@@ -141,6 +148,11 @@ class _SequenceInfo(ctypes.Structure):
                 ("num_blocks", _I64)]
 
 
+class _Admission(ctypes.Structure):
+    _fields_ = [("admit", _I32), ("needed_blocks", _I64),
+                ("reserved_blocks", _I64), ("free_blocks", _I64)]
+
+
 class _StepBufferSpec(ctypes.Structure):
     _fields_ = [("query_start_loc", _P(_I32)), ("num_computed", _P(_I32)),
                 ("block_table", _P(_I32)), ("slot_mapping", _P(_I64)),
@@ -187,36 +199,42 @@ _SIGNATURES = {
     "inkling_manager_last_error": (ctypes.c_char_p, (ctypes.c_void_p,)),
     "inkling_manager_stats": (_STATUS, (ctypes.c_void_p, _P(_ManagerStats))),
     "inkling_manager_check_invariants": (_STATUS, (ctypes.c_void_p,)),
+    # Token and id arrays are passed as addresses (_V): numpy arrays are
+    # handed over without a copy (see _tokens, _int64s).
     "inkling_add_sequence": (
-        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64))),
+        _STATUS, (ctypes.c_void_p, _V, _I64, _I64, _P(_I64))),
     "inkling_append_tokens": (
-        _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64)),
+        _STATUS, (ctypes.c_void_p, _I64, _V, _I64)),
     "inkling_schedule": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_schedule_ahead": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_commit": (
-        _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I32), _I64)),
-    "inkling_schedule_batch": (
-        _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _I64)),
+        _STATUS, (ctypes.c_void_p, _I64, _I64, _V, _I64)),
+    "inkling_schedule_batch": (_STATUS, (ctypes.c_void_p, _V, _V, _I64)),
     "inkling_commit_batch": (
-        _STATUS, (ctypes.c_void_p, _P(_I64), _P(_I64), _P(_I64), _P(_I32),
-                  _I64)),
+        _STATUS, (ctypes.c_void_p, _V, _V, _V, _V, _I64)),
     "inkling_preempt": (_STATUS, (ctypes.c_void_p, _I64)),
     "inkling_resume": (_STATUS, (ctypes.c_void_p, _I64, _I64)),
     "inkling_resume_with_tokens": (
-        _STATUS, (ctypes.c_void_p, _I64, _P(_I32), _I64, _I64)),
+        _STATUS, (ctypes.c_void_p, _I64, _V, _I64, _I64)),
     "inkling_sequence_longest_cached_prefix": (
         _STATUS, (ctypes.c_void_p, _I64, _I64, _P(_I64))),
     "inkling_finish": (_STATUS, (ctypes.c_void_p, _I64)),
     "inkling_fork": (_STATUS, (ctypes.c_void_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix": (
-        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64))),
+        _STATUS, (ctypes.c_void_p, _V, _I64, _I64, _P(_I64))),
+    "inkling_admission": (
+        _STATUS, (ctypes.c_void_p, _I64, _I64, _I64, _P(_Admission))),
+    "inkling_longest_cached_prefix_batch": (
+        _STATUS, (ctypes.c_void_p, _V, _V, _V, _I64, _V)),
     "inkling_manager_set_prefix_policy": (
         _STATUS, (ctypes.c_void_p, ctypes.c_char_p, _I64)),
+    "inkling_manager_set_drop_last_matched_block": (
+        _STATUS, (ctypes.c_void_p, _I32)),
     "inkling_add_sequence_with_keys": (
-        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, _P(_I64), _I64,
+        _STATUS, (ctypes.c_void_p, _V, _I64, _I64, _V, _I64,
                   ctypes.c_char_p, _I64, _P(_I64))),
     "inkling_longest_cached_prefix_with_keys": (
-        _STATUS, (ctypes.c_void_p, _P(_I32), _I64, _I64, ctypes.c_char_p,
+        _STATUS, (ctypes.c_void_p, _V, _I64, _I64, ctypes.c_char_p,
                   _I64, _P(_I64))),
     "inkling_sequence_info": (
         _STATUS, (ctypes.c_void_p, _I64, _P(_SequenceInfo))),
@@ -225,7 +243,7 @@ _SIGNATURES = {
                   _P(ctypes.c_void_p))),
     "inkling_step_buffers_destroy": (None, (ctypes.c_void_p,)),
     "inkling_build_step": (
-        _STATUS, (ctypes.c_void_p, ctypes.c_void_p, _P(_I64), _I64, _I64,
+        _STATUS, (ctypes.c_void_p, ctypes.c_void_p, _V, _I64, _I64,
                   _I64, _P(_StepInfo))),
     "inkling_cache_spec_sconv": (
         _STATUS, (_P(LayoutConfig), ctypes.c_char_p, _P(CacheSpec)) + _ERR),
@@ -273,6 +291,56 @@ def load(path=None):
     return load_cdll(path, _SIGNATURES)
 
 
+_fast_modules = {}
+_FAST_SLOW_PATH = -1000  # inkling_runtime_fast.c's kSlowPath
+
+
+class _Fast:
+    """The compiled fast path (inkling_runtime_fast.c) for one library: the
+    module and the addresses of the C functions it calls."""
+
+    def __init__(self, module, lib):
+        if module.SLOW_PATH != _FAST_SLOW_PATH:
+            raise ImportError("another _inkling_runtime_fast")
+        self.module = module
+
+        def address(name):
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+        self.schedule_batch = address("inkling_schedule_batch")
+        self.commit_batch = address("inkling_commit_batch")
+        self.build_step = address("inkling_build_step")
+        self.lookup_batch = address("inkling_longest_cached_prefix_batch")
+        self.add_sequence = address("inkling_add_sequence_with_keys")
+        self.no_points = np.zeros(0, _INT64)
+
+
+def _fast_path(lib):
+    """The _Fast of `lib`: `_inkling_runtime_fast.so` next to the library
+    file, loaded by path (no name-dependent import); None when it is absent
+    or does not load, or with INKLING_RUNTIME_NO_FAST=1 (ctypes alone)."""
+    with _load_lock:
+        if lib not in _fast_modules:
+            _fast_modules[lib] = None
+            directory = os.path.dirname(getattr(lib, "_name", "") or "")
+            path = os.path.join(directory, "_inkling_runtime_fast.so")
+            if directory and os.path.exists(path) and \
+                    not os.environ.get("INKLING_RUNTIME_NO_FAST"):
+                import importlib.machinery
+                import importlib.util
+                try:
+                    loader = importlib.machinery.ExtensionFileLoader(
+                        "_inkling_runtime_fast", path)
+                    spec = importlib.util.spec_from_file_location(
+                        "_inkling_runtime_fast", path, loader=loader)
+                    module = importlib.util.module_from_spec(spec)
+                    loader.exec_module(module)
+                    _fast_modules[lib] = _Fast(module, lib)
+                except (ImportError, OSError):
+                    pass
+        return _fast_modules[lib]
+
+
 def _raise_if_failed(lib, status, message):
     if status != OK:
         name = lib.inkling_status_name(status).decode()
@@ -286,15 +354,101 @@ def _call(lib, function, *args):
     _raise_if_failed(lib, status, error.value.decode(errors="replace"))
 
 
-def _int32_array(values):
-    # ctypes wraps an out-of-range int silently (2**31 becomes -2**31):
-    # token ids are int32 in the C API, so say so instead.
-    values = list(values)
-    for value in values:
-        if not -2**31 <= value < 2**31:
-            raise ValueError("token id %d does not fit int32 (the C API's "
-                             "token ids are in [-2^31, 2^31 - 1])" % value)
-    return (_I32 * max(1, len(values)))(*values), len(values)
+class TokenError(InklingError, ValueError):
+    """A token id or count the C API cannot take (INVALID_ARGUMENT; also a
+    ValueError, as before the batch API)."""
+
+    def __init__(self, message):
+        super().__init__(INVALID_ARGUMENT, message, "invalid argument")
+
+
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+
+
+def _address(array):
+    """The address of a C-contiguous numpy array's data, without a copy
+    (from_buffer is 3x faster than array.ctypes.data; it needs a writable
+    buffer, else the slow way)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError, BufferError):
+        return array.ctypes.data
+
+
+def _as_numpy(values):
+    """numpy arrays as they are; torch CPU tensors shared (.numpy(), no
+    copy); anything else through np.asarray (lists, array.array, other
+    buffers)."""
+    if type(values) is np.ndarray:
+        return values
+    if type(values).__module__ == "torch":
+        if values.device.type != "cpu":
+            raise TokenError("token ids on %s: the runtime reads host memory "
+                             "(pass a CPU tensor)" % values.device)
+        return values.detach().numpy()
+    try:
+        return np.asarray(values)
+    except (OverflowError, ValueError) as error:
+        raise TokenError("values do not form an integer array: %s" % error)
+
+
+def _integers(values, dtype, what):
+    """values as a C-contiguous array of `dtype` (read flat), without a copy
+    when they already are one; checked to fit."""
+    array = _as_numpy(values)
+    if array.dtype is not dtype and array.dtype != dtype:
+        if array.size == 0:
+            return np.zeros(0, dtype)
+        if array.dtype.kind not in "iub":
+            raise TokenError("%s of dtype %s: expected integers"
+                             % (what, array.dtype))
+        info = np.iinfo(dtype)
+        low, high = int(array.min()), int(array.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            if dtype is _INT32:
+                raise TokenError("token id %d does not fit int32 (the C "
+                                 "API's token ids are in [-2^31, 2^31 - 1])"
+                                 % bad)
+            raise TokenError("%s value %d does not fit int64" % (what, bad))
+        array = array.astype(dtype)
+    if array.ndim != 1:
+        if array.ndim == 0:
+            raise TokenError("%s: expected a sequence, got a scalar" % what)
+        array = array.reshape(-1)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    return array
+
+
+def _tokens(values):
+    """Token ids as an int32 array (no copy for int32 numpy arrays and
+    torch CPU int32 tensors)."""
+    return _integers(values, _INT32, "token ids")
+
+
+def _int64s(values, what="ids"):
+    return _integers(values, _INT64, what)
+
+
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _pointer(values, dtype, what):
+    """(array, address) of values as `dtype` integers. The fast path, a
+    writable C-contiguous non-empty numpy array of that dtype (what an
+    engine passes at C speed), costs one buffer lookup; from_buffer refuses
+    every other array (read-only, strided, empty), which takes the checked
+    path."""
+    if type(values) is np.ndarray and values.dtype is dtype:
+        try:
+            return values, _addressof(_from_buffer(values))
+        except (TypeError, ValueError, BufferError):
+            pass
+    array = _integers(values, dtype, what)
+    return array, _address(array)
 
 
 def _layout_dict(layout):
@@ -319,13 +473,17 @@ SequenceInfo = namedtuple(
     "SequenceInfo", "state num_computed num_tokens num_scheduled num_blocks")
 ManagerStats = namedtuple("ManagerStats", [f for f, _ in _ManagerStats._fields_])
 StepInfo = namedtuple("StepInfo", [f for f, _ in _StepInfo._fields_])
+Admission = namedtuple("Admission", [f for f, _ in _Admission._fields_])
 
 
 class Manager(Closing):
     """Block tables of one group of sconv layers (SequenceManager)."""
 
     def __init__(self, layout_config, num_blocks, lookahead=0,
-                 prefix_caching=True, prefix_seed=0, lib=None):
+                 prefix_caching=True, prefix_seed=0, use_eagle=False,
+                 lib=None):
+        """use_eagle: the EAGLE/MTP hit rule of vLLM (a lookup drops the
+        last matched block); see set_use_eagle."""
         self._lib = lib or load()
         config = _ManagerConfig(layout_config, num_blocks, lookahead,
                                 1 if prefix_caching else 0, prefix_seed)
@@ -336,6 +494,9 @@ class Manager(Closing):
         _call(self._lib, self._lib.inkling_manager_create,
               ctypes.byref(config), ctypes.byref(handle))
         self._handle = handle
+        self._fast = _fast_path(self._lib)
+        if use_eagle:
+            self.set_use_eagle(True)
 
     def close(self):
         """Destroys the manager and its step buffers (idempotent; other
@@ -356,8 +517,26 @@ class Manager(Closing):
         """Calls function(handle, *args) under the lock; raises on failure
         (with the message of this call: read under the same lock)."""
         with self._lock:
-            self._check_open()
-            self._check(function(self._handle, *args))
+            handle = self._handle
+            if not handle:
+                self._check_open()
+            status = function(handle, *args)
+            if status:
+                self._check(status)
+
+    def _invoke_fast(self, function, address, *args):
+        """The compiled path: function(address, handle, *args); False when
+        it declines (an array it cannot take: then the ctypes path runs)."""
+        with self._lock:
+            handle = self._handle
+            if not handle:
+                self._check_open()
+            status = function(address, handle.value, *args)
+            if status:
+                if status == _FAST_SLOW_PATH:
+                    return False
+                self._check(status)
+        return True
 
     def _check_open(self):
         if not self._handle:
@@ -374,22 +553,34 @@ class Manager(Closing):
 
     def add_sequence(self, tokens, start=0, cache_points=None,
                      extra_keys=None):
-        """Adds a prompt; `start` is 0 or a prefix hit. `cache_points`:
-        sorted positions in [1, len(tokens)] whose block boundary prefill
-        snapshots (e.g. the end of the system prompt); `extra_keys` (bytes,
-        at most 4096: cache salt, adapter id) seed the hash chain. Returns
-        its id."""
-        array, count = _int32_array(tokens)
+        """Adds a prompt; `start` is 0 or a prefix hit. `tokens`: a list, a
+        numpy array or a torch CPU tensor (int32 ones pass without a copy),
+        or any integer buffer. `cache_points`: sorted positions in [1,
+        len(tokens)] whose block boundary prefill snapshots (e.g. the end of
+        the system prompt), stored whatever the snapshot cap; `extra_keys`
+        (bytes, at most 4096: cache salt, adapter id) seed the hash chain.
+        Returns its id."""
         out = _I64()
+        fast = self._fast
+        if fast and type(tokens) is np.ndarray and tokens.dtype is _INT32:
+            points = fast.no_points if cache_points is None else cache_points
+            if type(points) is np.ndarray and points.dtype is _INT64 and \
+                    self._invoke_fast(fast.module.add_sequence,
+                                      fast.add_sequence, tokens, start,
+                                      points, bytes(extra_keys or b""),
+                                      ctypes.addressof(out)):
+                return out.value
+        array, address = _pointer(tokens, _INT32, "token ids")
         if cache_points is None and extra_keys is None:
-            self._invoke(self._lib.inkling_add_sequence, array, count, start,
-                         ctypes.byref(out))
+            self._invoke(self._lib.inkling_add_sequence, address, array.size,
+                         start, ctypes.byref(out))
             return out.value
-        points = [int(p) for p in (cache_points or ())]
+        points = _int64s(() if cache_points is None else cache_points,
+                         "cache points")
         keys = bytes(extra_keys or b"")
-        self._invoke(self._lib.inkling_add_sequence_with_keys, array, count,
-                     start, (_I64 * max(1, len(points)))(*points), len(points),
-                     keys, len(keys), ctypes.byref(out))
+        self._invoke(self._lib.inkling_add_sequence_with_keys,
+                     address, array.size, start, _address(points),
+                     points.size, keys, len(keys), ctypes.byref(out))
         return out.value
 
     def set_prefix_policy(self, policy, snapshot_every=8):
@@ -397,9 +588,17 @@ class Manager(Closing):
         self._invoke(self._lib.inkling_manager_set_prefix_policy,
                      policy.encode(), snapshot_every)
 
+    def set_use_eagle(self, use_eagle):
+        """EAGLE/MTP drafting (vLLM's use_eagle): lookups from now on drop
+        the last matched block, so the drafter recomputes the block before
+        the hit."""
+        self._invoke(self._lib.inkling_manager_set_drop_last_matched_block,
+                     1 if use_eagle else 0)
+
     def append_tokens(self, seq, tokens):
-        array, count = _int32_array(tokens)
-        self._invoke(self._lib.inkling_append_tokens, seq, array, count)
+        array = _tokens(tokens)
+        self._invoke(self._lib.inkling_append_tokens, seq, _address(array),
+                     array.size)
 
     def schedule(self, seq, num_tokens):
         self._invoke(self._lib.inkling_schedule, seq, num_tokens)
@@ -412,30 +611,69 @@ class Manager(Closing):
     def commit(self, seq, accepted, tokens=()):
         """Accepts `accepted` scheduled tokens after appending `tokens`
         (accepted drafts, then the sampled token)."""
-        array, count = _int32_array(tokens)
-        self._invoke(self._lib.inkling_commit, seq, accepted, array, count)
+        array = _tokens(tokens)
+        self._invoke(self._lib.inkling_commit, seq, accepted,
+                     _address(array), array.size)
+
+    # Batches: one call per step. Ids, counts and tokens may be lists or, at
+    # C speed, numpy int64 (ids, counts, offsets) and int32 (tokens) arrays,
+    # torch CPU tensors or buffers: those are passed without a copy.
 
     def schedule_batch(self, seqs, num_tokens):
         """Schedules num_tokens[i] for seqs[i]: all or nothing."""
-        seqs, num_tokens = list(seqs), list(num_tokens)
-        count = len(seqs)
-        self._invoke(self._lib.inkling_schedule_batch,
-                     (_I64 * max(1, count))(*seqs),
-                     (_I64 * max(1, count))(*num_tokens), count)
+        fast = self._fast
+        if fast and type(seqs) is np.ndarray and \
+                type(num_tokens) is np.ndarray and seqs.dtype is _INT64 and \
+                num_tokens.dtype is _INT64 and \
+                self._invoke_fast(fast.module.schedule_batch,
+                                  fast.schedule_batch, seqs, num_tokens):
+            return
+        ids, id_ptr = _pointer(seqs, _INT64, "ids")
+        counts, count_ptr = _pointer(num_tokens, _INT64, "token counts")
+        if ids.size != counts.size:
+            raise TokenError("schedule batch: %d ids but %d token counts"
+                             % (ids.size, counts.size))
+        self._invoke(self._lib.inkling_schedule_batch, id_ptr, count_ptr,
+                     ids.size)
 
-    def commit_batch(self, seqs, accepted, tokens):
-        """Commits accepted[i] tokens of seqs[i], appending the list
-        tokens[i]: all or nothing."""
-        seqs, accepted, tokens = list(seqs), list(accepted), list(tokens)
-        count = len(seqs)
-        offsets = [0]
-        for appended in tokens:
-            offsets.append(offsets[-1] + len(appended))
-        flat, _ = _int32_array(t for appended in tokens for t in appended)
-        self._invoke(self._lib.inkling_commit_batch,
-                     (_I64 * max(1, count))(*seqs),
-                     (_I64 * max(1, count))(*accepted),
-                     (_I64 * (count + 1))(*offsets), flat, count)
+    def commit_batch(self, seqs, accepted, tokens, token_offsets=None):
+        """Commits accepted[i] tokens of seqs[i], appending tokens[i] (a
+        list of token lists); or, with `token_offsets` (len(seqs) + 1
+        entries), the flat `tokens[token_offsets[i]:token_offsets[i+1]]`.
+        All or nothing."""
+        fast = self._fast
+        if fast and token_offsets is not None and \
+                type(seqs) is np.ndarray and type(accepted) is np.ndarray and \
+                type(token_offsets) is np.ndarray and \
+                type(tokens) is np.ndarray and seqs.dtype is _INT64 and \
+                accepted.dtype is _INT64 and token_offsets.dtype is _INT64 and \
+                tokens.dtype is _INT32 and \
+                self._invoke_fast(fast.module.commit_batch, fast.commit_batch,
+                                  seqs, accepted, token_offsets, tokens):
+            return
+        ids, id_ptr = _pointer(seqs, _INT64, "ids")
+        counts, count_ptr = _pointer(accepted, _INT64, "accepted counts")
+        if token_offsets is None:
+            tokens = list(tokens)
+            offsets = np.zeros(len(tokens) + 1, _INT64)
+            np.cumsum([len(appended) for appended in tokens],
+                      out=offsets[1:])
+            flat = _tokens([t for appended in tokens for t in appended])
+            offset_ptr, flat_ptr = _address(offsets), _address(flat)
+        else:
+            offsets, offset_ptr = _pointer(token_offsets, _INT64,
+                                           "token offsets")
+            flat, flat_ptr = _pointer(tokens, _INT32, "token ids")
+        if ids.size != counts.size or offsets.size != ids.size + 1:
+            raise TokenError("commit batch: %d ids, %d accepted counts and "
+                             "%d token offsets (expected ids + 1)"
+                             % (ids.size, counts.size, offsets.size))
+        # The runtime checks that the ranges are ranges; their end is ours.
+        if offsets.item(-1) > flat.size:
+            raise TokenError("token offsets end at %d, past the %d tokens"
+                             % (offsets.item(-1), flat.size))
+        self._invoke(self._lib.inkling_commit_batch, id_ptr, count_ptr,
+                     offset_ptr, flat_ptr, ids.size)
 
     def preempt(self, seq):
         self._invoke(self._lib.inkling_preempt, seq)
@@ -447,9 +685,9 @@ class Manager(Closing):
         if tokens is None:
             self._invoke(self._lib.inkling_resume, seq, start)
             return
-        array, count = _int32_array(tokens)
-        self._invoke(self._lib.inkling_resume_with_tokens, seq, array, count,
-                     start)
+        array = _tokens(tokens)
+        self._invoke(self._lib.inkling_resume_with_tokens, seq,
+                     _address(array), array.size, start)
 
     def finish(self, seq):
         self._invoke(self._lib.inkling_finish, seq)
@@ -460,17 +698,70 @@ class Manager(Closing):
         return out.value
 
     def longest_cached_prefix(self, tokens, max_length, extra_keys=None):
-        array, count = _int32_array(tokens)
+        array, address = _pointer(tokens, _INT32, "token ids")
         out = _I64()
         if extra_keys is None:
-            self._invoke(self._lib.inkling_longest_cached_prefix, array,
-                         count, max_length, ctypes.byref(out))
+            self._invoke(self._lib.inkling_longest_cached_prefix, address,
+                         array.size, max_length, ctypes.byref(out))
         else:
             keys = bytes(extra_keys)
             self._invoke(self._lib.inkling_longest_cached_prefix_with_keys,
-                         array, count, max_length, keys, len(keys),
-                         ctypes.byref(out))
+                         address, array.size, max_length, keys,
+                         len(keys), ctypes.byref(out))
         return out.value
+
+    def longest_cached_prefix_batch(self, tokens, token_offsets,
+                                    max_lengths, out=None):
+        """A step's lookups in one call: entry i is the prompt
+        tokens[token_offsets[i]:token_offsets[i+1]] (flat int32 tokens,
+        len(max_lengths) + 1 offsets) capped at max_lengths[i]. Returns
+        `out` (an int64 array of >= len(max_lengths) entries, allocated when
+        None) with the hits in its first entries."""
+        if out is None:
+            out = np.empty(max(1, len(max_lengths)), _INT64)
+        fast = self._fast
+        if fast and type(tokens) is np.ndarray and \
+                type(token_offsets) is np.ndarray and \
+                type(max_lengths) is np.ndarray and type(out) is np.ndarray \
+                and tokens.dtype is _INT32 and token_offsets.dtype is _INT64 \
+                and max_lengths.dtype is _INT64 and out.dtype is _INT64 and \
+                self._invoke_fast(fast.module.lookup_batch, fast.lookup_batch,
+                                  tokens, token_offsets, max_lengths, out):
+            return out
+        flat, flat_ptr = _pointer(tokens, _INT32, "token ids")
+        offsets, offset_ptr = _pointer(token_offsets, _INT64, "token offsets")
+        limits, limit_ptr = _pointer(max_lengths, _INT64, "max lengths")
+        if offsets.size != limits.size + 1:
+            raise TokenError("lookup batch: %d max lengths need %d token "
+                             "offsets, got %d" % (limits.size, limits.size + 1,
+                                                  offsets.size))
+        if offsets.item(-1) > flat.size:
+            raise TokenError("token offsets end at %d, past the %d tokens"
+                             % (offsets.item(-1), flat.size))
+        if out is None:
+            out = np.zeros(max(1, limits.size), _INT64)
+        if type(out) is not np.ndarray or out.dtype is not _INT64 or \
+                out.size < limits.size:
+            raise TokenError("out: expected an int64 array of >= %d entries"
+                             % limits.size)
+        try:
+            out_ptr = _addressof(_from_buffer(out))  # writable, contiguous
+        except (TypeError, ValueError, BufferError):
+            raise TokenError("out: expected a writable contiguous array")
+        self._invoke(self._lib.inkling_longest_cached_prefix_batch, flat_ptr,
+                     offset_ptr, limit_ptr, limits.size, out_ptr)
+        return out
+
+    def admission(self, num_tokens, start=0, watermark_blocks=0):
+        """Admission (vLLM's watermark): an Admission(admit, needed_blocks,
+        reserved_blocks, free_blocks) for a sequence of num_tokens tokens
+        starting at `start` (its expected hit); admit when free - reserved
+        - needed >= watermark_blocks."""
+        out = _Admission()
+        self._invoke(self._lib.inkling_admission, num_tokens, start,
+                     watermark_blocks, ctypes.byref(out))
+        return Admission(bool(out.admit), out.needed_blocks,
+                         out.reserved_blocks, out.free_blocks)
 
     def sequence_longest_cached_prefix(self, seq, max_length):
         """The largest resume point among the hashes `seq` still keeps."""
@@ -535,15 +826,45 @@ class Step:
     They are views, not copies: the next build() on the same StepBuffers
     rewrites them (see StepBuffers)."""
 
-    def __init__(self, buffers, info):
-        self.info = info
-        rows = info.num_rows
-        self.query_start_loc = buffers.query_start_loc[:rows + 1]
-        self.num_computed = buffers.num_computed[:rows]
-        self.block_table = buffers.block_table[:rows]
-        self.slot_mapping = buffers.slot_mapping[:info.num_padded_tokens]
-        self.token_seq = buffers.token_seq[:info.num_padded_tokens]
-        self.block_copies = buffers.block_copies[:info.num_copies]
+    __slots__ = ("_counts", "_buffers")
+
+    def __init__(self, buffers, counts):
+        self._counts = counts  # a StepInfo, or the _StepInfo's 5 values
+        self._buffers = buffers
+
+    @property
+    def info(self):
+        """StepInfo: num_sequences, num_rows, num_tokens,
+        num_padded_tokens, num_copies."""
+        if type(self._counts) is not StepInfo:
+            self._counts = StepInfo(*self._counts)
+        return self._counts
+
+    # The views are made when read (a step an engine reads through its own
+    # references to the buffers costs nothing here).
+    @property
+    def query_start_loc(self):
+        return self._buffers.query_start_loc[:self.info.num_rows + 1]
+
+    @property
+    def num_computed(self):
+        return self._buffers.num_computed[:self.info.num_rows]
+
+    @property
+    def block_table(self):
+        return self._buffers.block_table[:self.info.num_rows]
+
+    @property
+    def slot_mapping(self):
+        return self._buffers.slot_mapping[:self.info.num_padded_tokens]
+
+    @property
+    def token_seq(self):
+        return self._buffers.token_seq[:self.info.num_padded_tokens]
+
+    @property
+    def block_copies(self):
+        return self._buffers.block_copies[:self.info.num_copies]
 
 
 class StepBuffers:
@@ -606,6 +927,9 @@ class StepBuffers:
             pointer("block_table", _I32), pointer("slot_mapping", _I64),
             pointer("block_copies", _I32), max_rows, num_cols, max_tokens,
             max_copies, pointer("token_seq", _I32))
+        self._info = _StepInfo()  # build()'s output, read under the lock
+        self._info_ref = ctypes.byref(self._info)
+        self._info_addr = ctypes.addressof(self._info)
         handle = ctypes.c_void_p()
         manager._invoke(manager._lib.inkling_step_buffers_create,
                         ctypes.byref(spec), ctypes.byref(handle))
@@ -623,11 +947,22 @@ class StepBuffers:
 
     def build(self, sequences, num_rows=0, num_padded_tokens=0):
         """Writes the step of the scheduled `sequences` (row b =
-        sequences[b]) and returns a Step."""
-        sequences = list(sequences)
-        ids = (_I64 * max(1, len(sequences)))(*sequences)
-        info = _StepInfo()
+        sequences[b]; a list, or an int64 array passed without a copy) and
+        returns a Step."""
         manager = self._manager
+        info = self._info
+        fast = manager._fast
+        with manager._lock:
+            if fast and type(sequences) is np.ndarray and \
+                    sequences.dtype is _INT64 and self._handle and \
+                    manager._invoke_fast(fast.module.build_step,
+                                         fast.build_step, self._handle.value,
+                                         sequences, num_rows,
+                                         num_padded_tokens, self._info_addr):
+                return Step(self, (
+                    info.num_sequences, info.num_rows, info.num_tokens,
+                    info.num_padded_tokens, info.num_copies))
+        ids, address = _pointer(sequences, _INT64, "ids")
         with manager._lock:
             if not self._handle:
                 manager._check_open()
@@ -635,10 +970,11 @@ class StepBuffers:
                                    "the step buffers are destroyed",
                                    "failed precondition")
             manager._invoke(manager._lib.inkling_build_step, self._handle,
-                            ids, len(sequences), num_rows, num_padded_tokens,
-                            ctypes.byref(info))
-        return Step(self, StepInfo(*(getattr(info, f)
-                                     for f in StepInfo._fields)))
+                            address, ids.size, num_rows, num_padded_tokens,
+                            self._info_ref)
+            return Step(self, (
+                info.num_sequences, info.num_rows, info.num_tokens,
+                info.num_padded_tokens, info.num_copies))
 
 
 # Page-size unification and tensor parallelism ---------------------------------

@@ -20,7 +20,9 @@ except ImportError:  # pragma: no cover - depends on the interpreter
     np = None
 try:
     import torch
-except ImportError:
+except ImportError:  # pragma: no cover - depends on the interpreter
+    if os.environ.get("INKLING_REQUIRE_TORCH"):
+        raise
     torch = None
 
 MIB = 1 << 20

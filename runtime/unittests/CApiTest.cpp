@@ -277,6 +277,66 @@ TEST_F(CApiTest, PrefixHitAndFork) {
   EXPECT_EQ(stats.num_free_blocks + stats.num_held_blocks, 31);
 }
 
+// Issue 30's C entry points: a step's lookups in one call (all validated
+// before any is answered), the admission query, the EAGLE rule.
+TEST_F(CApiTest, LookupBatchAdmissionAndEagle) {
+  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};
+  int64_t first = add(prompt);
+  ASSERT_EQ(inkling_schedule(manager, first, 8), INKLING_OK);
+  int32_t sampled = 13;
+  ASSERT_EQ(inkling_commit(manager, first, 8, &sampled, 1), INKLING_OK);
+  // Entry 0: the prompt (hit 8); entry 1: its first 7 tokens (0); entry 2:
+  // empty.
+  std::vector<int32_t> tokens = prompt;
+  tokens.insert(tokens.end(), prompt.begin(), prompt.begin() + 7);
+  int64_t offsets[] = {0, 8, 15, 15};
+  int64_t limits[] = {8, 7, 0};
+  int64_t hits[3] = {-1, -1, -1};
+  ASSERT_EQ(inkling_longest_cached_prefix_batch(manager, tokens.data(), offsets,
+                                                limits, 3, hits),
+            INKLING_OK)
+      << inkling_manager_last_error(manager);
+  EXPECT_EQ(hits[0], 8);
+  EXPECT_EQ(hits[1], 0);
+  EXPECT_EQ(hits[2], 0);
+  // A bad last entry: nothing written, the message names it.
+  int64_t bad[] = {8, 7, -1};
+  int64_t untouched[3] = {-5, -5, -5};
+  EXPECT_EQ(inkling_longest_cached_prefix_batch(manager, tokens.data(), offsets,
+                                                bad, 3, untouched),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(inkling_manager_last_error(manager))
+                .find("max length (-1) of lookup entry 2"),
+            std::string::npos);
+  EXPECT_EQ(untouched[0], -5);
+  // EAGLE: the hit at 8 needs blocks 1 and 2 (only block 1 is cached).
+  ASSERT_EQ(inkling_manager_set_drop_last_matched_block(manager, 1),
+            INKLING_OK);
+  ASSERT_EQ(inkling_longest_cached_prefix_batch(manager, tokens.data(), offsets,
+                                                limits, 1, hits),
+            INKLING_OK);
+  EXPECT_EQ(hits[0], 0);
+  ASSERT_EQ(inkling_manager_set_drop_last_matched_block(manager, 0),
+            INKLING_OK);
+  // Admission: 31 usable blocks; the first sequence holds block 1 ([5, 8))
+  // and needs block 2 for a 1 + 3-token step; a new one stores at most
+  // W-1+L = 6 positions in its first step: 3 blocks.
+  inkling_admission_t admission{};
+  ASSERT_EQ(inkling_admission(manager, 100, 0, 0, &admission), INKLING_OK);
+  EXPECT_EQ(admission.admit, 1);
+  EXPECT_EQ(admission.free_blocks, 30);
+  EXPECT_EQ(admission.reserved_blocks, 1);
+  EXPECT_EQ(admission.needed_blocks, 3);
+  ASSERT_EQ(inkling_admission(manager, 100, 0, 26, &admission), INKLING_OK);
+  EXPECT_EQ(admission.admit, 1);
+  ASSERT_EQ(inkling_admission(manager, 100, 0, 27, &admission), INKLING_OK);
+  EXPECT_EQ(admission.admit, 0);
+  EXPECT_EQ(inkling_admission(manager, 100, 0, -1, &admission),
+            INKLING_INVALID_ARGUMENT);
+  EXPECT_EQ(inkling_admission(manager, 100, 0, 0, nullptr),
+            INKLING_INVALID_ARGUMENT);
+}
+
 TEST_F(CApiTest, ResumeWithAndWithoutTokenIds) {
   std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   int64_t seq = add(std::vector<int32_t>(tokens.begin(), tokens.end() - 1));

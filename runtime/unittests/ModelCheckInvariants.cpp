@@ -104,8 +104,11 @@ std::string ModelChecker::checkSequence(size_t i) {
   if (!info.snapshotBlocks.empty()) {
     if (seq.state != State::Scheduled)
       return name + " holds snapshot blocks outside a step";
-    // maxSnapshotBlocks(): the window's bound plus a hit frontier.
-    int64_t snapBound = stepBound + maxEvery_ * (span(history() + 1) - 1);
+    // maxSnapshotBlocks(): the window's bound plus a hit frontier, and
+    // beyond that cap the pinned boundaries (the cache points and the
+    // resubmit boundary), ceil((W-1)/N) blocks each.
+    int64_t snapBound = stepBound + (maxEvery_ + seq.cachePoints + 1) *
+                                        (span(history() + 1) - 1);
     if (config_.policy == PrefixPolicy::Snapshots && !everyBlockSeen_ &&
         static_cast<int64_t>(info.snapshotBlocks.size()) > snapBound)
       return name + " holds " + std::to_string(info.snapshotBlocks.size()) +

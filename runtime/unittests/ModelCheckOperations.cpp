@@ -107,6 +107,38 @@ std::string ModelChecker::finishAny() {
   return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
 }
 
+// The EAGLE/MTP rule (vLLM's use_eagle) against the plain one, on the same
+// cache (no random draws: the other operations see the same stream): its
+// hit e is 0 or a multiple of N with the plain hit at e + N within the cap
+// (the blocks it needs include those of e + N), and never above the plain
+// hit.
+std::string ModelChecker::checkEagleHit(const std::vector<int32_t> &prompt,
+                                        int64_t maxLength, int64_t plain) {
+  int64_t len = prompt.size();
+  manager_->setDropLastMatchedBlock(true);
+  StatusOr<int64_t> eagle =
+      manager_->longestCachedPrefix(prompt.data(), len, maxLength);
+  manager_->setDropLastMatchedBlock(false);
+  if (!eagle)
+    return "EAGLE lookup: " + eagle.status().toString();
+  ++eagleChecks_;
+  int64_t e = *eagle;
+  if (e == 0)
+    return "";
+  std::string what = "EAGLE hit " + std::to_string(e) + " (plain " +
+                     std::to_string(plain) + ", max " +
+                     std::to_string(maxLength) + ")";
+  if (e % n_ != 0 || e + n_ > std::min(maxLength, len) || e + n_ > plain)
+    return what + " is not a block below a plain hit";
+  StatusOr<int64_t> above =
+      manager_->longestCachedPrefix(prompt.data(), len, e + n_);
+  StatusOr<int64_t> at = manager_->longestCachedPrefix(prompt.data(), len, e);
+  if (!above || *above != e + n_ || !at || *at != e)
+    return what + ": the plain rule does not find " + std::to_string(e + n_) +
+           " and " + std::to_string(e);
+  return "";
+}
+
 std::string ModelChecker::add() {
   lastOp_ = "add";
   if (static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
@@ -127,6 +159,8 @@ std::string ModelChecker::add() {
       return "longestCachedPrefix: " + hit.status().toString();
     if (*hit > maxLength || *hit % n_ != 0)
       return "bad prefix hit " + std::to_string(*hit);
+    if (std::string err = checkEagleHit(prompt, maxLength, *hit); !err.empty())
+      return err;
     start = *hit;
     prefixHits_ += start > 0;
   } else if (chance(0.1)) {
@@ -173,6 +207,7 @@ std::string ModelChecker::add() {
     seq.id = *id;
     seq.computed = start;
     seq.tokens = prompt;
+    seq.cachePoints = static_cast<int64_t>(points.size());
     seqs_.push_back(seq);
   }
   return "";

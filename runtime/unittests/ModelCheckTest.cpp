@@ -62,6 +62,7 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   EXPECT_GT(checker.arrivals(), 10) << "async scheduling not exercised";
   EXPECT_GT(checker.keyChecks(), 1000) << "cached blocks not checked";
   EXPECT_GE(checker.calls(), opsPerConfig());
+  EXPECT_GT(checker.eagleChecks(), 100) << "EAGLE lookups not checked";
   if (GetParam().policy != PrefixPolicy::Window)
     EXPECT_GT(checker.snapshotChecks(), 20);
   else
@@ -123,7 +124,8 @@ TEST_P(ModelCheckMutantTest, TheModelCheckCatchesTheBug) {
 INSTANTIATE_TEST_SUITE_P(Mutants, ModelCheckMutantTest,
                          ::testing::Values("no-copy-on-write", "no-lookahead",
                                            "leak-copy-source",
-                                           "snapshot-next-hash"),
+                                           "snapshot-next-hash",
+                                           "eagle-plain-minus-block"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                            std::string name = i.param;
                            std::replace(name.begin(), name.end(), '-', '_');

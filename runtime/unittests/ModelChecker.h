@@ -108,6 +108,7 @@ private:
         identities.push_back(last = mixToken(last, tokens[q]));
       return identities;
     }
+    int64_t cachePoints = 0; // the engine's, each pins one snapshot
     int64_t scheduled = 0;
     bool ran = false;     // the scheduled step's kernels ran
     bool pending = false; // scheduled ahead: the first token not yet given
@@ -164,6 +165,8 @@ private:
   std::string switchPolicy();
   std::string randomOperation();
   std::string add();
+  std::string checkEagleHit(const std::vector<int32_t> &prompt,
+                            int64_t maxLength, int64_t plain);
   std::string schedule();
   void modelSchedule(ModelSeq &seq, int64_t n);
 
@@ -232,12 +235,14 @@ private:
   int64_t arrivals_ = 0; // tokens delivered after their step was scheduled
   int64_t snapshotChecks_ = 0;
   int64_t keyChecks_ = 0;
+  int64_t eagleChecks_ = 0;
   int64_t maxEvery_ = config_.snapshotEvery;
   bool everyBlockSeen_ = false;
 
 public:
   /// Checks that saw a sequence holding snapshot blocks.
   int64_t snapshotChecks() const { return snapshotChecks_; }
+  int64_t eagleChecks() const { return eagleChecks_; }
   /// Cached blocks whose tag was checked against their tokens' key.
   int64_t keyChecks() const { return keyChecks_; }
 };

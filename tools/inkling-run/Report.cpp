@@ -76,6 +76,9 @@ void printJson(const ReportInputs &in) {
       {"finished", stats.finished},
       {"preemptions", stats.preemptions},
       {"out_of_blocks_preemptions", stats.oobPreemptions},
+      {"recomputed_tokens", stats.recomputedTokens},
+      {"admissions_deferred", stats.admissionsDeferred},
+      {"watermark", opt.watermark},
       {"resumes", stats.resumes},
       {"prefix_hits", stats.prefixHits},
       {"prefix_hit_tokens", stats.prefixHitTokens},
@@ -156,6 +159,16 @@ void printText(const ReportInputs &in) {
               ll(stats.arrivals), ll(stats.finished), ll(stats.forks),
               ll(stats.preemptions), ll(stats.oobPreemptions),
               ll(stats.resumes));
+  if (opt.watermark < 0)
+    std::printf("  admission      rule of thumb (--watermark=-1); %lld "
+                "prefill tokens recomputed after preemptions\n",
+                ll(stats.recomputedTokens));
+  else
+    std::printf("  admission      watermark %g of the pool; %lld admissions "
+                "deferred; %lld prefill tokens recomputed after "
+                "preemptions\n",
+                opt.watermark, ll(stats.admissionsDeferred),
+                ll(stats.recomputedTokens));
   std::printf("  prefix cache   %s policy: %lld hits, %lld tokens not "
               "recomputed (an unbounded every-block cache: %lld); %lld "
               "copy-on-write pages\n",

@@ -52,6 +52,10 @@ struct ServeOptions {
   /// Probability that a request with a shared prompt names its end as a
   /// cache point.
   double cachePointRate = 0;
+  /// Admission: the fraction of the pool kept free for the running
+  /// sequences (vLLM's watermark); < 0: the old rule of thumb (free blocks
+  /// >= maxBlocksPerSequence * (1 + running / 4)), for comparison.
+  double watermark = 0.01;
   bool check = true;
   bool json = false;
   bool progress = true;

@@ -11,6 +11,7 @@
 #include "Server.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 using namespace inkling;
@@ -84,6 +85,7 @@ void Server::preempt(Request *r, bool outOfBlocks) {
     std::exit(1);
   }
   r->preempted = true;
+  r->computedAtPreemption = r->computed;
   r->computed = 0;
   r->scheduled = false;
   running_.erase(std::find(running_.begin(), running_.end(), r));
@@ -99,24 +101,47 @@ void Server::preempt(Request *r, bool outOfBlocks) {
 void Server::admit() {
   while (static_cast<int64_t>(running_.size()) < opt_.maxBatch &&
          (!preempted_.empty() || !waiting_.empty())) {
-    // Leave room for a step of the running sequences.
-    if (manager_->pool().numFreeBlocks() <
-        manager_->maxBlocksPerSequence() * (1 + int64_t(running_.size()) / 4))
+    if (opt_.watermark < 0) {
+      // The old rule of thumb (--watermark=-1): room for a step of the
+      // running sequences, roughly.
+      if (manager_->pool().numFreeBlocks() <
+          manager_->maxBlocksPerSequence() * (1 + int64_t(running_.size()) / 4))
+        break;
+    }
+    if (!(preempted_.empty() ? admitWaiting() : admitPreempted())) {
+      ++stats_.admissionsDeferred;
       break;
-    if (!preempted_.empty())
-      admitPreempted();
-    else
-      admitWaiting();
+    }
   }
 }
 
-void Server::admitPreempted() {
+bool Server::admits(int64_t numTokens, int64_t hit) {
+  // The runtime's admission query: the sequence's first step and the
+  // running sequences' next steps fit, and a watermark of the pool stays
+  // free (vLLM's watermark, 1% by default).
+  if (opt_.watermark < 0)
+    return true;
+  int64_t watermark = static_cast<int64_t>(
+      std::ceil(opt_.watermark * double(manager_->pool().numBlocks())));
+  auto admission = manager_->admission(numTokens, hit, watermark);
+  if (!admission) {
+    internalError("admission", admission.status());
+    std::exit(1);
+  }
+  return admission->admit;
+}
+
+bool Server::admitPreempted() {
   Request *r = preempted_.front();
   auto hit = manager_->longestCachedPrefix(r->id, r->tokens.size() - 1);
   if (!hit) {
     internalError("longestCachedPrefix", hit.status());
     std::exit(1);
   }
+  if (!admits(r->tokens.size(), *hit))
+    return false;
+  stats_.recomputedTokens +=
+      std::max<int64_t>(0, r->computedAtPreemption - *hit);
   stats_.prefixHitTokensIdeal += workload_.idealHit(*r);
   if (Status s = manager_->resume(r->id, *hit); !s) {
     internalError("resume", s);
@@ -132,18 +157,21 @@ void Server::admitPreempted() {
     ++stats_.prefixHits;
     stats_.prefixHitTokens += *hit;
   }
+  return true;
 }
 
-void Server::admitWaiting() {
-  std::unique_ptr<Request> owned = std::move(waiting_.front());
-  waiting_.pop_front();
-  Request *r = owned.get();
+bool Server::admitWaiting() {
+  Request *r = waiting_.front().get();
   auto hit = manager_->longestCachedPrefix(r->tokens.data(), r->tokens.size(),
                                            r->tokens.size() - 1);
   if (!hit) {
     internalError("longestCachedPrefix", hit.status());
     std::exit(1);
   }
+  if (!admits(r->tokens.size(), *hit))
+    return false;
+  std::unique_ptr<Request> owned = std::move(waiting_.front());
+  waiting_.pop_front();
   stats_.prefixHitTokensIdeal += workload_.idealHit(*r);
   auto id = manager_->addSequence(r->tokens.data(), r->tokens.size(), *hit,
                                   &r->cachePoint, r->cachePoint > 0 ? 1 : 0);
@@ -160,6 +188,7 @@ void Server::admitWaiting() {
   }
   running_.push_back(r);
   live_.push_back(std::move(owned));
+  return true;
 }
 
 bool Server::scheduleBatch() {

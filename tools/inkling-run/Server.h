@@ -59,8 +59,11 @@ private:
   /// A fork for parallel sampling: a child of an idle decoding sequence.
   bool maybeFork();
   void admit();
-  void admitPreempted();
-  void admitWaiting();
+  // Each admits the first in its queue, or returns false (nothing changes)
+  // when the admission query says the pool is short.
+  bool admitPreempted();
+  bool admitWaiting();
+  bool admits(int64_t numTokens, int64_t hit);
   void preempt(Request *r, bool outOfBlocks);
   bool scheduleBatch();
   /// Schedules n tokens of r, preempting the newest sequences while out of

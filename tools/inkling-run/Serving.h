@@ -32,6 +32,10 @@ struct Stats {
   int64_t arrivals = 0, finished = 0, preemptions = 0, oobPreemptions = 0,
           resumes = 0, prefixHits = 0, prefixHitTokens = 0, forks = 0,
           blockCopies = 0;
+  /// Prefill positions computed again after a preemption (beyond the hit).
+  int64_t recomputedTokens = 0;
+  /// Admissions the admission query deferred (the pool was short).
+  int64_t admissionsDeferred = 0;
   /// What an unbounded every-block cache would hit on the same admissions,
   /// from the requests' token chains alone (not the runtime).
   int64_t prefixHitTokensIdeal = 0;

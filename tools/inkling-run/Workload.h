@@ -69,6 +69,9 @@ struct Request {
   int64_t admitOrder = 0;
   int64_t cachePoint = 0; ///< The shared prompt's end, if named; else 0.
   bool preempted = false;
+  /// Positions computed when it was last preempted (recomputed: those
+  /// below them that its resume's hit does not cover).
+  int64_t computedAtPreemption = 0;
   /// --async: the sampled token the runtime has not been given yet.
   bool tokenPending = false;
   int32_t pendingToken = 0;

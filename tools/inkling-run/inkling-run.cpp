@@ -191,6 +191,11 @@ cl::opt<double> cachePointRate(
     "cache-point-rate", cl::init(0), cl::cat(workload),
     cl::desc("Probability that a request with a shared prompt names its end "
              "as a cache point"));
+cl::opt<double> watermark(
+    "watermark", cl::init(0.01), cl::cat(workload),
+    cl::desc("Admission keeps this fraction of the pool free for the running "
+             "sequences' next steps (the runtime's admission query, vLLM's "
+             "watermark); -1: the old rule of thumb, for comparison"));
 cl::opt<bool> noCheck("no-check", cl::cat(workload),
                       cl::desc("Skip the reference checks (timing)"));
 cl::opt<bool> json("json", cl::cat(workload),
@@ -318,6 +323,7 @@ bool workloadInRange() {
       !realIn("spec-rate", specRate, 0, 1) ||
       !realIn("preempt-rate", preemptRate, 0, 1) ||
       !realIn("fork-rate", forkRate, 0, 1) ||
+      (watermark != -1 && !realIn("watermark", watermark, 0, 1)) ||
       !realIn("shared-prefix-rate", sharedPrefixRate, 0, 1))
     return false;
   // The caches live in host memory (also with --device=gpu: the checker's
@@ -413,6 +419,7 @@ run::ServeOptions serveOptions(int64_t numLayers, int threads) {
   options.prefixPolicy = prefixPolicy;
   options.snapshotEvery = snapshotEvery;
   options.cachePointRate = cachePointRate;
+  options.watermark = watermark;
   options.check = !noCheck;
   options.json = json;
   options.progress = !noProgress;

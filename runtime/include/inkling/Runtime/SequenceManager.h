@@ -64,8 +64,10 @@ using SequenceId = int64_t;
 ///   * Window: only the window [st, p1) (resumable points are rare: a chunk's
 ///     final window seldom holds the history of a block boundary).
 ///   * Snapshots: also the history of the last block boundary before each
-///     chunk's end, of every S-th block boundary (S = snapshotEvery), and of
-///     the block boundaries before the engine's cache points.
+///     chunk's end, of every S-th block boundary (S = snapshotEvery), and,
+///     whatever the snapshot cap, of the block boundaries before the
+///     engine's cache points and of floor((L-1)/N)*N for an L-token prompt
+///     (where a resubmitted identical prompt resumes).
 ///   * EveryBlock: the history of every block boundary (vLLM's behaviour).
 /// Snapshot blocks are registered at commit and go straight to the
 /// evictable queue: cached, never held between steps.
@@ -87,6 +89,11 @@ struct SequenceManagerConfig {
   PrefixPolicy prefixPolicy = PrefixPolicy::Snapshots;
   /// Snapshots: every S-th block boundary, S in [1, kMaxSnapshotEvery].
   int64_t snapshotEvery = 8;
+  /// EAGLE/MTP drafting (vLLM's use_eagle): a hit drops its last matched
+  /// block, so the drafter recomputes the block before its start. A lookup
+  /// then answers p such that the hit without the rule would be p + N: the
+  /// blocks [firstHistoryBlock(p), p/N] are cached and p + N <= maxLength.
+  bool dropLastMatchedBlock = false;
 };
 
 enum class SequenceState : uint8_t {
@@ -118,6 +125,21 @@ struct SequenceInfo {
   std::vector<MappedBlock> snapshotBlocks;
   bool hasCopy = false;
   BlockCopy copy; ///< The pending copy-on-write; src is held until commit.
+};
+
+/// The answer of SequenceManager::admission: whether a new (or resumed)
+/// sequence fits while `watermark` free blocks stay for the running ones.
+struct Admission {
+  bool admit = false;
+  /// Blocks the sequence takes by the end of its first step: the history
+  /// blocks of its hit (counted as free ones) plus its first stored range.
+  int64_t neededBlocks = 0;
+  /// Blocks the live sequences' next steps may still allocate: for a
+  /// decoding one, the blocks of a 1 + lookahead step it does not hold (and
+  /// a copy-on-write); for any other (prefilling, scheduled),
+  /// maxBlocksPerSequence() - held. Preempted ones reserve nothing.
+  int64_t reservedBlocks = 0;
+  int64_t freeBlocks = 0; ///< pool().numFreeBlocks(), cached ones included
 };
 
 /// Padded shapes of a step, for graph capture.
@@ -261,6 +283,32 @@ public:
                                         const uint8_t *extraKeys,
                                         int64_t numExtraKeyBytes) const;
 
+  /// The EAGLE/MTP hit rule (SequenceManagerConfig::dropLastMatchedBlock)
+  /// for lookups from now on.
+  void setDropLastMatchedBlock(bool drop) {
+    config_.dropLastMatchedBlock = drop;
+  }
+
+  /// Admission (vLLM's can_allocate with its watermark): a sequence of
+  /// numTokens known tokens starting at startPosition (0 or its expected
+  /// prefix hit) is admitted when free - reserved - needed >= watermark
+  /// blocks (see Admission). The window-only footprint is small, so without
+  /// this an engine that admits by free blocks alone over-admits and
+  /// preempts when the running sequences' next steps need their blocks.
+  /// InvalidArgument for numTokens < 1, a start outside [0, numTokens) or a
+  /// negative watermark. Changes nothing.
+  StatusOr<Admission> admission(int64_t numTokens, int64_t startPosition,
+                                int64_t watermarkBlocks) const;
+
+  /// A step's lookups in one call (for callers where a call is expensive):
+  /// out[i] = longestCachedPrefix(tokens + offsets[i], offsets[i+1] -
+  /// offsets[i], maxLengths[i]). Validates every entry first (offsets
+  /// non-negative ranges, maxLengths >= 0); on error `out` is not written.
+  Status longestCachedPrefixBatch(const int32_t *tokens,
+                                  const int64_t *tokenOffsets,
+                                  const int64_t *maxLengths, int64_t count,
+                                  int64_t *out) const;
+
   /// Switches the snapshot policy (steps scheduled from now on); snapshotEvery
   /// in [1, kMaxSnapshotEvery]. InvalidArgument naming the value otherwise.
   Status setPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery);
@@ -293,10 +341,12 @@ public:
   int64_t lookahead() const { return lookahead_; }
   /// Blocks a sequence can hold during a step: span(W-1) + span(W-1+L).
   int64_t maxBlocksPerSequence() const { return maxHeld_; }
-  /// Snapshot blocks a sequence can hold during a step, on top of
+  /// Automatic snapshot blocks a sequence can hold during a step, on top of
   /// maxBlocksPerSequence(): 0 (window); maxBlocksPerSequence() + S *
   /// ceil((W-1)/N) (snapshots: beyond it the lowest are dropped); unbounded
-  /// (every-block: the chunk's blocks, like vLLM). Snapshot blocks only take
+  /// (every-block: the chunk's blocks, like vLLM). Pinned boundaries (the
+  /// cache points and the resubmit boundary floor((L-1)/N)*N) are not
+  /// capped: ceil((W-1)/N) blocks each on top. Snapshot blocks only take
   /// free blocks and are cached, not held, once the step commits.
   int64_t maxSnapshotBlocks() const;
   /// Blocks a sequence can hold between steps (the bound of docs/Design.md
@@ -442,6 +492,7 @@ private:
   // block boundary) and their blocks.
   struct SnapshotRange {
     int32_t from = 0, to = 0;
+    bool pinned = false; // a cache point or the resubmit boundary: no cap
   };
   struct SnapshotPlan {
     std::vector<SnapshotRange> ranges; // descending while planned

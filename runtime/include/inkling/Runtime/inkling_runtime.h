@@ -211,10 +211,39 @@ INKLING_API inkling_status_t inkling_fork(inkling_manager_t *manager,
 INKLING_API inkling_status_t inkling_longest_cached_prefix(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, int64_t *out_length);
+/* Admission (vLLM's watermark): a sequence of num_tokens known tokens that
+   would start at start_position (0 or its expected prefix hit) is admitted
+   when free - reserved - needed >= watermark_blocks: needed, the blocks it
+   takes by the end of its first step; reserved, what the live sequences'
+   next steps may still allocate. Changes nothing. */
+typedef struct {
+  int32_t admit;
+  int64_t needed_blocks;
+  int64_t reserved_blocks;
+  int64_t free_blocks;
+} inkling_admission_t;
+INKLING_API inkling_status_t inkling_admission(inkling_manager_t *manager,
+                                               int64_t num_tokens,
+                                               int64_t start_position,
+                                               int64_t watermark_blocks,
+                                               inkling_admission_t *out);
+/* A step's lookups in one call: out_lengths[i] is
+   inkling_longest_cached_prefix of tokens[token_offsets[i],
+   token_offsets[i+1]) with max_lengths[i] (token_offsets has count+1
+   entries). Validates every entry first; on error nothing is written. */
+INKLING_API inkling_status_t inkling_longest_cached_prefix_batch(
+    inkling_manager_t *manager, const int32_t *tokens,
+    const int64_t *token_offsets, const int64_t *max_lengths, int64_t count,
+    int64_t *out_lengths);
 /* Prefix policy (steps scheduled from now on): "window", "snapshots" (the
    default) or "every-block"; snapshot_every (S) in [1, 2^20] blocks. */
 INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
     inkling_manager_t *manager, const char *policy, int64_t snapshot_every);
+/* The EAGLE/MTP hit rule (vLLM's use_eagle), for lookups from now on: a hit
+   drops its last matched block (nonzero drop) so the drafter recomputes the
+   block before the start; 0 restores the plain rule. */
+INKLING_API inkling_status_t inkling_manager_set_drop_last_matched_block(
+    inkling_manager_t *manager, int32_t drop);
 /* inkling_add_sequence with the request's prefix-caching inputs: cache
    points (strictly increasing positions in [1, num_tokens]; prefill
    snapshots the block boundary at or before each) and extra keys (at most
