@@ -575,7 +575,27 @@ class LayerFakeGpuTest(unittest.TestCase):
     def test_checked_gpu_layer(self):
         with inkling.Layer(read(SMALL_LAYER), device="cuda", cuda=self.cuda,
                            checked=True) as layer:
-            layer(**self.device)  # the fake kernels report nothing
+            # Valid metadata: the checked kernels report nothing and compute
+            # what the reference does.
+            self.f.snapshot()
+            layer(**self.device)
+            for name, array in self.device.items():
+                if name == "cache":
+                    self.f.cache[:] = array.numpy()
+                elif name.startswith("output_"):
+                    self.f.args[name] = array.numpy()
+            self.f.check(self, layer)
+            # A slot that is not its token's own: the kernels' status words
+            # come back from the device and name it.
+            slots = self.f.step.slot_mapping.copy()
+            slots[0] += 1
+            bad = self.cuda.to_device(slots)
+            try:
+                with self.assertRaises(inkling.InklingError) as caught:
+                    layer(**dict(self.device, slot_mapping=bad))
+                self.assertIn("not its own slot", str(caught.exception))
+            finally:
+                bad.close()
 
 
 
