@@ -269,14 +269,25 @@ int main() {
   const inkling::KernelBundle &kb = **bundle;
   inkling::StatusOr<inkling::KernelManifest> manifest =
       inkling::KernelManifest::parse(kb.manifest);
+  // Per kernel two objects: its PTX and its host form (what the fake CUDA
+  // driver of the tests executes).
   check(manifest.isOk() && manifest->format == "ptx" &&
             manifest->findHost("layer") != nullptr &&
-            manifest->kernels.size() == kb.objects.size(),
+            2 * manifest->kernels.size() == kb.objects.size(),
         "the bundle's manifest parses with the runtime's reader");
-  bool objectsOk = !kb.objects.empty();
-  for (const inkling::KernelObject &object : kb.objects)
-    objectsOk &= object.bytes.find(".entry") != std::string::npos;
-  check(objectsOk, "every bundle object is PTX with an entry");
+  bool objectsOk = manifest.isOk() && !manifest->kernels.empty();
+  for (const inkling::KernelSpec &kernel :
+       manifest.isOk() ? manifest->kernels
+                       : std::vector<inkling::KernelSpec>()) {
+    const inkling::KernelObject *ptxObject = kb.find(kernel.file);
+    const inkling::KernelObject *hostForm = kb.find(kernel.hostForm);
+    objectsOk &=
+        ptxObject && ptxObject->bytes.find(".entry") != std::string::npos &&
+        hostForm &&
+        hostForm->bytes.find("__inkling_emu_entry_") != std::string::npos;
+  }
+  check(objectsOk, "every kernel's object is PTX with an entry, beside its "
+                   "host form");
   std::printf("  bundle: %zu kernels, manifest %zu bytes\n", kb.objects.size(),
               kb.manifest.size());
   mlir::OwningOpRef<mlir::ModuleOp> sameLayer = buildLayer(context);

@@ -366,19 +366,9 @@ struct EmitHostFormPass : impl::EmitHostFormPassBase<EmitHostFormPass> {
     ModuleOp module = getOperation();
     if (!module->hasAttr(kKernelsAttrName))
       return;
-    FailureOr<ArrayAttr> kernels = getKernelRecords(module);
-    if (failed(kernels))
-      return signalPassFailure();
     Builder attrs(&getContext());
-    SmallVector<Attribute> updated;
-    for (Attribute attr : *kernels) {
-      auto entry = cast<DictionaryAttr>(attr);
-      StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
-      auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);
-      if (!gpuModule) {
-        module.emitError() << "kernel " << name << " has no gpu.module";
-        return signalPassFailure();
-      }
+    auto record = [&](DictionaryAttr entry, LLVM::LLVMFuncOp kernel,
+                      NamedAttrList &update) -> LogicalResult {
       SmallVector<ArgumentLayout> arguments;
       int64_t param = 0;
       for (Attribute a : cast<ArrayAttr>(entry.get(mk::kArgs))) {
@@ -390,13 +380,14 @@ struct EmitHostFormPass : impl::EmitHostFormPassBase<EmitHostFormPass> {
         param += i(mk::kParams);
       }
       std::string text;
-      if (failed(hostForm(gpuModule, name, arguments, text)))
-        return signalPassFailure();
-      NamedAttrList list(entry);
-      list.set(mk::kHostForm, attrs.getStringAttr(text));
-      updated.push_back(list.getDictionary(&getContext()));
-    }
-    module->setAttr(kKernelsAttrName, attrs.getArrayAttr(updated));
+      if (failed(hostForm(kernel->getParentOfType<mlir::gpu::GPUModuleOp>(),
+                          kernel.getSymName(), arguments, text)))
+        return failure();
+      update.set(mk::kHostForm, attrs.getStringAttr(text));
+      return success();
+    };
+    if (failed(updateKernelRecords(module, record)))
+      signalPassFailure();
   }
 
   /// The host form of kernel `name` of `gpuModule`, as LLVM IR text.

@@ -10,6 +10,8 @@
 #include "inkling/Runtime/ManifestSchema.h"
 #include "inkling/Target/GPU/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <string>
@@ -125,6 +127,35 @@ FailureOr<ArrayAttr> getKernelRecords(ModuleOp module) {
     }
   }
   return kernels;
+}
+
+LogicalResult updateKernelRecords(
+    ModuleOp module,
+    llvm::function_ref<LogicalResult(
+        DictionaryAttr entry, LLVM::LLVMFuncOp kernel, NamedAttrList &update)>
+        update) {
+  FailureOr<ArrayAttr> kernels = getKernelRecords(module);
+  if (failed(kernels))
+    return failure();
+  SmallVector<Attribute> updated;
+  for (Attribute attr : *kernels) {
+    auto entry = cast<DictionaryAttr>(attr);
+    StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
+    auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);
+    auto func =
+        gpuModule ? gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name) : nullptr;
+    if (!func)
+      return module.emitError() << "kernel " << name
+                                << " is not an llvm.func in its gpu.module "
+                                   "after the NVVM lowering";
+    NamedAttrList list(entry);
+    if (failed(update(entry, func, list)))
+      return failure();
+    updated.push_back(list.getDictionary(module.getContext()));
+  }
+  module->setAttr(kKernelsAttrName,
+                  ArrayAttr::get(module.getContext(), updated));
+  return success();
 }
 
 } // namespace inkling::gpu

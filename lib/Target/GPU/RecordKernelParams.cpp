@@ -34,23 +34,9 @@ struct RecordKernelParamsPass
     ModuleOp module = getOperation();
     if (!module->hasAttr(kKernelsAttrName))
       return;
-    FailureOr<ArrayAttr> kernels = getKernelRecords(module);
-    if (failed(kernels))
-      return signalPassFailure();
     Builder b(&getContext());
-    SmallVector<Attribute> updated;
-    for (Attribute attr : *kernels) {
-      auto entry = cast<DictionaryAttr>(attr);
-      StringRef name = cast<StringAttr>(entry.get(mk::kName)).getValue();
-      auto gpuModule = module.lookupSymbol<mlir::gpu::GPUModuleOp>(name);
-      auto func =
-          gpuModule ? gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name) : nullptr;
-      if (!func) {
-        module.emitError() << "kernel " << name
-                           << " is not an llvm.func in its gpu.module after "
-                              "the NVVM lowering";
-        return signalPassFailure();
-      }
+    auto record = [&](DictionaryAttr entry, LLVM::LLVMFuncOp func,
+                      NamedAttrList &update) -> LogicalResult {
       SmallVector<Attribute> params;
       for (Type type : func.getFunctionType().getParams()) {
         if (isa<LLVM::LLVMPointerType>(type))
@@ -64,14 +50,11 @@ struct RecordKernelParamsPass
         expected +=
             cast<IntegerAttr>(cast<DictionaryAttr>(arg).get(mk::kParams))
                 .getInt();
-      if (expected != static_cast<int64_t>(params.size())) {
-        func.emitError() << "has " << params.size()
-                         << " parameters, but its memref arguments expand to "
-                         << expected
-                         << " (allocated ptr, aligned ptr, offset, sizes, "
-                            "strides each)";
-        return signalPassFailure();
-      }
+      if (expected != static_cast<int64_t>(params.size()))
+        return func.emitError()
+               << "has " << params.size()
+               << " parameters, but its memref arguments expand to " << expected
+               << " (allocated ptr, aligned ptr, offset, sizes, strides each)";
       // Each descriptor's allocated pointer (never dereferenced by a kernel)
       // declares the element size as its alignment, a true fact that puts
       // the element size into the PTX (`.ptr .align N`): a checker that sees
@@ -86,11 +69,11 @@ struct RecordKernelParamsPass
                 cast<IntegerAttr>(d.get(mk::kElementBytes)).getInt()));
         param += cast<IntegerAttr>(d.get(mk::kParams)).getInt();
       }
-      NamedAttrList list(entry);
-      list.set(mk::kParams, b.getArrayAttr(params));
-      updated.push_back(list.getDictionary(&getContext()));
-    }
-    module->setAttr(kKernelsAttrName, b.getArrayAttr(updated));
+      update.set(mk::kParams, b.getArrayAttr(params));
+      return success();
+    };
+    if (failed(updateKernelRecords(module, record)))
+      signalPassFailure();
   }
 };
 

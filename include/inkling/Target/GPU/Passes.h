@@ -21,6 +21,10 @@
 
 namespace mlir {
 class DialectRegistry;
+class NamedAttrList;
+namespace LLVM {
+class LLVMFuncOp;
+} // namespace LLVM
 } // namespace mlir
 
 namespace inkling::gpu {
@@ -46,6 +50,16 @@ constexpr const char *kOpInfoKey = "inkling.op";
 /// dictionaries holding every key the manifest needs, of its type.
 /// Otherwise an error on `module` names the entry, the argument and the key.
 mlir::FailureOr<mlir::ArrayAttr> getKernelRecords(mlir::ModuleOp module);
+
+/// After the NVVM lowering: calls `update` with each checked record, its
+/// kernel's `llvm.func` (an error if a kernel has none) and the record's
+/// attributes to change, then stores the changed records.
+mlir::LogicalResult updateKernelRecords(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(mlir::DictionaryAttr entry,
+                                           mlir::LLVM::LLVMFuncOp kernel,
+                                           mlir::NamedAttrList &update)>
+        update);
 
 /// The kernel bundle of a module lowered by `inkling-lower-to-nvvm`, in
 /// memory: calls `addObject(file, bytes)` once per distinct kernel, in
