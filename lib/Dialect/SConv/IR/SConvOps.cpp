@@ -521,13 +521,12 @@ LogicalResult FusedConvKvWriteOp::verify() {
     return emitOpError() << "expected one input, weight, 'normed' flag and "
                             "KV cache per stream; found "
                          << getInputs().size() << " inputs, "
-                         << getWeights().size() << " weights, "
-                         << normed.size() << " flags, " << getKvCaches().size()
+                         << getWeights().size() << " weights, " << normed.size()
+                         << " flags, " << getKvCaches().size()
                          << " KV caches for " << count << " streams";
   if (getNormWeights().size() != normCount)
     return emitOpError() << "expected one norm weight per normalized stream ("
-                         << normCount << "), found "
-                         << getNormWeights().size();
+                         << normCount << "), found " << getNormWeights().size();
   LayoutAttr layout = getLayout();
   if (failed(verifyDistinctStreams(*this, getStreams())) ||
       failed(
@@ -548,16 +547,18 @@ LogicalResult FusedConvKvWriteOp::verify() {
       return failure();
     if (Value weight = getNormWeightOf(i))
       if (failed(verifyNormWeightOperand(
-              *this, indexedName("norm_weights", llvm::count(normed.take_front(i), true)),
+              *this,
+              indexedName("norm_weights",
+                          llvm::count(normed.take_front(i), true)),
               weight.getType(), layout, layout.getStreamWidth(streams[i]))) ||
           failed(verifyNormWidth(*this, layout, streams[i])))
         return failure();
     int64_t rows = cast<MemRefType>(input.getType()).getDimSize(0);
     if (!ShapedType::isDynamic(rows)) {
       if (!ShapedType::isDynamic(tokens) && rows != tokens)
-        return emitOpError() << "operand '" << indexedName("inputs", i)
-                             << "': expected " << tokens
-                             << " tokens like 'inputs[0]', found " << rows;
+        return emitOpError()
+               << "operand '" << indexedName("inputs", i) << "': expected "
+               << tokens << " tokens like 'inputs[0]', found " << rows;
       tokens = rows;
     }
   }

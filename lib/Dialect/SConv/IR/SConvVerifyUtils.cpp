@@ -213,8 +213,7 @@ LogicalResult verifyKvCacheOperand(Operation *op, StringRef name, Type type,
       memref->getDimSize(1) < 1)
     return operandError(op, name)
            << "expected the attention cache [num_blocks, block_size, " << heads
-           << ", " << width
-           << "] (NHD) with a static block size >= 1, found "
+           << ", " << width << "] (NHD) with a static block size >= 1, found "
            << formatDims(memref->getShape());
   int64_t blockSize = memref->getDimSize(1);
   if (failed(checkShape(op, name, *memref, {dyn, blockSize, heads, width})) ||
@@ -240,8 +239,7 @@ LogicalResult verifyNormWeightOperand(Operation *op, StringRef name, Type type,
   return checkStrides(op, name, *memref, {1});
 }
 
-LogicalResult verifyNormWidth(Operation *op, LayoutAttr layout,
-                              Stream stream) {
+LogicalResult verifyNormWidth(Operation *op, LayoutAttr layout, Stream stream) {
   int64_t width = layout.getStreamWidth(stream);
   if (width % 8 != 0)
     return op->emitOpError()
