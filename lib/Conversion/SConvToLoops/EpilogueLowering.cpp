@@ -1,0 +1,316 @@
+//===- EpilogueLowering.cpp - rms_norm, kv_write, fused_conv_kv_write -----===//
+//
+// The loop nests of the conv's neighbours (issue #29):
+//
+//   sconv.rms_norm, sconv.kv_write:
+//     scf.parallel (t, h) { the row's norm / its KV-cache store }
+//   sconv.fused_conv_kv_write:
+//     scf.parallel (t, h) {
+//       the conv's per-(t, h) values (ConvNestBuilder::beginRow)
+//       per stream: the conv's row value chunk by chunk (rowValue, which
+//         also stores x into the conv cache with and_insert), normalized
+//         (normed streams) and stored into the stream's KV cache
+//     }
+//
+// One row norm for the standalone op and the fused one (emitRowNorm): the
+// arithmetic of docs/Design.md section 4, "Epilogues":
+//   per 16-byte chunk i: y (bf16, as stored) widened to f32, kept in a
+//     row-sized stack buffer; p[i] = halving tree of its squares
+//     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7));
+//   p[chunks..P) = 0 (P: the power of two >= chunks); pairwise tree over
+//     p: level s = 1, 2, 4, ...: p[i] += p[i + s] for i a multiple of 2s;
+//   r = sqrt(p[0] / w + eps); inv = 1 / r; out = bf16((y * inv) * weight).
+// The squares of bf16 values are exact in f32, so a backend that contracts
+// a square and an add into an fma gives the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvNest.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+using namespace inkling::sconv;
+
+namespace {
+
+/// Where a row's values come from, chunk by chunk (bf16, `lanes` lanes).
+using RowSource =
+    function_ref<Value(OpBuilder &, Location, Value c, int64_t lanes)>;
+/// Where a row's results go.
+using RowSink = function_ref<void(OpBuilder &, Location, Value c, Value value,
+                                  int64_t lanes)>;
+
+int64_t powerOfTwoAtLeast(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+/// The halving tree of an 8-lane f32 vector: lanes l + 4, then l + 2, then
+/// l + 1 added to lane l.
+Value laneTree(OpBuilder &b, Location loc, Value v) {
+  for (int64_t half = kLanes / 2; half >= 1; half /= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t l = 0; l < half; ++l) {
+      low.push_back(l);
+      high.push_back(l + half);
+    }
+    v = arith::AddFOp::create(b, loc,
+                              vector::ShuffleOp::create(b, loc, v, v, low),
+                              vector::ShuffleOp::create(b, loc, v, v, high));
+  }
+  return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
+}
+
+/// The row norm of docs/Design.md section 4 ("Epilogues") over `width`
+/// channels (a multiple of 8; the verifiers check it), in a stack scope.
+void emitRowNorm(OpBuilder &b, Location loc, int64_t width, Value weight,
+                 float epsilon, RowSource source, RowSink sink) {
+  int64_t chunks = width / kLanes;
+  int64_t padded = powerOfTwoAtLeast(chunks);
+  auto weightAlign = accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
+  auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+  scope.getBodyRegion().push_back(new Block());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&scope.getBodyRegion().front());
+  Type f32 = b.getF32Type();
+  Value row =
+      memref::AllocaOp::create(b, loc, MemRefType::get({width}, f32),
+                               ValueRange{}, b.getI64IntegerAttr(kAlignBytes));
+  Value sums = memref::AllocaOp::create(b, loc, MemRefType::get({padded}, f32));
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value lanes = cIndex(b, loc, kLanes);
+  scf::ForOp::create(
+      b, loc, c0, cIndex(b, loc, chunks), c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value i, ValueRange) {
+        Value c = ArithBuilder(b, loc).mul(i, lanes);
+        Value y = extToF32(b, loc, source(b, loc, c, kLanes), kLanes);
+        storeLanes(b, loc, y, row, ValueRange{c},
+                   llvm::MaybeAlign(kAlignBytes));
+        Value squares = arith::MulFOp::create(b, loc, y, y);
+        memref::StoreOp::create(b, loc, laneTree(b, loc, squares), sums,
+                                ValueRange{i});
+        scf::YieldOp::create(b, loc);
+      });
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  for (int64_t i = chunks; i < padded; ++i)
+    memref::StoreOp::create(b, loc, zero, sums, ValueRange{cIndex(b, loc, i)});
+  for (int64_t s = 1; s < padded; s *= 2)
+    scf::ForOp::create(
+        b, loc, c0, cIndex(b, loc, padded), cIndex(b, loc, 2 * s), ValueRange{},
+        [&](OpBuilder &b, Location loc, Value i, ValueRange) {
+          Value j = ArithBuilder(b, loc).add(i, cIndex(b, loc, s));
+          Value sum = arith::AddFOp::create(
+              b, loc, memref::LoadOp::create(b, loc, sums, ValueRange{i}),
+              memref::LoadOp::create(b, loc, sums, ValueRange{j}));
+          memref::StoreOp::create(b, loc, sum, sums, ValueRange{i});
+          scf::YieldOp::create(b, loc);
+        });
+  Value total = memref::LoadOp::create(b, loc, sums, ValueRange{c0});
+  Value mean = arith::DivFOp::create(
+      b, loc, total,
+      arith::ConstantOp::create(b, loc,
+                                b.getF32FloatAttr(static_cast<float>(width))));
+  Value root = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(
+          b, loc, mean,
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
+  Value inv = arith::DivFOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
+  Value invLanes =
+      vector::BroadcastOp::create(b, loc, VectorType::get({kLanes}, f32), inv);
+  scf::ForOp::create(
+      b, loc, c0, cIndex(b, loc, chunks), c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value i, ValueRange) {
+        Value c = ArithBuilder(b, loc).mul(i, lanes);
+        Value y = loadLanes(b, loc, row, ValueRange{c}, kLanes,
+                            llvm::MaybeAlign(kAlignBytes));
+        Value w = extToF32(
+            b, loc,
+            loadLanes(b, loc, weight, ValueRange{c}, kLanes, weightAlign),
+            kLanes);
+        Value out = arith::MulFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, y, invLanes), w);
+        sink(b, loc, c, truncToBf16(b, loc, out, kLanes), kLanes);
+        scf::YieldOp::create(b, loc);
+      });
+  memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+}
+
+/// Token t's row in an attention KV cache [num_blocks, block_size, H, w]:
+/// stored when 0 <= slot < num_blocks * block_size.
+struct KvRow {
+  KvRow(OpBuilder &b, Location loc, Value kvCache, Value slots, Value t)
+      : kvCache(kvCache) {
+    auto type = cast<MemRefType>(kvCache.getType());
+    int64_t blockSize = type.getDimSize(1);
+    align = accessAlign(type, {1, 1, 1, kLanes});
+    Value slot = memref::LoadOp::create(b, loc, slots, ValueRange{t});
+    Value limit = arith::MulIOp::create(
+        b, loc, toI64(b, loc, memref::DimOp::create(b, loc, kvCache, 0)),
+        cI64(b, loc, blockSize));
+    stored = arith::AndIOp::create(
+        b, loc, cmp(b, loc, arith::CmpIPredicate::sge, slot, cI64(b, loc, 0)),
+        cmp(b, loc, arith::CmpIPredicate::slt, slot, limit));
+    // Only used where stored holds (slot >= 0).
+    std::tie(block, row) =
+        emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
+  }
+
+  void store(OpBuilder &b, Location loc, Value value, Value h, Value c,
+             int64_t lanes) const {
+    scf::IfOp::create(b, loc, stored, [&](OpBuilder &b, Location loc) {
+      storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
+                 lanes == 1 ? llvm::MaybeAlign() : align);
+      scf::YieldOp::create(b, loc);
+    });
+  }
+
+  Value kvCache, stored, block, row;
+  llvm::MaybeAlign align;
+};
+
+/// scf.parallel (t, h) in [0, tokens) x [0, heads) { body(t, h) }.
+void emitRowNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
+                 function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0}, ValueRange{tokens, cIndex(b, loc, heads)},
+      ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange th) {
+        body(b, loc, th[0], th[1]);
+      });
+}
+
+/// The chunks of a row of `width` channels, any width (a scalar tail).
+void emitRowChunks(OpBuilder &b, Location loc, int64_t width, LanesBody body) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0}, ValueRange{cIndex(b, loc, numChunks(width))},
+      ValueRange{c1}, [&](OpBuilder &b, Location loc, ValueRange chunk) {
+        emitChunk(b, loc, chunk[0], width, body);
+      });
+}
+
+struct RmsNormLowering : OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    inkling::Layout layout = op.getLayout().getDerived();
+    int64_t width = layout.range(toRuntime(op.getStream())).width;
+    StreamOperand x(op.getX(), width), out(op.getOut(), width);
+    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
+    float epsilon = op.getEpsilon().convertToFloat();
+    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
+                [&](OpBuilder &b, Location loc, Value t, Value h) {
+                  emitRowNorm(
+                      b, loc, width, op.getWeight(), epsilon,
+                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                        return x.load(b, loc, t, h, c, lanes);
+                      },
+                      [&](OpBuilder &b, Location loc, Value c, Value v,
+                          int64_t) { out.store(b, loc, v, t, h, c); });
+                });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct KvWriteLowering : OpRewritePattern<KvWriteOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(KvWriteOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    inkling::Layout layout = op.getLayout().getDerived();
+    int64_t width = layout.range(toRuntime(op.getStream())).width;
+    StreamOperand x(op.getX(), width);
+    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
+    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
+                [&](OpBuilder &b, Location loc, Value t, Value h) {
+                  KvRow dest(b, loc, op.getKvCache(), op.getSlots(), t);
+                  emitRowChunks(
+                      b, loc, width,
+                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                        dest.store(b, loc, x.load(b, loc, t, h, c, lanes), h, c,
+                                   lanes);
+                      });
+                });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
+  FusedConvKvWriteLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(FusedConvKvWriteOp op,
+                                PatternRewriter &rewriter) const override {
+    auto step = op.getStep().getDefiningOp<StepOp>();
+    if (!step)
+      return rewriter.notifyMatchFailure(op, kNoStepMessage);
+    Location loc = op.getLoc();
+    SmallVector<sconv::Stream> streamList = op.getStreamList();
+    SmallVector<ConvStream> streams;
+    for (auto [i, stream] : llvm::enumerate(streamList))
+      streams.push_back(
+          {stream, op.getInputs()[i], op.getWeights()[i], Value(), Value()});
+    ConvSpec spec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  streams,
+                  op.getResidual(),
+                  op.getActivation() == Activation::Silu,
+                  op.getInsert()};
+    ConvNestBuilder conv(rewriter, spec, step, options);
+    inkling::Layout layout = op.getLayout().getDerived();
+    float epsilon = op.getEpsilon().convertToFloat();
+    Value tokens = memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
+    emitRowNest(
+        rewriter, loc, tokens, layout.headsPerRank,
+        [&](OpBuilder &b, Location loc, Value t, Value h) {
+          conv.beginRow(b, loc, t, h);
+          conv.reportRowSlot(b, loc, t, h);
+          for (auto [i, stream] : llvm::enumerate(streamList)) {
+            int64_t width = layout.range(toRuntime(stream)).width;
+            KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
+            auto source = [&, stream = stream](OpBuilder &b, Location loc,
+                                               Value c, int64_t lanes) {
+              return conv.rowValue(b, loc, stream, t, h, c, lanes);
+            };
+            auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
+                            int64_t lanes) {
+              dest.store(b, loc, v, h, c, lanes);
+            };
+            if (Value weight = op.getNormWeightOf(i)) {
+              emitRowNorm(b, loc, width, weight, epsilon, source, sink);
+              continue;
+            }
+            emitRowChunks(
+                b, loc, width,
+                [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                  sink(b, loc, c, source(b, loc, c, lanes), lanes);
+                });
+          }
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  SConvToLoopsOptions options;
+};
+
+} // namespace
+
+void inkling::loops::populateEpilogueLoweringPatterns(
+    RewritePatternSet &patterns, const SConvToLoopsOptions &options) {
+  patterns.add<RmsNormLowering, KvWriteLowering>(patterns.getContext());
+  patterns.add<FusedConvKvWriteLowering>(patterns.getContext(), options);
+}
