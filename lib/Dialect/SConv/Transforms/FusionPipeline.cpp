@@ -24,6 +24,8 @@ void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy) {
     pm.addPass(createSConvFuseConvInsert());
     // Convs of one step that are ready together are one op (one nest).
     pm.addPass(createSConvFuseConvs());
+    // Their row-local consumers (k_norm, the KV writes) run in that nest.
+    pm.addPass(createSConvFuseEpilogues());
     // Inserts without a conv partner sit together and are packed.
     pm.addPass(createSConvDeferInserts());
     pm.addPass(createSConvFuseInserts());
@@ -35,6 +37,7 @@ void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy) {
     pm.addPass(createSConvFuseInserts());
     // Convs of one step that are ready together are one op.
     pm.addPass(createSConvFuseConvs());
+    pm.addPass(createSConvFuseEpilogues());
     return;
   case FusionStrategy::None:
     return;
