@@ -14,11 +14,11 @@
 //
 // One row norm for the standalone op and the fused one (emitRowNorm): the
 // arithmetic of docs/Design.md section 4, "Epilogues":
-//   per 16-byte chunk i: y (bf16, as stored) widened to f32, kept in a
-//     row-sized stack buffer; p[i] = halving tree of its squares
+//   per 16-byte chunk i (unrolled): y (bf16, as stored) widened to f32,
+//     kept in registers; p[i] = halving tree of its squares
 //     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7));
 //   p[chunks..P) = 0 (P: the power of two >= chunks); pairwise tree over
-//     p: level s = 1, 2, 4, ...: p[i] += p[i + s] for i a multiple of 2s;
+//     p: ((p0 + p1) + (p2 + p3)) + ...;
 //   r = sqrt(p[0] / w + eps); inv = 1 / r; out = bf16((y * inv) * weight).
 // The squares of bf16 values are exact in f32, so a backend that contracts
 // a square and an add into an fma gives the same bits.
@@ -67,52 +67,32 @@ Value laneTree(OpBuilder &b, Location loc, Value v) {
 }
 
 /// The row norm of docs/Design.md section 4 ("Epilogues") over `width`
-/// channels (a multiple of 8; the verifiers check it), in a stack scope.
+/// channels (a multiple of 8; the verifiers check it), unrolled over the
+/// row's chunks: the row stays in registers (SSA values) between the sum
+/// and the scaling, so that nothing but the result is stored. (A head row
+/// of the real model is 16 chunks.)
 void emitRowNorm(OpBuilder &b, Location loc, int64_t width, Value weight,
                  float epsilon, RowSource source, RowSink sink) {
   int64_t chunks = width / kLanes;
-  int64_t padded = powerOfTwoAtLeast(chunks);
   auto weightAlign = accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
-  auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-  scope.getBodyRegion().push_back(new Block());
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&scope.getBodyRegion().front());
-  Type f32 = b.getF32Type();
-  Value row =
-      memref::AllocaOp::create(b, loc, MemRefType::get({width}, f32),
-                               ValueRange{}, b.getI64IntegerAttr(kAlignBytes));
-  Value sums = memref::AllocaOp::create(b, loc, MemRefType::get({padded}, f32));
-  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  Value lanes = cIndex(b, loc, kLanes);
-  scf::ForOp::create(
-      b, loc, c0, cIndex(b, loc, chunks), c1, ValueRange{},
-      [&](OpBuilder &b, Location loc, Value i, ValueRange) {
-        Value c = ArithBuilder(b, loc).mul(i, lanes);
-        Value y = extToF32(b, loc, source(b, loc, c, kLanes), kLanes);
-        storeLanes(b, loc, y, row, ValueRange{c},
-                   llvm::MaybeAlign(kAlignBytes));
-        Value squares = arith::MulFOp::create(b, loc, y, y);
-        memref::StoreOp::create(b, loc, laneTree(b, loc, squares), sums,
-                                ValueRange{i});
-        scf::YieldOp::create(b, loc);
-      });
+  SmallVector<Value> row, sums;
+  for (int64_t i = 0; i < chunks; ++i) {
+    Value y = extToF32(
+        b, loc, source(b, loc, cIndex(b, loc, i * kLanes), kLanes), kLanes);
+    row.push_back(y);
+    sums.push_back(laneTree(b, loc, arith::MulFOp::create(b, loc, y, y)));
+  }
+  // The pairwise tree over the chunks, zeros up to a power of two.
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-  for (int64_t i = chunks; i < padded; ++i)
-    memref::StoreOp::create(b, loc, zero, sums, ValueRange{cIndex(b, loc, i)});
-  for (int64_t s = 1; s < padded; s *= 2)
-    scf::ForOp::create(
-        b, loc, c0, cIndex(b, loc, padded), cIndex(b, loc, 2 * s), ValueRange{},
-        [&](OpBuilder &b, Location loc, Value i, ValueRange) {
-          Value j = ArithBuilder(b, loc).add(i, cIndex(b, loc, s));
-          Value sum = arith::AddFOp::create(
-              b, loc, memref::LoadOp::create(b, loc, sums, ValueRange{i}),
-              memref::LoadOp::create(b, loc, sums, ValueRange{j}));
-          memref::StoreOp::create(b, loc, sum, sums, ValueRange{i});
-          scf::YieldOp::create(b, loc);
-        });
-  Value total = memref::LoadOp::create(b, loc, sums, ValueRange{c0});
+  sums.resize(powerOfTwoAtLeast(chunks), zero);
+  while (sums.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < sums.size(); i += 2)
+      next.push_back(arith::AddFOp::create(b, loc, sums[i], sums[i + 1]));
+    sums = std::move(next);
+  }
   Value mean = arith::DivFOp::create(
-      b, loc, total,
+      b, loc, sums.front(),
       arith::ConstantOp::create(b, loc,
                                 b.getF32FloatAttr(static_cast<float>(width))));
   Value root = math::SqrtOp::create(
@@ -122,24 +102,17 @@ void emitRowNorm(OpBuilder &b, Location loc, int64_t width, Value weight,
           arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
   Value inv = arith::DivFOp::create(
       b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
-  Value invLanes =
-      vector::BroadcastOp::create(b, loc, VectorType::get({kLanes}, f32), inv);
-  scf::ForOp::create(
-      b, loc, c0, cIndex(b, loc, chunks), c1, ValueRange{},
-      [&](OpBuilder &b, Location loc, Value i, ValueRange) {
-        Value c = ArithBuilder(b, loc).mul(i, lanes);
-        Value y = loadLanes(b, loc, row, ValueRange{c}, kLanes,
-                            llvm::MaybeAlign(kAlignBytes));
-        Value w = extToF32(
-            b, loc,
-            loadLanes(b, loc, weight, ValueRange{c}, kLanes, weightAlign),
-            kLanes);
-        Value out = arith::MulFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, y, invLanes), w);
-        sink(b, loc, c, truncToBf16(b, loc, out, kLanes), kLanes);
-        scf::YieldOp::create(b, loc);
-      });
-  memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+  Value invLanes = vector::BroadcastOp::create(
+      b, loc, VectorType::get({kLanes}, b.getF32Type()), inv);
+  for (int64_t i = 0; i < chunks; ++i) {
+    Value c = cIndex(b, loc, i * kLanes);
+    Value w = extToF32(
+        b, loc, loadLanes(b, loc, weight, ValueRange{c}, kLanes, weightAlign),
+        kLanes);
+    Value out = arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, row[i], invLanes), w);
+    sink(b, loc, c, truncToBf16(b, loc, out, kLanes), kLanes);
+  }
 }
 
 /// Token t's row in an attention KV cache [num_blocks, block_size, H, w]:
