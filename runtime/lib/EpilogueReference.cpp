@@ -40,9 +40,8 @@ float referenceSumOfSquares(const float *values, int64_t n) {
   return treeSum(chunkSums, 0, count);
 }
 
-void referenceRmsNormRow(const uint16_t *row, int64_t n,
-                         const uint16_t *weight, float epsilon,
-                         uint16_t *out) {
+void referenceRmsNormRow(const uint16_t *row, int64_t n, const uint16_t *weight,
+                         float epsilon, uint16_t *out) {
   std::vector<float> values(n);
   for (int64_t c = 0; c < n; ++c)
     values[c] = bf16ToFloat(row[c]);
@@ -62,6 +61,37 @@ void referenceRmsNorm(const Layout &layout, Stream stream, ConstStreamBuffer x,
     for (int64_t h = 0; h < layout.headsPerRank; ++h)
       referenceRmsNormRow(x.data + t * x.tokenStride + h * w, w, weight,
                           epsilon, out.data + t * out.tokenStride + h * w);
+}
+
+void referenceAddRmsNorm(const Layout &layout, Stream stream,
+                         ConstStreamBuffer y, ConstStreamBuffer residual,
+                         int64_t tokens, const uint16_t *weight, float epsilon,
+                         StreamBuffer sum, StreamBuffer out) {
+  const int64_t w = layout.range(stream).width;
+  const int64_t heads = layout.headsPerRank, n = heads * w;
+  std::vector<float> h(n);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < n; ++i) {
+      float added = bf16ToFloat(y.data[t * y.tokenStride + i]) +
+                    bf16ToFloat(residual.data[t * residual.tokenStride + i]);
+      uint16_t rounded = floatToBf16(added);
+      sum.data[t * sum.tokenStride + i] = rounded;
+      h[i] = bf16ToFloat(rounded);
+    }
+    size_t count = 1;
+    while (count < static_cast<size_t>(heads))
+      count *= 2;
+    std::vector<float> headSums(count, 0.0f);
+    for (int64_t head = 0; head < heads; ++head)
+      headSums[head] = referenceSumOfSquares(h.data() + head * w, w);
+    float mean = treeSum(headSums, 0, count) / static_cast<float>(n);
+    float inverse = 1.0f / std::sqrt(mean + epsilon);
+    for (int64_t i = 0; i < n; ++i) {
+      float scaled = h[i] * inverse;
+      out.data[t * out.tokenStride + i] =
+          floatToBf16(scaled * bf16ToFloat(weight[i]));
+    }
+  }
 }
 
 void referenceKvWrite(const Layout &layout, Stream stream, ConstStreamBuffer x,

@@ -66,6 +66,37 @@ Value laneTree(OpBuilder &b, Location loc, Value v) {
   return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
 }
 
+/// The pairwise tree of `sums`, zeros up to a power of two.
+Value pairwiseTree(OpBuilder &b, Location loc, SmallVector<Value> sums) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  sums.resize(powerOfTwoAtLeast(sums.size()), zero);
+  while (sums.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < sums.size(); i += 2)
+      next.push_back(arith::AddFOp::create(b, loc, sums[i], sums[i + 1]));
+    sums = std::move(next);
+  }
+  return sums.front();
+}
+
+/// 1 / sqrt(sum / count + eps), in f32, splat to a chunk's lanes.
+Value inverseRoot(OpBuilder &b, Location loc, Value sum, int64_t count,
+                  float epsilon) {
+  Value mean = arith::DivFOp::create(
+      b, loc, sum,
+      arith::ConstantOp::create(b, loc,
+                                b.getF32FloatAttr(static_cast<float>(count))));
+  Value root = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(
+          b, loc, mean,
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
+  Value inv = arith::DivFOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({kLanes}, b.getF32Type()), inv);
+}
+
 /// The row norm of docs/Design.md section 4 ("Epilogues") over `width`
 /// channels (a multiple of 8; the verifiers check it), unrolled over the
 /// row's chunks: the row stays in registers (SSA values) between the sum
@@ -82,28 +113,8 @@ void emitRowNorm(OpBuilder &b, Location loc, int64_t width, Value weight,
     row.push_back(y);
     sums.push_back(laneTree(b, loc, arith::MulFOp::create(b, loc, y, y)));
   }
-  // The pairwise tree over the chunks, zeros up to a power of two.
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-  sums.resize(powerOfTwoAtLeast(chunks), zero);
-  while (sums.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i < sums.size(); i += 2)
-      next.push_back(arith::AddFOp::create(b, loc, sums[i], sums[i + 1]));
-    sums = std::move(next);
-  }
-  Value mean = arith::DivFOp::create(
-      b, loc, sums.front(),
-      arith::ConstantOp::create(b, loc,
-                                b.getF32FloatAttr(static_cast<float>(width))));
-  Value root = math::SqrtOp::create(
-      b, loc,
-      arith::AddFOp::create(
-          b, loc, mean,
-          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
-  Value inv = arith::DivFOp::create(
-      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
-  Value invLanes = vector::BroadcastOp::create(
-      b, loc, VectorType::get({kLanes}, b.getF32Type()), inv);
+  Value invLanes =
+      inverseRoot(b, loc, pairwiseTree(b, loc, sums), width, epsilon);
   for (int64_t i = 0; i < chunks; ++i) {
     Value c = cIndex(b, loc, i * kLanes);
     Value w = extToF32(
@@ -113,6 +124,82 @@ void emitRowNorm(OpBuilder &b, Location loc, int64_t width, Value weight,
         b, loc, arith::MulFOp::create(b, loc, row[i], invLanes), w);
     sink(b, loc, c, truncToBf16(b, loc, out, kLanes), kLanes);
   }
+}
+
+/// What a token-row norm reads and writes (sconv.add_rms_norm).
+struct TokenRow {
+  int64_t heads, width;
+  /// The row's values y (bf16) of head h, chunk c; called after `beginHead`.
+  function_ref<Value(OpBuilder &, Location, Value h, Value c)> source;
+  function_ref<void(OpBuilder &, Location, Value h)> beginHead;
+  const StreamOperand &residual, &sum, &out;
+  Value weight;
+  float epsilon;
+};
+
+/// The residual add and the hidden-row norm of token t (docs/Design.md
+/// section 4, "Epilogues"): per head (a loop), the chunks unrolled: h =
+/// bf16(y + residual) stored, the head's sum of squares as a K row's; the
+/// heads' sums in a vector, then their pairwise tree; then per head and
+/// chunk h is read back (this token's own row, just written) and scaled.
+void emitTokenRowNorm(OpBuilder &b, Location loc, Value t,
+                      const TokenRow &row) {
+  int64_t chunks = row.width / kLanes;
+  int64_t paddedHeads = powerOfTwoAtLeast(row.heads);
+  auto weightAlign = accessAlign(cast<MemRefType>(row.weight.getType()),
+                                 {flatIndexMultiple(row.width)});
+  Type f32 = b.getF32Type();
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value heads = cIndex(b, loc, row.heads);
+  Value zeros = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({paddedHeads}, f32), 0.0f));
+  auto perHead = scf::ForOp::create(
+      b, loc, c0, heads, c1, ValueRange{zeros},
+      [&](OpBuilder &b, Location loc, Value h, ValueRange acc) {
+        row.beginHead(b, loc, h);
+        SmallVector<Value> sums;
+        for (int64_t i = 0; i < chunks; ++i) {
+          Value c = cIndex(b, loc, i * kLanes);
+          Value y = extToF32(b, loc, row.source(b, loc, h, c), kLanes);
+          Value r = extToF32(b, loc, row.residual.load(b, loc, t, h, c, kLanes),
+                             kLanes);
+          Value hv =
+              truncToBf16(b, loc, arith::AddFOp::create(b, loc, y, r), kLanes);
+          row.sum.store(b, loc, hv, t, h, c);
+          Value hf = extToF32(b, loc, hv, kLanes);
+          sums.push_back(
+              laneTree(b, loc, arith::MulFOp::create(b, loc, hf, hf)));
+        }
+        Value next = vector::InsertOp::create(
+            b, loc, pairwiseTree(b, loc, sums), acc[0], OpFoldResult(h));
+        scf::YieldOp::create(b, loc, next);
+      });
+  SmallVector<Value> headSums;
+  for (int64_t i = 0; i < paddedHeads; ++i)
+    headSums.push_back(vector::ExtractOp::create(b, loc, perHead.getResult(0),
+                                                 ArrayRef<int64_t>{i}));
+  Value inv = inverseRoot(b, loc, pairwiseTree(b, loc, headSums),
+                          row.heads * row.width, row.epsilon);
+  scf::ForOp::create(
+      b, loc, c0, heads, c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value h, ValueRange) {
+        for (int64_t i = 0; i < chunks; ++i) {
+          Value c = cIndex(b, loc, i * kLanes);
+          Value hf =
+              extToF32(b, loc, row.sum.load(b, loc, t, h, c, kLanes), kLanes);
+          ArithBuilder ab(b, loc);
+          Value channel = ab.add(ab.mul(h, cIndex(b, loc, row.width)), c);
+          Value w = extToF32(b, loc,
+                             loadLanes(b, loc, row.weight, ValueRange{channel},
+                                       kLanes, weightAlign),
+                             kLanes);
+          Value o = arith::MulFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, hf, inv), w);
+          row.out.store(b, loc, truncToBf16(b, loc, o, kLanes), t, h, c);
+        }
+        scf::YieldOp::create(b, loc);
+      });
 }
 
 /// Token t's row in an attention KV cache [num_blocks, block_size, H, w]:
@@ -220,6 +307,89 @@ struct KvWriteLowering : OpRewritePattern<KvWriteOp> {
   }
 };
 
+/// scf.parallel (t) { emitTokenRowNorm }.
+void emitTokenNest(OpBuilder &b, Location loc, Value tokens,
+                   function_ref<void(OpBuilder &, Location, Value)> body) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0}, ValueRange{tokens}, ValueRange{c1},
+      [&](OpBuilder &b, Location loc, ValueRange t) { body(b, loc, t[0]); });
+}
+
+struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddRmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    inkling::Layout layout = op.getLayout().getDerived();
+    int64_t width = layout.range(toRuntime(op.getStream())).width;
+    StreamOperand y(op.getY(), width), residual(op.getResidual(), width),
+        sum(op.getSum(), width), out(op.getOut(), width);
+    Value tokens = memref::DimOp::create(rewriter, loc, op.getY(), 0);
+    emitTokenNest(
+        rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
+          emitTokenRowNorm(
+              b, loc, t,
+              TokenRow{layout.headsPerRank, width,
+                       [&](OpBuilder &b, Location loc, Value h, Value c) {
+                         return y.load(b, loc, t, h, c, kLanes);
+                       },
+                       [](OpBuilder &, Location, Value) {}, residual, sum, out,
+                       op.getWeight(), op.getEpsilon().convertToFloat()});
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct FusedConvAddNormLowering : OpRewritePattern<FusedConvAddNormOp> {
+  FusedConvAddNormLowering(MLIRContext *context, SConvToLoopsOptions options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(FusedConvAddNormOp op,
+                                PatternRewriter &rewriter) const override {
+    auto step = op.getStep().getDefiningOp<StepOp>();
+    if (!step)
+      return rewriter.notifyMatchFailure(op, kNoStepMessage);
+    Location loc = op.getLoc();
+    sconv::Stream stream = op.getStream();
+    ConvStream convStream{stream, op.getX(), op.getWeights(), Value(), Value()};
+    ConvSpec spec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  convStream,
+                  op.getResidualConv(),
+                  op.getActivation() == Activation::Silu,
+                  op.getInsert()};
+    ConvNestBuilder conv(rewriter, spec, step, options);
+    inkling::Layout layout = op.getLayout().getDerived();
+    int64_t width = layout.range(toRuntime(stream)).width;
+    StreamOperand residual(op.getResidual(), width), sum(op.getSum(), width),
+        out(op.getOut(), width);
+    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
+    emitTokenNest(
+        rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
+          emitTokenRowNorm(
+              b, loc, t,
+              TokenRow{layout.headsPerRank, width,
+                       [&](OpBuilder &b, Location loc, Value h, Value c) {
+                         return conv.rowValue(b, loc, stream, t, h, c, kLanes);
+                       },
+                       [&](OpBuilder &b, Location loc, Value h) {
+                         conv.beginRow(b, loc, t, h);
+                         conv.reportRowSlot(b, loc, t, h);
+                       },
+                       residual, sum, out, op.getNormWeight(),
+                       op.getEpsilon().convertToFloat()});
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  SConvToLoopsOptions options;
+};
+
 struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
   FusedConvKvWriteLowering(MLIRContext *context, SConvToLoopsOptions options)
       : OpRewritePattern(context), options(options) {}
@@ -284,6 +454,8 @@ struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
 
 void inkling::loops::populateEpilogueLoweringPatterns(
     RewritePatternSet &patterns, const SConvToLoopsOptions &options) {
-  patterns.add<RmsNormLowering, KvWriteLowering>(patterns.getContext());
-  patterns.add<FusedConvKvWriteLowering>(patterns.getContext(), options);
+  patterns.add<RmsNormLowering, KvWriteLowering, AddRmsNormLowering>(
+      patterns.getContext());
+  patterns.add<FusedConvKvWriteLowering, FusedConvAddNormLowering>(
+      patterns.getContext(), options);
 }

@@ -170,3 +170,35 @@ func.func @f(%cache: !cache, %step: !sconv.step, %k: memref<?x8x128xbf16>,
       : !cache, (memref<?x8x128xbf16>, memref<?x8x128xbf16>), (memref<1024x4xbf16>, memref<1024x4xbf16>) -> (!kv, !kv), memref<?xi64>
   return
 }
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 2>
+!r = memref<?x2048xbf16>
+func.func @f(%y: !r, %res: !r, %w: memref<2048xbf16>, %h: !r, %out: !r) {
+  // expected-error @+1 {{'sconv.add_rms_norm' op the hidden-row norm needs every rank's sum of squares: tp (2) must be 1 (at tp > 1 the engine's all-reduce sits between the add and the norm)}}
+  sconv.add_rms_norm %y, %res weight %w eps 1.0e-06 layout #l stream attn into %h, %out
+      : !r, !r, memref<2048xbf16> -> !r, !r
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+!r = memref<?x4096xbf16>
+func.func @f(%y: !r, %res: !r, %w: memref<512xbf16>, %h: !r, %out: !r) {
+  // expected-error @+1 {{'sconv.add_rms_norm' op operand 'weight': expected shape [4096], found [512]}}
+  sconv.add_rms_norm %y, %res weight %w eps 1.0e-06 layout #l stream attn into %h, %out
+      : !r, !r, memref<512xbf16> -> !r, !r
+  return
+}
+
+// -----
+
+#l = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+func.func @f(%y: memref<4x4096xbf16>, %res: memref<8x4096xbf16>, %w: memref<4096xbf16>, %h: memref<?x4096xbf16>, %out: memref<?x4096xbf16>) {
+  // expected-error @+1 {{'sconv.add_rms_norm' op operand 'residual': expected 4 tokens like 'y', found 'memref<8x4096xbf16>'}}
+  sconv.add_rms_norm %y, %res weight %w eps 1.0e-06 layout #l stream attn into %h, %out
+      : memref<4x4096xbf16>, memref<8x4096xbf16>, memref<4096xbf16> -> memref<?x4096xbf16>, memref<?x4096xbf16>
+  return
+}

@@ -52,3 +52,21 @@ func.func @fused(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
       : !cache, (memref<?x8x128xbf16>), (memref<1024x4xbf16>) -> (!kv), memref<?xi64>
   return
 }
+
+// CHECK-LABEL: func.func @add_norm
+// CHECK: sconv.add_rms_norm %{{.*}}, %{{.*}} weight %{{.*}} eps 9.99999997E-7 layout #{{.*}} stream attn into %{{.*}}, %{{.*}} : memref<?x4096xbf16>, memref<?x4096xbf16>, memref<4096xbf16> -> memref<?x4096xbf16>, memref<?x4096xbf16>
+// CHECK: sconv.fused_conv_add_norm %{{.*}} weights %{{.*}} history %{{.*}}[mlp] layout #{{.*}} step %{{.*}} and_insert residual %{{.*}} norm %{{.*}} eps 9.99999997E-7 into %{{.*}}, %{{.*}} :
+func.func @add_norm(%cache: !cache, %step: !sconv.step, %y: memref<?x4096xbf16>,
+                    %res: memref<?x4096xbf16>, %w: memref<4096xbf16>,
+                    %h: memref<?x4096xbf16>, %out: memref<?x4096xbf16>,
+                    %wm: memref<4096x4xbf16>) {
+  sconv.add_rms_norm %y, %res weight %w eps 1.0e-06 layout #l stream attn
+      into %h, %out
+      : memref<?x4096xbf16>, memref<?x4096xbf16>, memref<4096xbf16>
+        -> memref<?x4096xbf16>, memref<?x4096xbf16>
+  sconv.fused_conv_add_norm %y weights %wm history %cache[mlp] layout #l
+      step %step and_insert residual %res norm %w eps 1.0e-06 into %h, %out
+      : !cache, memref<?x4096xbf16>, memref<4096x4xbf16>, memref<?x4096xbf16>,
+        memref<4096xbf16> -> memref<?x4096xbf16>, memref<?x4096xbf16>
+  return
+}

@@ -568,3 +568,86 @@ LogicalResult FusedConvKvWriteOp::verify() {
     return verifyStepCoversTokens(*this, getStep(), tokens);
   return verifyTokenSeqCoversTokens(*this, getStep(), tokens);
 }
+
+/// The hidden-row norm's operands: y, residual, sum and out rows of the
+/// stream (the same shape), the weight [H*w], tp = 1, w whole chunks.
+static LogicalResult verifyAddNorm(Operation *op, LayoutAttr layout,
+                                   Stream stream, Value y, StringRef yName,
+                                   Value residual, Value weight,
+                                   StringRef weightName, Value sum, Value out,
+                                   FloatAttr epsilon) {
+  if (failed(verifyStreamOperand(op, yName, y.getType(), layout, stream)) ||
+      failed(verifyStreamOperand(op, "residual", residual.getType(), layout,
+                                 stream)) ||
+      failed(verifyStreamOperand(op, "sum", sum.getType(), layout, stream)) ||
+      failed(verifyStreamOperand(op, "out", out.getType(), layout, stream)) ||
+      failed(verifyNormWeightOperand(op, weightName, weight.getType(), layout,
+                                     layout.getHeadsPerRank() *
+                                         layout.getStreamWidth(stream))) ||
+      failed(verifyNormWidth(op, layout, stream)) ||
+      failed(verifyEpsilon(op, epsilon)))
+    return failure();
+  if (layout.getTp() != 1)
+    return op->emitOpError()
+           << "the hidden-row norm needs every rank's sum of squares: tp ("
+           << layout.getTp()
+           << ") must be 1 (at tp > 1 the engine's all-reduce sits between "
+              "the add and the norm)";
+  auto tokens = [](Value v) {
+    return cast<MemRefType>(v.getType()).getDimSize(0);
+  };
+  for (auto [name, v] : {std::pair<StringRef, Value>{"residual", residual},
+                         {"sum", sum},
+                         {"out", out}})
+    if (!ShapedType::isDynamic(tokens(v)) &&
+        !ShapedType::isDynamic(tokens(y)) && tokens(v) != tokens(y))
+      return op->emitOpError()
+             << "operand '" << name << "': expected " << tokens(y)
+             << " tokens like '" << yName << "', found " << v.getType();
+  return success();
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  return verifyAddNorm(*this, getLayout(), getStream(), getY(), "y",
+                       getResidual(), getWeight(), "weight", getSum(), getOut(),
+                       getEpsilonAttr());
+}
+
+bool FusedConvAddNormOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> FusedConvAddNormOp::getStepWrittenStreams() {
+  if (!getInsert())
+    return {};
+  return {getStream()};
+}
+
+void FusedConvAddNormOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto *read = MemoryEffects::Read::get();
+  auto *write = MemoryEffects::Write::get();
+  for (OpOperand *operand :
+       {&getXMutable(), &getWeightsMutable(), &getCacheMutable(),
+        &getStepMutable(), &getResidualMutable(), &getNormWeightMutable()})
+    effects.emplace_back(read, operand);
+  if (getInsert())
+    effects.emplace_back(write, &getCacheMutable());
+  effects.emplace_back(write, &getSumMutable());
+  effects.emplace_back(write, &getOutMutable());
+}
+
+LogicalResult FusedConvAddNormOp::verify() {
+  LayoutAttr layout = getLayout();
+  if (failed(
+          verifyCacheOperand(*this, "cache", getCache().getType(), layout)) ||
+      failed(verifyWeightsOperand(*this, "weights", getWeights().getType(),
+                                  layout, getStream())) ||
+      failed(verifyAddNorm(*this, layout, getStream(), getX(), "x",
+                           getResidual(), getNormWeight(), "norm_weight",
+                           getSum(), getOut(), getEpsilonAttr())))
+    return failure();
+  int64_t tokens = cast<MemRefType>(getX().getType()).getDimSize(0);
+  if (getInsert())
+    return verifyStepCoversTokens(*this, getStep(), tokens);
+  return verifyTokenSeqCoversTokens(*this, getStep(), tokens);
+}

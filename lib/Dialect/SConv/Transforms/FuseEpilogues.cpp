@@ -178,10 +178,78 @@ struct SConvFuseEpiloguesPass
     return {};
   }
 
+  /// A one-stream conv whose output feeds sconv.add_rms_norm (ATTN, MLP):
+  /// one sconv.fused_conv_add_norm. Empty when fused; else why not.
+  Reason tryFuseAddNorm(ReorderingOracle &oracle, Operation *conv,
+                        const ConvParts &parts, AddRmsNormOp norm) {
+    if (parts.streams.size() != 1)
+      return "the convs of several streams feed sconv.add_rms_norm (only a "
+             "one-stream conv fuses with it)";
+    Value y = parts.outs.front();
+    if (norm.getY() != y || norm.getResidual() == y ||
+        norm.getStream() != parts.streams.front() ||
+        norm.getLayout() != parts.layout)
+      return "output 'outs[0]' is the residual of an add_rms_norm, or feeds "
+             "one of another stream or layout";
+    if (norm->getBlock() != conv->getBlock() || !conv->isBeforeInBlock(norm))
+      return "'sconv.add_rms_norm' is not after the conv in its block";
+    for (Operation *it = conv->getNextNode(); it != norm;
+         it = it->getNextNode())
+      if (!oracle.commute(it, norm))
+        return "'sconv.add_rms_norm' cannot move up to the conv: it does not "
+               "commute with " +
+               describe(it);
+    for (Value v :
+         {norm.getResidual(), norm.getWeight(), norm.getSum(), norm.getOut()})
+      if (!definedAbove(v, conv))
+        return "an operand of 'sconv.add_rms_norm' is defined after the conv";
+    SmallVector<Value> touched = {parts.inputs.front(), parts.weights.front(),
+                                  parts.cache};
+    if (auto step = parts.step.getDefiningOp<StepOp>())
+      touched.append(step->getOperands().begin(), step->getOperands().end());
+    else
+      touched.push_back(Value());
+    for (auto [name, written] :
+         {std::pair<const char *, Value>{"sum", norm.getSum()},
+          {"out", norm.getOut()}})
+      for (Value v : touched)
+        if (oracle.mayAlias(written, v))
+          return std::string("add_rms_norm's '") + name +
+                 "' may alias a buffer the conv reads";
+    OpBuilder builder(conv);
+    FusedConvAddNormOp::create(
+        builder, builder.getFusedLoc({conv->getLoc(), norm.getLoc()}),
+        parts.inputs.front(), parts.weights.front(), parts.cache, parts.step,
+        norm.getResidual(), norm.getWeight(), norm.getSum(), norm.getOut(),
+        StreamAttr::get(builder.getContext(), parts.streams.front()),
+        parts.layout, norm.getEpsilonAttr(),
+        builder.getBoolAttr(parts.residual),
+        ActivationAttr::get(builder.getContext(), parts.activation),
+        parts.insert ? builder.getUnitAttr() : UnitAttr());
+    norm->erase();
+    conv->erase();
+    for (Operation *user : llvm::make_early_inc_range(y.getUsers()))
+      user->erase();
+    y.getDefiningOp()->erase();
+    return {};
+  }
+
   Reason tryFuse(ReorderingOracle &oracle, Operation *conv) {
     std::optional<ConvParts> parts = ConvParts::of(conv);
     if (!parts->biases.empty())
       return "the conv has a bias (the fused op takes none)";
+    {
+      Reason why;
+      FailureOr<Operation *> consumer =
+          soleConsumer(parts->outs.front(), conv, "outs[0]", why);
+      if (failed(consumer))
+        return why;
+      if (auto norm = dyn_cast<AddRmsNormOp>(*consumer))
+        return tryFuseAddNorm(oracle, conv, *parts, norm);
+      if (hiddenRowOnly)
+        return "hidden-row-only: the consumer " + describe(*consumer) +
+               " waits for the second run";
+    }
     SmallVector<Epilogue> epilogues;
     for (auto [i, y] : llvm::enumerate(parts->outs)) {
       Reason why;

@@ -1,4 +1,5 @@
-//===- EpilogueReference.h - A plain C++ reference of the epilogues -*- C++ -*-===//
+//===- EpilogueReference.h - A plain C++ reference of the epilogues -*- C++
+//-*-===//
 //
 // An independent model of the conv's neighbours (docs/Design.md section 4,
 // "Epilogues"; issue #29): the RMSNorm of a row in the project's stated
@@ -27,13 +28,23 @@ float referenceSumOfSquares(const float *values, int64_t n);
 
 /// RMSNorm of one row of `n` bf16 (n a multiple of 8) with `weight` [n]:
 /// out[c] = bf16((x[c] * (1 / sqrt(ss / n + eps))) * weight[c]), all in f32.
-void referenceRmsNormRow(const uint16_t *row, int64_t n,
-                         const uint16_t *weight, float epsilon, uint16_t *out);
+void referenceRmsNormRow(const uint16_t *row, int64_t n, const uint16_t *weight,
+                         float epsilon, uint16_t *out);
 
 /// sconv.rms_norm over every (token, head) row of a stream of `tokens` rows.
 void referenceRmsNorm(const Layout &layout, Stream stream, ConstStreamBuffer x,
                       int64_t tokens, const uint16_t *weight, float epsilon,
                       StreamBuffer out);
+
+/// sconv.add_rms_norm for `tokens` tokens of a stream (ATTN or MLP) whose
+/// rows are [H*w]: sum[t, i] = bf16(y[t, i] + residual[t, i]); the sum of
+/// squares of the row's h: each head's by referenceSumOfSquares, then the
+/// heads' sums (zeros up to a power of two) as a balanced tree;
+/// out[t, i] = bf16((h[t, i] * (1 / sqrt(ss / (H*w) + eps))) * weight[i]).
+void referenceAddRmsNorm(const Layout &layout, Stream stream,
+                         ConstStreamBuffer y, ConstStreamBuffer residual,
+                         int64_t tokens, const uint16_t *weight, float epsilon,
+                         StreamBuffer sum, StreamBuffer out);
 
 /// The attention layer's KV cache: element [block, row, h, c] at
 /// `data[block * blockStride + (row * H + h) * w + c]` (NHD).

@@ -152,3 +152,61 @@ func.func @may_alias(%cache: !cache, %step: !sconv.step, %v: !x, %wv: memref<32x
   sconv.kv_write %yv into %vc slots %aslots layout #l stream v : !x, !kv, memref<?xi64>
   return
 }
+
+// -----
+
+// ATTN: conv -> add_rms_norm (residual add, hidden-row norm) becomes one
+// fused_conv_add_norm; y is gone.
+
+#l = #sconv.layout<kv_heads = 2, head_dim = 16, hidden = 32, kernel = 4, tp = 1>
+!cache = memref<?x2x4x64xbf16, strided<[512, 256, 64, 1]>>
+!r = memref<?x32xbf16>
+
+// CHECK-LABEL: func.func @attn_path
+// CHECK-NOT: memref.alloc
+// CHECK: sconv.fused_conv_add_norm %{{.*}} weights %{{.*}} history %{{.*}}[attn] {{.*}} residual %{{.*}} norm %{{.*}} eps 9.99999997E-7 into %{{.*}}, %{{.*}} :
+// CHECK-NOT: sconv.add_rms_norm
+// CHECK-NOT: memref.dealloc
+// PIPE-LABEL: func.func @attn_path
+// PIPE: sconv.fused_conv_add_norm {{.*}}[attn] {{.*}} and_insert residual
+func.func @attn_path(%buffer: memref<?xi8> {llvm.noalias}, %qsl: memref<?xi32> {llvm.noalias},
+    %nc: memref<?xi32> {llvm.noalias}, %bt: memref<?x?xi32> {llvm.noalias},
+    %slots: memref<?xi64> {llvm.noalias}, %a: !r {llvm.noalias},
+    %wa: memref<32x4xbf16> {llvm.noalias}, %res: !r {llvm.noalias},
+    %n: memref<32xbf16> {llvm.noalias}, %h: !r {llvm.noalias}, %out: !r {llvm.noalias}) {
+  %cache = sconv.bind %buffer layout #l page_bytes 1024 : memref<?xi8> -> !cache
+  %step = sconv.step query_start_loc %qsl num_computed %nc block_table %bt slot_mapping %slots
+      : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %a, %c0 : !r
+  %ya = memref.alloc(%t) : !r
+  sconv.conv %a, %wa history %cache[attn] layout #l step %step into %ya
+      : !r, memref<32x4xbf16>, !cache -> !r
+  sconv.insert %a into %cache[attn] layout #l step %step : !r, !cache
+  sconv.add_rms_norm %ya, %res weight %n eps 1.0e-06 layout #l stream attn into %h, %out
+      : !r, !r, memref<32xbf16> -> !r, !r
+  memref.dealloc %ya : !r
+  return
+}
+
+// -----
+
+// The norm's output may be the conv's input (no llvm.noalias): not fused.
+
+#l = #sconv.layout<kv_heads = 2, head_dim = 16, hidden = 32, kernel = 4, tp = 1>
+!cache = memref<?x2x4x64xbf16, strided<[512, 256, 64, 1]>>
+!r = memref<?x32xbf16>
+
+// CHECK-LABEL: func.func @attn_may_alias
+// CHECK: sconv.conv
+// CHECK: sconv.add_rms_norm
+func.func @attn_may_alias(%cache: !cache, %step: !sconv.step, %a: !r, %wa: memref<32x4xbf16>,
+    %res: !r, %n: memref<32xbf16>, %h: !r, %out: !r, %t: index) {
+  %ya = memref.alloc(%t) : !r
+  // expected-remark @+1 {{conv not fused with its epilogue: add_rms_norm's 'sum' may alias a buffer the conv reads}}
+  sconv.conv %a, %wa history %cache[attn] layout #l step %step into %ya
+      : !r, memref<32x4xbf16>, !cache -> !r
+  sconv.add_rms_norm %ya, %res weight %n eps 1.0e-06 layout #l stream attn into %h, %out
+      : !r, !r, memref<32xbf16> -> !r, !r
+  return
+}

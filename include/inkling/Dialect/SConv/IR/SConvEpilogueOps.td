@@ -168,4 +168,105 @@ def SConv_FusedConvKvWriteOp : SConv_StepCacheAccessOp<"fused_conv_kv_write", [
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// sconv.add_rms_norm
+//===----------------------------------------------------------------------===//
+
+def SConv_AddRmsNormOp : SConv_Op<"add_rms_norm"> {
+  let summary = "The residual-stream add and the next RMSNorm over a token's hidden row";
+  let description = [{
+    For every token `t < T`, over the token's whole hidden row of the rank
+    (`H*w` channels, w the stream's width; x and the outputs are `[T, H*w]`
+    or `[T, H, w]`):
+
+    ```
+    h[t, i]   = bf16(y[t, i] + residual[t, i])            // f32 add
+    ss        = per head: the sum of h^2 over the head's w channels in the
+                order of sconv.rms_norm; then a pairwise tree over the H
+                heads (zeros up to a power of two)
+    r         = sqrt(ss / (H*w) + eps)
+    out[t, i] = bf16((h[t, i] * (1 / r)) * weight[i])
+    ```
+
+    `h` is the new residual stream (both outputs are written). The norm
+    covers the token's whole hidden row, so the layout's `tp` must be 1: at
+    tp > 1 a rank holds H/tp of the row and the sum of squares needs every
+    rank's part (the engine's all-reduce), which this op does not do
+    (docs/Design.md section 4, "Epilogues").
+
+    ```mlir
+    sconv.add_rms_norm %ya, %residual weight %post_norm eps 1.000000e-06
+        layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        stream attn into %h, %normed
+        : memref<?x4096xbf16>, memref<?x4096xbf16>, memref<4096xbf16>
+          -> memref<?x4096xbf16>, memref<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<SConv_MemRef, "rows (the conv's output)", [MemRead]>:$y,
+                       Arg<SConv_MemRef, "the residual stream", [MemRead]>:$residual,
+                       Arg<SConv_MemRef, "weight [H*w]", [MemRead]>:$weight,
+                       Arg<SConv_MemRef, "h = residual + y", [MemWrite]>:$sum,
+                       Arg<SConv_MemRef, "the normalized row", [MemWrite]>:$out,
+                       F32Attr:$epsilon,
+                       SConv_LayoutAttr:$layout,
+                       SConv_StreamAttr:$stream);
+  let assemblyFormat = [{
+    $y `,` $residual `weight` $weight `eps` $epsilon `layout` $layout
+    `stream` custom<StreamRef>($stream) `into` $sum `,` $out attr-dict
+    `:` type($y) `,` type($residual) `,` type($weight) `->` type($sum) `,` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// sconv.fused_conv_add_norm
+//===----------------------------------------------------------------------===//
+
+def SConv_FusedConvAddNormOp : SConv_StepCacheAccessOp<"fused_conv_add_norm", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "A conv whose rows go through the residual add and the hidden-row RMSNorm";
+  let description = [{
+    The conv of one stream (`sconv.conv`'s semantics, one rounding to bf16),
+    then `sconv.add_rms_norm` of its output with `residual`, `weight` and
+    `eps`, writing `sum` (h) and `out`; the conv's output never reaches
+    memory. With `and_insert` the input is also stored into the conv cache
+    at the step's slots. Produced by `sconv-fuse-epilogues` (vLLM's
+    `lamport.py` does this by hand inside its collective kernels).
+
+    ```mlir
+    sconv.fused_conv_add_norm %attn weights %wattn history %cache[attn]
+        layout #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
+        step %step and_insert residual %residual
+        norm %post_norm eps 1.000000e-06 into %h, %normed
+        : memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>,
+          memref<?x4096xbf16>, memref<4096x4xbf16>, memref<?x4096xbf16>,
+          memref<4096xbf16> -> memref<?x4096xbf16>, memref<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins
+    SConv_MemRef:$x,
+    SConv_MemRef:$weights,
+    SConv_MemRef:$cache,
+    SConv_StepType:$step,
+    SConv_MemRef:$residual,
+    SConv_MemRef:$norm_weight,
+    SConv_MemRef:$sum,
+    SConv_MemRef:$out,
+    SConv_StreamAttr:$stream,
+    SConv_LayoutAttr:$layout,
+    F32Attr:$epsilon,
+    DefaultValuedAttr<BoolAttr, "true">:$residual_conv,
+    DefaultValuedAttr<SConv_ActivationAttr, "Activation::None">:$activation,
+    UnitAttr:$insert);
+  let assemblyFormat = [{
+    $x `weights` $weights `history` $cache `[` custom<StreamRef>($stream) `]`
+    `layout` $layout `step` $step (`and_insert` $insert^)?
+    `residual` $residual `norm` $norm_weight `eps` $epsilon `into` $sum `,` $out
+    `` custom<OptionalActivation>($activation) attr-dict
+    `:` type($cache) `,` type($x) `,` type($weights) `,` type($residual) `,`
+    type($norm_weight) `->` type($sum) `,` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // INKLING_DIALECT_SCONV_IR_SCONVEPILOGUEOPS_TD

@@ -97,7 +97,18 @@ def SConvFuseEpilogues : Pass<"sconv-fuse-epilogues"> {
     one epsilon. Row-local: both ops read, for row (t, h) of their output,
     only row (t, h) of their input (their definitions), so running them
     inside the conv's (t, h) iteration reads exactly the values the conv
-    has just produced. Legal when, from the ops' declared memory effects:
+    has just produced.
+
+    A one-stream conv (ATTN, MLP) whose output `y`, an alloc, is read only
+    as the `y` of an `sconv.add_rms_norm` (the residual add and the norm
+    over the token's hidden row) becomes one `sconv.fused_conv_add_norm`,
+    under the same conditions (the norm's `sum` and `out` alias nothing the
+    conv reads). The pipeline runs the pass once with `hidden-row-only`
+    before `sconv-fuse-convs` (so that ATTN and MLP, whose epilogues read
+    whole token rows, are not first merged into one multi-stream conv) and
+    once after it (K and V merged first, then their epilogues).
+
+    Legal when, from the ops' declared memory effects:
     each epilogue op commutes with every other op between the conv and it
     (it may move up to the conv), its other operands are defined above the
     conv, and the KV caches it writes alias nothing the fused op reads or
@@ -118,6 +129,8 @@ def SConvFuseEpilogues : Pass<"sconv-fuse-epilogues"> {
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Emit a remark for each conv whose consumers are not fused, "
            "saying why">,
+    Option<"hiddenRowOnly", "hidden-row-only", "bool", /*default=*/"false",
+           "Fuse only the sconv.add_rms_norm epilogues (one-stream convs)">,
   ];
   let dependentDialects = ["::inkling::sconv::SConvDialect"];
 }
