@@ -67,7 +67,56 @@ Value laneTree(OpBuilder &b, Location loc, Value v) {
 }
 
 /// The pairwise tree of `sums`, zeros up to a power of two.
-Value pairwiseTree(OpBuilder &b, Location loc, SmallVector<Value> sums) {
+/// The same tree built as the sums arrive: a stack of finished subtrees
+/// (at most log2 of them), two of one size merged at once, so that only
+/// those stay live while a row is computed (fewer registers on the GPU).
+class PairwiseTree {
+public:
+  PairwiseTree(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  void push(Value sum) {
+    stack.push_back({sum, 1});
+    merge();
+  }
+
+  /// The root. The subtrees' sizes fall from the bottom of the stack to its
+  /// top; the top one is completed with a zero subtree of its size (which
+  /// sums to +0: one add of 0) and merged, until one is left: the tree over
+  /// the sums padded with zeros to the next power of two.
+  Value finish() {
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    if (stack.empty())
+      return zero;
+    while (stack.size() > 1) {
+      stack.back().first =
+          arith::AddFOp::create(b, loc, stack.back().first, zero);
+      stack.back().second *= 2;
+      merge();
+    }
+    return stack.front().first;
+  }
+
+private:
+  /// Merges the two top subtrees while they have one size.
+  void merge() {
+    while (stack.size() > 1 &&
+           stack[stack.size() - 2].second == stack.back().second) {
+      auto [right, size] = stack.pop_back_val();
+      stack.back().first =
+          arith::AddFOp::create(b, loc, stack.back().first, right);
+      stack.back().second = 2 * size;
+    }
+  }
+
+  OpBuilder &b;
+  Location loc;
+  SmallVector<std::pair<Value, int64_t>> stack;
+};
+
+/// The pairwise tree of `sums`, zeros up to a power of two, level by
+/// level (the same bits as PairwiseTree; the order of the ops differs).
+Value pairwiseTree(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  SmallVector<Value> sums(values);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   sums.resize(powerOfTwoAtLeast(sums.size()), zero);
   while (sums.size() > 1) {
@@ -158,7 +207,7 @@ void emitTokenRowNorm(OpBuilder &b, Location loc, Value t,
       b, loc, c0, heads, c1, ValueRange{zeros},
       [&](OpBuilder &b, Location loc, Value h, ValueRange acc) {
         row.beginHead(b, loc, h);
-        SmallVector<Value> sums;
+        PairwiseTree sums(b, loc);
         for (int64_t i = 0; i < chunks; ++i) {
           Value c = cIndex(b, loc, i * kLanes);
           Value y = extToF32(b, loc, row.source(b, loc, h, c), kLanes);
@@ -168,11 +217,10 @@ void emitTokenRowNorm(OpBuilder &b, Location loc, Value t,
               truncToBf16(b, loc, arith::AddFOp::create(b, loc, y, r), kLanes);
           row.sum.store(b, loc, hv, t, h, c);
           Value hf = extToF32(b, loc, hv, kLanes);
-          sums.push_back(
-              laneTree(b, loc, arith::MulFOp::create(b, loc, hf, hf)));
+          sums.push(laneTree(b, loc, arith::MulFOp::create(b, loc, hf, hf)));
         }
-        Value next = vector::InsertOp::create(
-            b, loc, pairwiseTree(b, loc, sums), acc[0], OpFoldResult(h));
+        Value next = vector::InsertOp::create(b, loc, sums.finish(), acc[0],
+                                              OpFoldResult(h));
         scf::YieldOp::create(b, loc, next);
       });
   SmallVector<Value> headSums;
@@ -246,9 +294,23 @@ void emitRowNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
       });
 }
 
-/// The chunks of a row of `width` channels, any width (a scalar tail).
-void emitRowChunks(OpBuilder &b, Location loc, int64_t width, LanesBody body) {
+/// The chunks of a row of `width` channels, any width (a scalar tail): an
+/// scf.parallel (GPU threads) when `parallel`, else an scf.for. The fused
+/// nests use the for: code of a (t, h) iteration outside an inner parallel
+/// loop would run in every thread of the GPU block (the K row's norm and
+/// stores repeated), so each fused row is one thread's work.
+void emitRowChunks(OpBuilder &b, Location loc, int64_t width, LanesBody body,
+                   bool parallel = true) {
   Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  if (!parallel) {
+    scf::ForOp::create(
+        b, loc, c0, cIndex(b, loc, numChunks(width)), c1, ValueRange{},
+        [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+          emitChunk(b, loc, chunk, width, body);
+          scf::YieldOp::create(b, loc);
+        });
+    return;
+  }
   scf::ParallelOp::create(
       b, loc, ValueRange{c0}, ValueRange{cIndex(b, loc, numChunks(width))},
       ValueRange{c1}, [&](OpBuilder &b, Location loc, ValueRange chunk) {
@@ -440,7 +502,8 @@ struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
                 b, loc, width,
                 [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                   sink(b, loc, c, source(b, loc, c, lanes), lanes);
-                });
+                },
+                /*parallel=*/false);
           }
         });
     rewriter.eraseOp(op);
