@@ -25,6 +25,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -259,6 +261,90 @@ TEST_P(HiddenRowTest, MatchesReference) {
                              what + ": " + names[i]));
     }
   }
+}
+
+/// The hidden row's order is seen too: on a long prefill of the real
+/// layout, a reference that adds the heads' sums sequentially instead of
+/// as a tree differs from the lowered program's normalized rows, which
+/// match the stated order.
+TEST(HiddenRowOrderTest, ChangedHeadOrderIsSeen) {
+  LayoutConfig config{8, 128, 4096, 4, 1};
+  Layout layout = *Layout::derive(config);
+  int64_t pageBytes = layout.pageBytes();
+  CompileOptions options;
+  std::string error;
+  auto engine =
+      harness::compile(buildModule(layout, pageBytes), options, error);
+  ASSERT_TRUE(engine) << error;
+  int64_t w = layout.range(Stream::Attn).width;
+  int64_t row = layout.headsPerRank * w;
+  std::mt19937_64 rng(5);
+  Step step = randomStep(rng, layout, 2048);
+  int64_t tokens = step.meta.numTokens();
+  ConvInputs attn(rng, layout, Stream::Attn, tokens, row);
+  ConvInputs mlp(rng, layout, Stream::Mlp, tokens, row);
+  StreamData residual(tokens, row);
+  fillRandom(residual.buffer, rng, 8.0f);
+  AlignedBuffer<uint16_t> n1(row, 0), n2(row, 0);
+  fillRandom(n1, rng, 2.0f);
+  fillRandom(n2, rng, 2.0f);
+  AlignedBuffer<uint16_t> cache0 =
+      makeCache(rng, layout, step, pageBytes / 2, kPoison);
+  AlignedBuffer<uint16_t> cache(cache0.size, 0);
+  std::copy(cache0.data, cache0.data + cache0.size, cache.data);
+  CacheBuffer history{cache0.data, pageBytes / 2, step.numBlocks};
+  StreamData ya(tokens, row), h1(tokens, row), in1(tokens, row);
+  referenceConv(layout, Stream::Attn, attn.x.view(), attn.weights.data,
+                step.meta, history, {}, ya.mutableView());
+  referenceAddRmsNorm(layout, Stream::Attn, ya.view(), residual.view(), tokens,
+                      n1.data, kEpsilon, h1.mutableView(), in1.mutableView());
+  // The mutant: the same h, the heads' sums added in sequence.
+  std::vector<uint16_t> mutant(in1.buffer.data, in1.buffer.data + tokens * row);
+  std::vector<float> h(row);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < row; ++i)
+      h[i] = bf16ToFloat(h1.buffer.data[t * row + i]);
+    float ss = 0;
+    for (int64_t head = 0; head < layout.headsPerRank; ++head)
+      ss += referenceSumOfSquares(h.data() + head * w, w);
+    float inverse = 1.0f / std::sqrt(ss / static_cast<float>(row) + kEpsilon);
+    for (int64_t i = 0; i < row; ++i) {
+      float scaled = h[i] * inverse;
+      mutant[t * row + i] = floatToBf16(scaled * bf16ToFloat(n1.data[i]));
+    }
+  }
+  std::vector<std::unique_ptr<StreamData>> outs;
+  std::vector<Mem2> descs;
+  for (int i = 0; i < 4; ++i) {
+    outs.push_back(std::make_unique<StreamData>(tokens, row));
+    descs.push_back(harness::descriptor<uint16_t, 2>(outs.back()->buffer.data,
+                                                     {tokens, row}, {row, 1}));
+  }
+  auto flat = [&](const StreamData &d) {
+    return harness::descriptor<uint16_t, 2>(
+        const_cast<uint16_t *>(d.buffer.data), {tokens, row}, {row, 1});
+  };
+  Mem2 ad = flat(attn.x), md = flat(mlp.x), rd = flat(residual);
+  Mem2 wa = attn.weightsDescriptor(), wm = mlp.weightsDescriptor();
+  Mem1 n1d = harness::descriptor<uint16_t, 1>(n1.data, {row}, {1});
+  Mem1 n2d = harness::descriptor<uint16_t, 1>(n2.data, {row}, {1});
+  StepMetadata meta = step.meta;
+  Call call = makeCall(cache.data, step.numBlocks * pageBytes, meta);
+  void *address = lookupFunction(*engine, "rows");
+  ASSERT_NE(address, nullptr);
+  reinterpret_cast<RowsFn>(address)(
+      &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &ad, &md, &wa,
+      &wm, &rd, &n1d, &n2d, &descs[0], &descs[1], &descs[2], &descs[3]);
+  ASSERT_TRUE(sameBits(in1.buffer.data, outs[1]->buffer.data, tokens * row, 0,
+                       "the stated order: the MLP's input"));
+  int64_t differing = 0;
+  for (int64_t i = 0; i < tokens * row; ++i)
+    differing += mutant[i] != outs[1]->buffer.data[i];
+  EXPECT_GT(differing, 0) << tokens << " tokens";
+  std::printf("hidden-row order test: %lld tokens; values that differ from "
+              "a sequential sum over heads: %lld\n",
+              static_cast<long long>(tokens),
+              static_cast<long long>(differing));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HiddenRowTest,
