@@ -37,7 +37,8 @@ using namespace inkling::sconv;
 ConvPart::ConvPart(const inkling::Layout &layout, const ConvStream &s,
                    MemRefType cacheType)
     : range(layout.range(toRuntime(s.stream))), x(s.x, range.width),
-      out(s.out, range.width), weights(s.weights), bias(s.bias) {
+      // An epilogue's stream has no output (rowValue): x stands in.
+      out(s.out ? s.out : s.x, range.width), weights(s.weights), bias(s.bias) {
   cacheAlign = loops::cacheAlign(cacheType, range.offset);
   cacheLineAligned = loops::cacheLineAligned(cacheType, range.offset);
   // bias[h*w + c].
@@ -70,6 +71,7 @@ ConvNestBuilder::ConvNestBuilder(PatternRewriter &rewriter,
     ranges.push_back(layout.range(toRuntime(s.stream)));
   for (unsigned i : orderByOffset(ranges)) {
     parts.emplace_back(layout, spec.streams[i], cacheType);
+    partStreams.push_back(spec.streams[i].stream);
     widths.push_back(ranges[i].width);
   }
 
@@ -393,6 +395,14 @@ void ConvNestBuilder::finishLanes(OpBuilder &b, Location loc,
                                   function_ref<Value(int64_t)> tapValue,
                                   Value acc, Value xt, Value t, Value h,
                                   Value c, int64_t lanes, LaneOrder order) {
+  acc = convResult(b, loc, tapWeights, tapValue, acc, xt, lanes);
+  part.out.store(b, loc, truncToBf16(b, loc, acc, lanes, order), t, h, c);
+}
+
+Value ConvNestBuilder::convResult(OpBuilder &b, Location loc,
+                                  ArrayRef<Value> tapWeights,
+                                  function_ref<Value(int64_t)> tapValue,
+                                  Value acc, Value xt, int64_t lanes) {
   for (int64_t j = 0; j < kernel; ++j)
     acc = math::FmaOp::create(b, loc, tapWeights[j], tapValue(j), acc);
   if (silu) {
@@ -405,12 +415,19 @@ void ConvNestBuilder::finishLanes(OpBuilder &b, Location loc,
   }
   if (residual)
     acc = arith::AddFOp::create(b, loc, acc, xt);
-  part.out.store(b, loc, truncToBf16(b, loc, acc, lanes, order), t, h, c);
+  return acc;
 }
 
 void ConvNestBuilder::convLanes(OpBuilder &b, Location loc,
                                 const ConvPart &part, Value t, Value h, Value c,
                                 int64_t lanes, Value xRaw) {
+  Value acc = convLanesValue(b, loc, part, t, h, c, lanes, xRaw);
+  part.out.store(b, loc, truncToBf16(b, loc, acc, lanes), t, h, c);
+}
+
+Value ConvNestBuilder::convLanesValue(OpBuilder &b, Location loc,
+                                      const ConvPart &part, Value t, Value h,
+                                      Value c, int64_t lanes, Value xRaw) {
   ArithBuilder ab(b, loc);
   Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
   Value acc = biasLanes(b, loc, part, channel, lanes);
@@ -435,7 +452,25 @@ void ConvNestBuilder::convLanes(OpBuilder &b, Location loc,
            : hoist         ? hoisted[j]
                            : chunkTap(b, loc, part, t, h, c, lanes, j);
   };
-  finishLanes(b, loc, part, tapWeights, tapValue, acc, xt, t, h, c, lanes);
+  return convResult(b, loc, tapWeights, tapValue, acc, xt, lanes);
+}
+
+Value ConvNestBuilder::rowValue(OpBuilder &b, Location loc, sconv::Stream stream,
+                                Value t, Value h, Value c, int64_t lanes) {
+  const ConvPart &part =
+      parts[llvm::find(partStreams, stream) - partStreams.begin()];
+  Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+  auto value = scf::IfOp::create(
+      b, loc, live,
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(
+            b, loc,
+            truncToBf16(
+                b, loc,
+                convLanesValue(b, loc, part, t, h, c, lanes, xRaw), lanes));
+      },
+      [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, xRaw); });
+  return value.getResult(0);
 }
 
 // A padding token (or, checked, one with a bad token_seq entry) reads and

@@ -55,6 +55,26 @@ public:
   /// choice between them) before the op.
   void build();
 
+  // For a nest of someone else's (the epilogue nests, EpilogueLowering.cpp):
+  // the conv's value of one row, to consume instead of storing it.
+
+  /// The per-(t, h) values rowValue needs (call first, in the (t, h) body).
+  void beginRow(OpBuilder &b, Location loc, Value t, Value h) {
+    tokenPrologue(b, loc, t, h);
+  }
+  /// The conv's output of stream `stream` at [t, h, c, c + lanes) as bf16,
+  /// the bits `sconv.conv` stores (x for a padding token); with and_insert
+  /// also stores x into the cache, as the conv nest does.
+  Value rowValue(OpBuilder &b, Location loc, sconv::Stream stream, Value t,
+                 Value h, Value c, int64_t lanes);
+  /// Checked with and_insert: reports token t's bad slot once (head 0), as
+  /// the conv nest does.
+  void reportRowSlot(OpBuilder &b, Location loc, Value t, Value h) {
+    if (insert && checked)
+      emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, h), status, t,
+                      slotLimit);
+  }
+
 private:
   /// Where tap j < W-1 of the current (t, h) reads, when hoisted.
   struct TapSource {
@@ -110,6 +130,13 @@ private:
                    LaneOrder order = LaneOrder::Natural);
   void convLanes(OpBuilder &b, Location loc, const ConvPart &part, Value t,
                  Value h, Value c, int64_t lanes, Value xRaw);
+  /// convLanes' f32 result (after the residual add), not stored.
+  Value convLanesValue(OpBuilder &b, Location loc, const ConvPart &part,
+                       Value t, Value h, Value c, int64_t lanes, Value xRaw);
+  /// The fma chain, the activation and the residual add of finishLanes.
+  Value convResult(OpBuilder &b, Location loc, ArrayRef<Value> tapWeights,
+                   function_ref<Value(int64_t)> tapValue, Value acc, Value xt,
+                   int64_t lanes);
   void lanesBody(OpBuilder &b, Location loc, const ConvPart &part, Value t,
                  Value h, Value c, int64_t lanes);
   void tokenNest(OpBuilder &b, Location loc);
@@ -148,6 +175,7 @@ private:
   inkling::Layout layout;
   int64_t kernel, blockSize;
   SmallVector<ConvPart> parts; ///< In the order of their cache offsets.
+  SmallVector<sconv::Stream> partStreams; ///< The stream of each part.
   SmallVector<int64_t> widths;
   Value numComputedBuf, blockTable, slots, status;
   std::string opName;

@@ -317,6 +317,10 @@ void populateInsertLoweringPatterns(RewritePatternSet &patterns,
 /// sconv.conv and sconv.fused_conv (ConvLowering.cpp).
 void populateConvLoweringPatterns(RewritePatternSet &patterns,
                                   const SConvToLoopsOptions &options);
+/// sconv.rms_norm, sconv.kv_write and sconv.fused_conv_kv_write
+/// (EpilogueLowering.cpp).
+void populateEpilogueLoweringPatterns(RewritePatternSet &patterns,
+                                      const SConvToLoopsOptions &options);
 
 } // namespace inkling::loops
 

@@ -154,4 +154,5 @@ void inkling::populateSConvToLoopsPatterns(RewritePatternSet &patterns,
   patterns.add<BindLowering, EraseUnusedStep>(context);
   loops::populateInsertLoweringPatterns(patterns, options);
   loops::populateConvLoweringPatterns(patterns, options);
+  loops::populateEpilogueLoweringPatterns(patterns, options);
 }

@@ -75,7 +75,12 @@ def FmaToLLVMPass : Pass<"inkling-gpu-fma-to-llvm"> {
   let description = [{
     `math.fma` (scalar or vector) becomes `llvm.intr.fma`, which NVPTX
     selects as `fma.rn.f32`, the same single rounding as the CPU's, rather
-    than a call to libdevice's `__nv_fmaf`.
+    than a call to libdevice's `__nv_fmaf`. An f32 `math.sqrt` becomes a call
+    of libdevice's correctly rounded `__nv_fsqrt_rn` (`sqrt.rn.f32`): the
+    upstream lowering calls `__nv_sqrtf`, approximate without
+    `__CUDA_PREC_SQRT`, and `1 / sqrt` then folds to `rsqrt.approx` (the
+    epilogues' norms need the correctly rounded root; the pass runs on the
+    gpu.module, where it declares the function).
 
     ```mlir
     %r = math.fma %a, %b, %c : f32   // -> %r = llvm.intr.fma(%a, %b, %c)

@@ -9,6 +9,8 @@
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace inkling::sconv;
 using namespace inkling::sconv::detail;
@@ -409,4 +411,243 @@ LogicalResult FusedConvOp::verify() {
         *this, getStep(),
         cast<MemRefType>(getInputs()[0].getType()).getDimSize(0));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogues (SConvEpilogueOps.td): RmsNormOp, KvWriteOp, FusedConvKvWriteOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyEpsilon(Operation *op, FloatAttr epsilon) {
+  double eps = epsilon.getValueAsDouble();
+  if (!(eps >= 0.0) || std::isinf(eps))
+    return op->emitOpError()
+           << "attribute 'eps': expected a finite epsilon >= 0, found " << eps;
+  return success();
+}
+
+/// The slot mapping of a KV write: i64 [>= T].
+static LogicalResult verifyKvSlots(Operation *op, StringRef name, Value slots,
+                                   int64_t tokens) {
+  if (failed(verifyMetadataOperand(op, name, slots.getType(), 1, 64)))
+    return failure();
+  int64_t entries = cast<MemRefType>(slots.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(entries) && !ShapedType::isDynamic(tokens) &&
+      entries < tokens)
+    return op->emitOpError() << "operand '" << name << "': holds " << entries
+                             << " slots for " << tokens << " tokens";
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  LayoutAttr layout = getLayout();
+  Stream stream = getStream();
+  if (failed(
+          verifyStreamOperand(*this, "x", getX().getType(), layout, stream)) ||
+      failed(verifyStreamOperand(*this, "out", getOut().getType(), layout,
+                                 stream)) ||
+      failed(verifyNormWeightOperand(*this, "weight", getWeight().getType(),
+                                     layout, layout.getStreamWidth(stream))) ||
+      failed(verifyNormWidth(*this, layout, stream)) ||
+      failed(verifyEpsilon(*this, getEpsilonAttr())))
+    return failure();
+  auto xType = cast<MemRefType>(getX().getType());
+  auto outType = cast<MemRefType>(getOut().getType());
+  if (outType.getShape() != xType.getShape())
+    return emitOpError() << "operand 'out': expected the shape of 'x' ("
+                         << xType << "), found " << outType;
+  return success();
+}
+
+LogicalResult KvWriteOp::verify() {
+  LayoutAttr layout = getLayout();
+  Stream stream = getStream();
+  if (failed(
+          verifyStreamOperand(*this, "x", getX().getType(), layout, stream)) ||
+      failed(verifyKvCacheOperand(*this, "kv_cache", getKvCache().getType(),
+                                  layout, stream)))
+    return failure();
+  return verifyKvSlots(*this, "slots", getSlots(),
+                       cast<MemRefType>(getX().getType()).getDimSize(0));
+}
+
+SmallVector<Stream> FusedConvKvWriteOp::getStreamList() {
+  return streamsOf(getStreams());
+}
+
+Value FusedConvKvWriteOp::getNormWeightOf(unsigned i) {
+  ArrayRef<bool> normed = getNormed();
+  if (i >= normed.size() || !normed[i])
+    return {};
+  unsigned index = llvm::count(normed.take_front(i), true);
+  return index < getNormWeights().size() ? getNormWeights()[index] : Value();
+}
+
+bool FusedConvKvWriteOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> FusedConvKvWriteOp::getStepWrittenStreams() {
+  if (!getInsert())
+    return {};
+  return getStreamList();
+}
+
+void FusedConvKvWriteOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto *read = MemoryEffects::Read::get();
+  auto *write = MemoryEffects::Write::get();
+  for (OpOperand &operand : getInputsMutable())
+    effects.emplace_back(read, &operand);
+  for (OpOperand &operand : getWeightsMutable())
+    effects.emplace_back(read, &operand);
+  for (OpOperand &operand : getNormWeightsMutable())
+    effects.emplace_back(read, &operand);
+  effects.emplace_back(read, &getCacheMutable());
+  effects.emplace_back(read, &getStepMutable());
+  effects.emplace_back(read, &getKvSlotsMutable());
+  if (getInsert())
+    effects.emplace_back(write, &getCacheMutable());
+  for (OpOperand &operand : getKvCachesMutable())
+    effects.emplace_back(write, &operand);
+}
+
+LogicalResult FusedConvKvWriteOp::verify() {
+  SmallVector<Stream> streams = getStreamList();
+  size_t count = streams.size();
+  ArrayRef<bool> normed = getNormed();
+  size_t normCount = llvm::count(normed, true);
+  if (count == 0 || getInputs().size() != count ||
+      getWeights().size() != count || getKvCaches().size() != count ||
+      normed.size() != count)
+    return emitOpError() << "expected one input, weight, 'normed' flag and "
+                            "KV cache per stream; found "
+                         << getInputs().size() << " inputs, "
+                         << getWeights().size() << " weights, " << normed.size()
+                         << " flags, " << getKvCaches().size()
+                         << " KV caches for " << count << " streams";
+  if (getNormWeights().size() != normCount)
+    return emitOpError() << "expected one norm weight per normalized stream ("
+                         << normCount << "), found " << getNormWeights().size();
+  LayoutAttr layout = getLayout();
+  if (failed(verifyDistinctStreams(*this, getStreams())) ||
+      failed(
+          verifyCacheOperand(*this, "cache", getCache().getType(), layout)) ||
+      failed(verifyEpsilon(*this, getEpsilonAttr())))
+    return failure();
+  int64_t tokens = ShapedType::kDynamic;
+  for (size_t i = 0; i < count; ++i) {
+    Value input = getInputs()[i];
+    if (failed(verifyStreamOperand(*this, indexedName("inputs", i),
+                                   input.getType(), layout, streams[i])) ||
+        failed(verifyWeightsOperand(*this, indexedName("weights", i),
+                                    getWeights()[i].getType(), layout,
+                                    streams[i])) ||
+        failed(verifyKvCacheOperand(*this, indexedName("kv_caches", i),
+                                    getKvCaches()[i].getType(), layout,
+                                    streams[i])))
+      return failure();
+    if (Value weight = getNormWeightOf(i))
+      if (failed(verifyNormWeightOperand(
+              *this,
+              indexedName("norm_weights",
+                          llvm::count(normed.take_front(i), true)),
+              weight.getType(), layout, layout.getStreamWidth(streams[i]))) ||
+          failed(verifyNormWidth(*this, layout, streams[i])))
+        return failure();
+    int64_t rows = cast<MemRefType>(input.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(rows)) {
+      if (!ShapedType::isDynamic(tokens) && rows != tokens)
+        return emitOpError()
+               << "operand '" << indexedName("inputs", i) << "': expected "
+               << tokens << " tokens like 'inputs[0]', found " << rows;
+      tokens = rows;
+    }
+  }
+  if (failed(verifyKvSlots(*this, "kv_slots", getKvSlots(), tokens)))
+    return failure();
+  if (getInsert())
+    return verifyStepCoversTokens(*this, getStep(), tokens);
+  return verifyTokenSeqCoversTokens(*this, getStep(), tokens);
+}
+
+/// The hidden-row norm's operands: y, residual, sum and out rows of the
+/// stream (the same shape), the weight [H*w], tp = 1, w whole chunks.
+static LogicalResult verifyAddNorm(Operation *op, LayoutAttr layout,
+                                   Stream stream, Value y, StringRef yName,
+                                   Value residual, Value weight,
+                                   StringRef weightName, Value sum, Value out,
+                                   FloatAttr epsilon) {
+  if (failed(verifyStreamOperand(op, yName, y.getType(), layout, stream)) ||
+      failed(verifyStreamOperand(op, "residual", residual.getType(), layout,
+                                 stream)) ||
+      failed(verifyStreamOperand(op, "sum", sum.getType(), layout, stream)) ||
+      failed(verifyStreamOperand(op, "out", out.getType(), layout, stream)) ||
+      failed(verifyNormWeightOperand(op, weightName, weight.getType(), layout,
+                                     layout.getHeadsPerRank() *
+                                         layout.getStreamWidth(stream))) ||
+      failed(verifyNormWidth(op, layout, stream)) ||
+      failed(verifyEpsilon(op, epsilon)))
+    return failure();
+  if (layout.getTp() != 1)
+    return op->emitOpError()
+           << "the hidden-row norm needs every rank's sum of squares: tp ("
+           << layout.getTp()
+           << ") must be 1 (at tp > 1 the engine's all-reduce sits between "
+              "the add and the norm)";
+  auto tokens = [](Value v) {
+    return cast<MemRefType>(v.getType()).getDimSize(0);
+  };
+  for (auto [name, v] : {std::pair<StringRef, Value>{"residual", residual},
+                         {"sum", sum},
+                         {"out", out}})
+    if (!ShapedType::isDynamic(tokens(v)) &&
+        !ShapedType::isDynamic(tokens(y)) && tokens(v) != tokens(y))
+      return op->emitOpError()
+             << "operand '" << name << "': expected " << tokens(y)
+             << " tokens like '" << yName << "', found " << v.getType();
+  return success();
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  return verifyAddNorm(*this, getLayout(), getStream(), getY(), "y",
+                       getResidual(), getWeight(), "weight", getSum(), getOut(),
+                       getEpsilonAttr());
+}
+
+bool FusedConvAddNormOp::readsOnlyHistory() { return true; }
+
+SmallVector<Stream> FusedConvAddNormOp::getStepWrittenStreams() {
+  if (!getInsert())
+    return {};
+  return {getStream()};
+}
+
+void FusedConvAddNormOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto *read = MemoryEffects::Read::get();
+  auto *write = MemoryEffects::Write::get();
+  for (OpOperand *operand :
+       {&getXMutable(), &getWeightsMutable(), &getCacheMutable(),
+        &getStepMutable(), &getResidualMutable(), &getNormWeightMutable()})
+    effects.emplace_back(read, operand);
+  if (getInsert())
+    effects.emplace_back(write, &getCacheMutable());
+  effects.emplace_back(write, &getSumMutable());
+  effects.emplace_back(write, &getOutMutable());
+}
+
+LogicalResult FusedConvAddNormOp::verify() {
+  LayoutAttr layout = getLayout();
+  if (failed(
+          verifyCacheOperand(*this, "cache", getCache().getType(), layout)) ||
+      failed(verifyWeightsOperand(*this, "weights", getWeights().getType(),
+                                  layout, getStream())) ||
+      failed(verifyAddNorm(*this, layout, getStream(), getX(), "x",
+                           getResidual(), getNormWeight(), "norm_weight",
+                           getSum(), getOut(), getEpsilonAttr())))
+    return failure();
+  int64_t tokens = cast<MemRefType>(getX().getType()).getDimSize(0);
+  if (getInsert())
+    return verifyStepCoversTokens(*this, getStep(), tokens);
+  return verifyTokenSeqCoversTokens(*this, getStep(), tokens);
 }

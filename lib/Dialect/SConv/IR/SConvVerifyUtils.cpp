@@ -201,4 +201,52 @@ LogicalResult verifyTokenSeqCoversTokens(Operation *op, Value stepValue,
   return success();
 }
 
+LogicalResult verifyKvCacheOperand(Operation *op, StringRef name, Type type,
+                                   LayoutAttr layout, Stream stream) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  int64_t heads = layout.getHeadsPerRank();
+  int64_t width = layout.getStreamWidth(stream);
+  int64_t dyn = ShapedType::kDynamic;
+  if (memref->getRank() != 4 || memref->isDynamicDim(1) ||
+      memref->getDimSize(1) < 1)
+    return operandError(op, name)
+           << "expected the attention cache [num_blocks, block_size, " << heads
+           << ", " << width << "] (NHD) with a static block size >= 1, found "
+           << formatDims(memref->getShape());
+  int64_t blockSize = memref->getDimSize(1);
+  if (failed(checkShape(op, name, *memref, {dyn, blockSize, heads, width})) ||
+      failed(checkStrides(op, name, *memref, {dyn, heads * width, width, 1})))
+    return failure();
+  int64_t blockStride = memref->getStridesAndOffset().first[0];
+  if (!ShapedType::isDynamic(blockStride) &&
+      blockStride < blockSize * heads * width)
+    return operandError(op, name)
+           << "block stride " << blockStride
+           << " is smaller than a block of block_size*H*w = "
+           << blockSize * heads * width << " elements";
+  return success();
+}
+
+LogicalResult verifyNormWeightOperand(Operation *op, StringRef name, Type type,
+                                      LayoutAttr layout, int64_t channels) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  if (failed(checkShape(op, name, *memref, {channels})))
+    return failure();
+  return checkStrides(op, name, *memref, {1});
+}
+
+LogicalResult verifyNormWidth(Operation *op, LayoutAttr layout, Stream stream) {
+  int64_t width = layout.getStreamWidth(stream);
+  if (width % 8 != 0)
+    return op->emitOpError()
+           << "stream '" << stringifyStream(stream) << "': a normalized row of "
+           << width
+           << " channels is not whole 16-byte chunks (a multiple of 8)";
+  return success();
+}
+
 } // namespace inkling::sconv::detail

@@ -51,6 +51,25 @@ mlir::LogicalResult verifyTokenSeqCoversTokens(mlir::Operation *op,
                                                mlir::Value stepValue,
                                                int64_t tokens);
 
+/// The attention layer's paged cache of a stream (issue #29): NHD
+/// `[?, block_size, H, w]` with a static block size >= 1 and strides
+/// `[block_stride >= block_size*H*w, H*w, w, 1]`.
+mlir::LogicalResult verifyKvCacheOperand(mlir::Operation *op,
+                                         llvm::StringRef name, mlir::Type type,
+                                         LayoutAttr layout, Stream stream);
+
+/// A norm weight of `channels` bf16, contiguous.
+mlir::LogicalResult verifyNormWeightOperand(mlir::Operation *op,
+                                            llvm::StringRef name,
+                                            mlir::Type type, LayoutAttr layout,
+                                            int64_t channels);
+
+/// The rows a norm runs over: `w` (the stream's width) a multiple of 8,
+/// so that every row is whole 16-byte chunks (the reduction order of
+/// docs/Design.md section 4, "Epilogues", is stated over chunks).
+mlir::LogicalResult verifyNormWidth(mlir::Operation *op, LayoutAttr layout,
+                                    Stream stream);
+
 } // namespace inkling::sconv::detail
 
 #endif // INKLING_LIB_DIALECT_SCONV_IR_SCONVVERIFYUTILS_H

@@ -22,8 +22,13 @@ void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy) {
   case FusionStrategy::ConvInsert:
     // Every insert with a conv of the same input is now inside that conv.
     pm.addPass(createSConvFuseConvInsert());
+    // ATTN / MLP: the residual add and the hidden-row norm into the conv.
+    pm.addPass(createSConvFuseEpilogues({/*remarks=*/false,
+                                         /*hiddenRowOnly=*/true}));
     // Convs of one step that are ready together are one op (one nest).
     pm.addPass(createSConvFuseConvs());
+    // Their row-local consumers (k_norm, the KV writes) run in that nest.
+    pm.addPass(createSConvFuseEpilogues());
     // Inserts without a conv partner sit together and are packed.
     pm.addPass(createSConvDeferInserts());
     pm.addPass(createSConvFuseInserts());
@@ -33,8 +38,12 @@ void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy) {
     pm.addPass(createSConvDeferInserts());
     // Adjacent inserts of one step are one packed row write.
     pm.addPass(createSConvFuseInserts());
-    // Convs of one step that are ready together are one op.
+    // Convs of one step that are ready together are one op; epilogues as
+    // above.
+    pm.addPass(createSConvFuseEpilogues({/*remarks=*/false,
+                                         /*hiddenRowOnly=*/true}));
     pm.addPass(createSConvFuseConvs());
+    pm.addPass(createSConvFuseEpilogues());
     return;
   case FusionStrategy::None:
     return;

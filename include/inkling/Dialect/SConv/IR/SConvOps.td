@@ -356,4 +356,6 @@ def SConv_FusedConvOp : SConv_StepCacheAccessOp<"fused_conv", [
   }];
 }
 
+include "inkling/Dialect/SConv/IR/SConvEpilogueOps.td"
+
 #endif // INKLING_DIALECT_SCONV_IR_SCONVOPS_TD

@@ -80,4 +80,59 @@ def SConvFuseConvs : Pass<"sconv-fuse-convs"> {
   let dependentDialects = ["::inkling::sconv::SConvDialect"];
 }
 
+def SConvFuseEpilogues : Pass<"sconv-fuse-epilogues"> {
+  let summary = "Fuse a conv's row-local consumers (k_norm, the attention KV write) into its nest";
+  let description = [{
+    A conv (`sconv.conv` or `sconv.fused_conv`, no bias) whose every
+    output `y` is a `memref.alloc` of the function read by nothing but
+    row-local epilogues becomes one `sconv.fused_conv_kv_write` at the
+    conv's place; `y` (and the norm's output) is no longer allocated or
+    written. Per stream the epilogue is either
+
+    - `sconv.kv_write %y ...` (V), or
+    - `sconv.rms_norm %y ... into %n` then `sconv.kv_write %n ...`, `%n`
+      an alloc read by nothing else (K: k_norm, then the KV write),
+
+    the KV writes of all streams with one slot mapping and the norms with
+    one epsilon. Row-local: both ops read, for row (t, h) of their output,
+    only row (t, h) of their input (their definitions), so running them
+    inside the conv's (t, h) iteration reads exactly the values the conv
+    has just produced.
+
+    A one-stream conv (ATTN, MLP) whose output `y`, an alloc, is read only
+    as the `y` of an `sconv.add_rms_norm` (the residual add and the norm
+    over the token's hidden row) becomes one `sconv.fused_conv_add_norm`,
+    under the same conditions (the norm's `sum` and `out` alias nothing the
+    conv reads). The pipeline runs the pass once with `hidden-row-only`
+    before `sconv-fuse-convs` (so that ATTN and MLP, whose epilogues read
+    whole token rows, are not first merged into one multi-stream conv) and
+    once after it (K and V merged first, then their epilogues).
+
+    Legal when, from the ops' declared memory effects:
+    each epilogue op commutes with every other op between the conv and it
+    (it may move up to the conv), its other operands are defined above the
+    conv, and the KV caches it writes alias nothing the fused op reads or
+    writes otherwise (inputs, weights, the conv cache, the step's buffers,
+    norm weights, slots, the other KV caches), so that interleaving the
+    rows changes no value read.
+
+    What is not fused stays as it was; with `remarks` each conv that is
+    not fused gets a remark saying why:
+
+    ```
+    inkling-opt layer.mlir --sconv-fuse-epilogues=remarks=true
+    remark: conv not fused with its epilogue: output 'outs[0]' is read by
+            'func.call' (only sconv.rms_norm / sconv.kv_write fuse)
+    ```
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for each conv whose consumers are not fused, "
+           "saying why">,
+    Option<"hiddenRowOnly", "hidden-row-only", "bool", /*default=*/"false",
+           "Fuse only the sconv.add_rms_norm epilogues (one-stream convs)">,
+  ];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
 #endif // INKLING_DIALECT_SCONV_TRANSFORMS_PASSES_TD

@@ -1,0 +1,294 @@
+//===- EpilogueBench.cpp - The K/V path fused with its epilogues or not ---===//
+//
+// inkling-bench-epilogue: the attention K/V path of a decoder layer at the
+// real layout (kv_heads 8, head_dim 128, kernel 4, tp 1; attention block
+// 16): conv K -> k_norm -> KV write, conv V -> KV write, the two inserts.
+// Three programs, JIT-compiled once through inkling-lower-to-cpu:
+//
+//   fused      the default strategy (conv-insert): one
+//              sconv.fused_conv_kv_write ... and_insert (1 nest; y never
+//              written)
+//   separate   the same ops with y handed in as arguments, so that the
+//              epilogues stay separate nests: fused_conv and_insert (K, V),
+//              rms_norm, kv_write x 2 (4 nests)
+//   none       no fusion at all: 2 convs, 2 inserts, rms_norm, 2 kv_writes
+//              (7 nests)
+//
+// at T = 1, 64, 256 decode tokens (one sequence each at position 6, its
+// history in the cache) and 8192 prefill tokens (one sequence from 0), on
+// one thread and on every core (threads = 0: OpenMP's default team). Each
+// time is the best of 7 repetitions of a loop of at least 50 ms; the ratios
+// are printed from times measured in this process, with the bytes each
+// program moves per token:
+//   fused:    x read (K, V), conv-cache rows written, KV rows written
+//             (+ the W-1 history rows read per stream in decode)
+//   separate: + y written, y read by the norm and the V write, the norm's
+//             output written and read (6 rows of H*hd more per token)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Harness/JitHarness.h"
+#include "inkling/Runtime/Layout.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace inkling;
+using namespace inkling::harness;
+using sconv::FusionStrategy;
+
+namespace {
+
+const LayoutConfig kReal{8, 128, 4096, 4, 1, "bf16"};
+constexpr int64_t kKvBlock = 16;
+constexpr int64_t kPrefill = 8192;
+
+using Mem4 = StridedMemRefType<uint16_t, 4>;
+/// @fused(meta..., k, v, wk, wv, kn, kc, vc, aslots)
+using FusedFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                         Mem3 *, Mem3 *, Mem2 *, Mem2 *, Mem1 *, Mem4 *, Mem4 *,
+                         MemI64 *);
+/// @separate(..., yk, yv, nk)
+using SeparateFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                            Mem3 *, Mem3 *, Mem2 *, Mem2 *, Mem1 *, Mem4 *,
+                            Mem4 *, MemI64 *, Mem3 *, Mem3 *, Mem3 *);
+
+std::string buildModule(const Layout &layout, int64_t pageBytes) {
+  LayerText text(kReal, layout, pageBytes);
+  int64_t h = layout.headsPerRank, hd = layout.config.headDim;
+  std::string x = typeOfStream(layout, Stream::K, false, false);
+  std::string kv = "memref<?x" + std::to_string(kKvBlock) + "x" +
+                   std::to_string(h) + "x" + std::to_string(hd) +
+                   "xbf16, strided<[" + std::to_string(kKvBlock * h * hd) +
+                   ", " + std::to_string(h * hd) + ", " + std::to_string(hd) +
+                   ", 1]>>";
+  std::string l = text.layout(), w = text.weightsType(Stream::K);
+  std::string nw = "memref<" + std::to_string(hd) + "xbf16>";
+  const char *na = " {llvm.noalias}";
+  std::ostringstream os;
+  auto signature = [&](const char *name, bool ys) {
+    os << "func.func @" << name << "(" << LayerText::metadataParams(true)
+       << ", %k: " << x << na << ", %v: " << x << na << ", %wk: " << w << na
+       << ", %wv: " << w << na << ", %kn: " << nw << na << ", %kc: " << kv << na
+       << ", %vc: " << kv << na << ", %aslots: memref<?xi64>" << na;
+    if (ys)
+      os << ", %yk: " << x << na << ", %yv: " << x << na << ", %nk: " << x
+         << na;
+    os << ") {\n" << text.bindAndStep();
+  };
+  auto body = [&] {
+    os << text.conv({"k", "wk", "", "yk"}, Stream::K, x)
+       << text.insert("k", Stream::K, x)
+       << text.conv({"v", "wv", "", "yv"}, Stream::V, x)
+       << text.insert("v", Stream::V, x)
+       << "  sconv.rms_norm %yk weight %kn eps 1.0e-06 layout " << l
+       << " stream k into %nk : " << x << ", " << nw << " -> " << x << "\n"
+       << "  sconv.kv_write %nk into %kc slots %aslots layout " << l
+       << " stream k : " << x << ", " << kv << ", memref<?xi64>\n"
+       << "  sconv.kv_write %yv into %vc slots %aslots layout " << l
+       << " stream v : " << x << ", " << kv << ", memref<?xi64>\n";
+  };
+  os << "module {\n";
+  signature("fused", false);
+  os << "  %c0 = arith.constant 0 : index\n  %t = memref.dim %k, %c0 : " << x
+     << "\n";
+  for (const char *y : {"yk", "yv", "nk"})
+    os << "  %" << y << " = memref.alloc(%t) : " << x << "\n";
+  body();
+  for (const char *y : {"yk", "yv", "nk"})
+    os << "  memref.dealloc %" << y << " : " << x << "\n";
+  os << "  return\n}\n";
+  signature("separate", true);
+  body();
+  os << "  return\n}\n}\n";
+  return os.str();
+}
+
+struct Workload {
+  reference::StepMetadata meta;
+  std::unique_ptr<AlignedBuffer<uint16_t>> cache, k, v, yk, yv, nk, wk, wv, kn,
+      kc, vc;
+  std::vector<int64_t> attnSlots;
+  Call call;
+  Mem3 kd, vd, ykd, yvd, nkd;
+  Mem2 wkd, wvd;
+  Mem1 knd;
+  Mem4 kcd, vcd;
+  MemI64 aslots;
+};
+
+std::unique_ptr<Workload> makeWorkload(const Layout &layout, int64_t pageBytes,
+                                       int64_t tokens) {
+  auto w = std::make_unique<Workload>();
+  int64_t n = layout.blockSize, h = layout.headsPerRank,
+          hd = layout.config.headDim, row = h * hd;
+  int64_t numBlocks;
+  if (tokens < kPrefill) {
+    w->meta.blockTableWidth = 2;
+    for (int64_t b = 0; b < tokens; ++b) {
+      w->meta.queryStartLoc.push_back(static_cast<int32_t>(b));
+      w->meta.numComputed.push_back(6);
+      int32_t first = static_cast<int32_t>(1 + 2 * b);
+      w->meta.blockTable.push_back(first);
+      w->meta.blockTable.push_back(first + 1);
+      w->meta.slotMapping.push_back((first + 1) * n + 6 % n);
+    }
+    w->meta.queryStartLoc.push_back(static_cast<int32_t>(tokens));
+    numBlocks = 1 + 2 * tokens;
+  } else {
+    int64_t blocks = (tokens + n - 1) / n;
+    w->meta.blockTableWidth = blocks;
+    w->meta.queryStartLoc = {0, static_cast<int32_t>(tokens)};
+    w->meta.numComputed = {0};
+    for (int64_t j = 0; j < blocks; ++j)
+      w->meta.blockTable.push_back(static_cast<int32_t>(1 + j));
+    for (int64_t t = 0; t < tokens; ++t)
+      w->meta.slotMapping.push_back((1 + t / n) * n + t % n);
+    numBlocks = 1 + blocks;
+  }
+  std::mt19937_64 rng(7);
+  auto buffer = [&](int64_t count, float scale) {
+    auto b = std::make_unique<AlignedBuffer<uint16_t>>(count, 0);
+    for (size_t i = 0; i < b->size; ++i)
+      b->data[i] = randomBf16(rng, scale);
+    return b;
+  };
+  w->cache = buffer(numBlocks * pageBytes / 2, 2.0f);
+  w->call = makeCall(w->cache->data, numBlocks * pageBytes, w->meta);
+  w->k = buffer(tokens * row, 2.0f);
+  w->v = buffer(tokens * row, 2.0f);
+  w->yk = buffer(tokens * row, 0.0f);
+  w->yv = buffer(tokens * row, 0.0f);
+  w->nk = buffer(tokens * row, 0.0f);
+  w->wk = buffer(row * 4, 1.0f);
+  w->wv = buffer(row * 4, 1.0f);
+  w->kn = buffer(hd, 1.0f);
+  int64_t kvBlocks = tokens / kKvBlock + 1;
+  w->kc = buffer(kvBlocks * kKvBlock * row, 0.0f);
+  w->vc = buffer(kvBlocks * kKvBlock * row, 0.0f);
+  for (int64_t t = 0; t < tokens; ++t)
+    w->attnSlots.push_back(t);
+  auto three = [&](AlignedBuffer<uint16_t> &b) {
+    return descriptor<uint16_t, 3>(b.data, {tokens, h, hd}, {row, hd, 1});
+  };
+  w->kd = three(*w->k);
+  w->vd = three(*w->v);
+  w->ykd = three(*w->yk);
+  w->yvd = three(*w->yv);
+  w->nkd = three(*w->nk);
+  w->wkd = descriptor<uint16_t, 2>(w->wk->data, {row, 4}, {4, 1});
+  w->wvd = descriptor<uint16_t, 2>(w->wv->data, {row, 4}, {4, 1});
+  w->knd = descriptor<uint16_t, 1>(w->kn->data, {hd}, {1});
+  auto four = [&](AlignedBuffer<uint16_t> &b) {
+    return descriptor<uint16_t, 4>(b.data, {kvBlocks, kKvBlock, h, hd},
+                                   {kKvBlock * row, row, hd, 1});
+  };
+  w->kcd = four(*w->kc);
+  w->vcd = four(*w->vc);
+  w->aslots = descriptor<int64_t, 1>(w->attnSlots.data(), {tokens}, {1});
+  return w;
+}
+
+/// Best seconds per call over 7 repetitions of >= 50 ms each.
+template <typename Body> double bestSeconds(Body body) {
+  body();
+  double best = 1e30;
+  for (int rep = 0; rep < 7; ++rep) {
+    int64_t calls = 0;
+    auto start = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    do {
+      body();
+      ++calls;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              start)
+                    .count();
+    } while (elapsed < 0.05);
+    best = std::min(best, elapsed / static_cast<double>(calls));
+  }
+  return best;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Optional: one token count only.
+  int64_t only = argc > 1 ? std::atoll(argv[1]) : 0;
+  Layout layout = *Layout::derive(kReal);
+  int64_t pageBytes = layout.pageBytes();
+  std::string source = buildModule(layout, pageBytes);
+  struct Program {
+    const char *name;
+    FusionStrategy strategy;
+    const char *function;
+  };
+  const Program programs[] = {
+      {"fused", FusionStrategy::ConvInsert, "fused"},
+      {"separate", FusionStrategy::ConvInsert, "separate"},
+      {"none", FusionStrategy::None, "separate"},
+  };
+  std::unique_ptr<mlir::ExecutionEngine> engines[2][2];
+  for (int threads : {0, 1})
+    for (int s = 0; s < 2; ++s) {
+      CompileOptions options;
+      options.fusion =
+          s == 0 ? FusionStrategy::ConvInsert : FusionStrategy::None;
+      options.threads = threads == 0 ? 1 : 0;
+      std::string error;
+      engines[threads][s] = compile(source, options, error);
+      if (!engines[threads][s]) {
+        std::fprintf(stderr, "inkling-bench-epilogue: %s\n", error.c_str());
+        return 1;
+      }
+    }
+  int64_t row = layout.headsPerRank * layout.config.headDim * 2;
+  std::printf("K/V path at the real layout; bytes per token: fused %lld "
+              "(+%lld history in decode), separate and none %lld more\n",
+              static_cast<long long>(6 * row), static_cast<long long>(6 * row),
+              static_cast<long long>(6 * row));
+  std::printf("%7s %6s | %10s %10s %10s | %14s %10s\n", "threads", "T",
+              "fused us", "separ. us", "none us", "separate/fused",
+              "none/fused");
+  for (int threads : {0, 1}) {
+    for (int64_t tokens : {int64_t(1), int64_t(64), int64_t(256), kPrefill}) {
+      if (only && tokens != only)
+        continue;
+      auto w = makeWorkload(layout, pageBytes, tokens);
+      double seconds[3];
+      for (int p = 0; p < 3; ++p) {
+        const Program &program = programs[p];
+        auto &engine =
+            engines[threads][program.strategy == FusionStrategy::None];
+        void *address = lookupFunction(*engine, program.function);
+        Call &c = w->call;
+        Workload &x = *w;
+        if (std::string(program.function) == "fused")
+          seconds[p] = bestSeconds([&] {
+            reinterpret_cast<FusedFn>(address)(
+                &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd, &x.wkd,
+                &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots);
+          });
+        else
+          seconds[p] = bestSeconds([&] {
+            reinterpret_cast<SeparateFn>(address)(
+                &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd, &x.wkd,
+                &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots, &x.ykd, &x.yvd,
+                &x.nkd);
+          });
+      }
+      std::printf("%7s %6lld | %10.2f %10.2f %10.2f | %14.2f %10.2f\n",
+                  threads == 0 ? "1" : "all", static_cast<long long>(tokens),
+                  seconds[0] * 1e6, seconds[1] * 1e6, seconds[2] * 1e6,
+                  seconds[1] / seconds[0], seconds[2] / seconds[0]);
+    }
+  }
+  return 0;
+}

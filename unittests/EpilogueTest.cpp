@@ -1,0 +1,453 @@
+//===- EpilogueTest.cpp - The K/V path with its epilogues, bit for bit ----===//
+//
+// The attention K/V path of a decoder layer (issue #29): conv K -> k_norm
+// (sconv.rms_norm) -> attention KV write, conv V -> KV write, and the two
+// conv-cache inserts, written unfused with `memref.alloc` buffers for y, as
+// an ML compiler hands them over. Lowered with `inkling-lower-to-cpu` for
+// every fusion strategy (conv-insert and packed-inserts fuse the epilogues
+// into one sconv.fused_conv_kv_write; none keeps one nest per op),
+// JIT-compiled, and run on random mixed batches with padding tokens. Each
+// program must give exactly the bits of the independent reference
+// (Reference.h + EpilogueReference.h): the whole conv cache and the whole
+// KV caches (poisoned first, so that a stray write shows), over random
+// layouts (N != W, any attention block size, padded block strides,
+// tp = 1 and 2) and the real one.
+//
+// EpilogueOrderTest shows that the compare sees the arithmetic's reduction
+// order: a reference that sums the squares in another order (sequential,
+// or adjacent lanes first) differs from the lowered program on the real
+// layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Harness/Compare.h"
+#include "Harness/JitFixture.h"
+#include "Harness/JitHarness.h"
+#include "inkling/Runtime/EpilogueReference.h"
+#include "inkling/Runtime/Reference.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <string>
+
+using namespace inkling;
+using namespace inkling::harness;
+using namespace inkling::reference;
+using sconv::FusionStrategy;
+
+namespace {
+
+/// The norm epsilon of the tests (spelled 1.0e-06 in the IR).
+constexpr float kEpsilon = 1e-6f;
+
+struct EpilogueCase {
+  std::string name;
+  LayoutConfig config;
+  int64_t pagePaddingBytes;
+  /// The attention cache's block size and the padding of its block stride
+  /// (elements).
+  int64_t kvBlockSize, kvBlockPadding;
+  int seeds;
+};
+
+void PrintTo(const EpilogueCase &c, std::ostream *os) { *os << c.name; }
+
+/// The real layout (tp 1 and 2, vLLM's attention block of 16), and random
+/// layouts drawn from one seed: head_dim a multiple of 8 (whole chunks, what
+/// the norm needs), any hidden, kernel 1..5, block size N != W, attention
+/// block sizes 1..17.
+std::vector<EpilogueCase> epilogueCases() {
+  std::vector<EpilogueCase> cases = {
+      {"real", {8, 128, 4096, 4, 1}, 0, 16, 0, 2},
+      {"real_tp2", {8, 128, 4096, 4, 2}, 0, 16, 0, 2},
+      {"real_n16_kv1", {8, 128, 4096, 4, 1, "bf16", 16}, 4096, 1, 128, 2},
+  };
+  std::mt19937_64 rng(29);
+  const int64_t headDims[] = {8, 16, 24, 40, 64};
+  for (int i = 0; i < 6; ++i) {
+    LayoutConfig config;
+    config.kvHeads = 1 + rng() % 4;
+    config.headDim = headDims[rng() % 5];
+    config.hidden = config.kvHeads * (1 + rng() % 24);
+    config.kernel = 1 + rng() % 5;
+    config.tp = config.kvHeads % 2 == 0 && rng() % 2 ? 2 : 1;
+    config.blockSize = 1 + rng() % 8;
+    if (config.blockSize == config.kernel)
+      ++config.blockSize;
+    cases.push_back({"random" + std::to_string(i), config,
+                     static_cast<int64_t>(rng() % 3) * 64,
+                     static_cast<int64_t>(1 + rng() % 17),
+                     static_cast<int64_t>(rng() % 2) * 40, 3});
+  }
+  return cases;
+}
+
+struct Variant {
+  const char *name;
+  FusionStrategy strategy;
+  int threads = 1;
+  int64_t minParallelIterations = 64;
+};
+constexpr Variant kVariants[] = {
+    {"conv-insert", FusionStrategy::ConvInsert},
+    {"packed-inserts", FusionStrategy::PackedInserts},
+    {"none", FusionStrategy::None},
+    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, 2, 1},
+};
+
+using Mem4 = StridedMemRefType<uint16_t, 4>;
+using KvPathFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                          void *, void *, Mem2 *, Mem2 *, Mem1 *, Mem4 *,
+                          Mem4 *, MemI64 *);
+
+/// The attention caches' type: [?, kvBlockSize, H, hd] NHD.
+std::string kvType(const Layout &layout, int64_t blockSize,
+                   int64_t blockStride) {
+  int64_t h = layout.headsPerRank, hd = layout.config.headDim;
+  return "memref<?x" + std::to_string(blockSize) + "x" + std::to_string(h) +
+         "x" + std::to_string(hd) + "xbf16, strided<[" +
+         std::to_string(blockStride) + ", " + std::to_string(h * hd) + ", " +
+         std::to_string(hd) + ", 1]>>";
+}
+
+/// `@kv_path`: the K/V path unfused, as a compiler front end writes it.
+std::string buildModule(const Layout &layout, int64_t pageBytes,
+                        int64_t kvBlockSize, int64_t kvBlockStride) {
+  LayerText text(layout.config, layout, pageBytes);
+  std::string x = typeOfStream(layout, Stream::K, false, false);
+  std::string kv = kvType(layout, kvBlockSize, kvBlockStride);
+  std::string hd = std::to_string(layout.config.headDim);
+  std::string l = text.layout();
+  std::ostringstream os;
+  const char *na = " {llvm.noalias}";
+  os << "func.func @kv_path(" << LayerText::metadataParams(true)
+     << ", %k: " << x << na << ", %v: " << x << na
+     << ", %wk: " << text.weightsType(Stream::K) << na
+     << ", %wv: " << text.weightsType(Stream::V) << na << ", %kn: memref<" << hd
+     << "xbf16>" << na << ", %kc: " << kv << na << ", %vc: " << kv << na
+     << ", %aslots: memref<?xi64>" << na << ") {\n"
+     << text.bindAndStep();
+  os << "  %c0 = arith.constant 0 : index\n"
+     << "  %t = memref.dim %k, %c0 : " << x << "\n"
+     << "  %yk = memref.alloc(%t) : " << x << "\n"
+     << "  %yv = memref.alloc(%t) : " << x << "\n"
+     << "  %nk = memref.alloc(%t) : " << x << "\n";
+  os << text.conv({"k", "wk", "", "yk"}, Stream::K, x)
+     << text.insert("k", Stream::K, x)
+     << text.conv({"v", "wv", "", "yv"}, Stream::V, x)
+     << text.insert("v", Stream::V, x);
+  os << "  sconv.rms_norm %yk weight %kn eps 1.0e-06 layout " << l
+     << " stream k into %nk : " << x << ", memref<" << hd << "xbf16> -> " << x
+     << "\n"
+     << "  sconv.kv_write %nk into %kc slots %aslots layout " << l
+     << " stream k : " << x << ", " << kv << ", memref<?xi64>\n"
+     << "  sconv.kv_write %yv into %vc slots %aslots layout " << l
+     << " stream v : " << x << ", " << kv << ", memref<?xi64>\n";
+  for (const char *buffer : {"yk", "yv", "nk"})
+    os << "  memref.dealloc %" << buffer << " : " << x << "\n";
+  os << "  return\n}\n";
+  return os.str();
+}
+
+/// One random step of the K/V path and its buffers.
+struct KvStep {
+  Step step;
+  int64_t tokens = 0; ///< With padding.
+  std::unique_ptr<ConvInputs> k, v;
+  AlignedBuffer<uint16_t> kNorm{1, 0};
+  AlignedBuffer<uint16_t> cache0{1, 0};
+  std::vector<int64_t> attnSlots;
+  int64_t kvBlocks = 0;
+};
+
+/// A sum of squares in some order (the reference's, or a mutant's).
+using SumOfSquares = std::function<float(const float *, int64_t)>;
+
+/// The expected buffers: conv cache, K cache, V cache.
+struct Expected {
+  std::vector<uint16_t> cache, kc, vc;
+};
+
+class EpilogueTest : public ::testing::TestWithParam<EpilogueCase> {
+protected:
+  struct Compiled : TestLayout {
+    std::string source;
+    int64_t kvBlockStride = 0;
+    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  };
+
+  Compiled &compiled(const Variant *variant) {
+    const EpilogueCase &ec = GetParam();
+    bool made;
+    Compiled *slot =
+        &testCaseState<Compiled>(ec.name, ec.config, ec.pagePaddingBytes, made);
+    if (made) {
+      slot->kvBlockStride = ec.kvBlockSize * slot->layout.headsPerRank *
+                                slot->layout.config.headDim +
+                            ec.kvBlockPadding;
+      slot->source = buildModule(slot->layout, slot->pageBytes, ec.kvBlockSize,
+                                 slot->kvBlockStride);
+    }
+    if (!variant)
+      return *slot;
+    auto &engine = slot->engines[variant->name];
+    if (!engine) {
+      CompileOptions options;
+      options.fusion = variant->strategy;
+      options.threads = variant->threads;
+      options.minParallelIterations = variant->minParallelIterations;
+      std::string error;
+      engine = harness::compile(slot->source, options, error);
+      if (!engine)
+        ADD_FAILURE() << variant->name << ": " << error;
+    }
+    return *slot;
+  }
+
+  KvStep makeStep(std::mt19937_64 &rng, int maxChunk) {
+    const Compiled &c = compiled(nullptr);
+    const Layout &layout = c.layout;
+    KvStep s;
+    s.step = randomStep(rng, layout, maxChunk);
+    // Padding tokens (their conv slots are anything: nothing is stored).
+    int64_t real = s.step.meta.numTokens();
+    int64_t padding = rng() % 4;
+    s.step.meta.paddedTokens = real + padding;
+    for (int64_t i = 0; i < padding; ++i)
+      s.step.meta.slotMapping.push_back(
+          static_cast<int64_t>(rng() % (s.step.numBlocks * layout.blockSize)));
+    s.tokens = real + padding;
+    int64_t stride = layout.headsPerRank * layout.config.headDim;
+    s.k =
+        std::make_unique<ConvInputs>(rng, layout, Stream::K, s.tokens, stride);
+    s.v =
+        std::make_unique<ConvInputs>(rng, layout, Stream::V, s.tokens, stride);
+    s.kNorm = AlignedBuffer<uint16_t>(layout.config.headDim, 0);
+    fillRandom(s.kNorm, rng, 2.0f);
+    s.cache0 = makeCache(rng, layout, s.step, c.pageBytes / 2, kPoison);
+    // Attention slots: distinct, some -1, one just past the cache (not
+    // stored either); padding tokens get slots too (their rows are x,
+    // normalized and stored like any other).
+    int64_t kvBlockSize = GetParam().kvBlockSize;
+    s.kvBlocks = (s.tokens + 2) / kvBlockSize + 2;
+    std::vector<int64_t> pool(s.kvBlocks * kvBlockSize);
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (int64_t t = 0; t < s.tokens; ++t)
+      s.attnSlots.push_back(rng() % 7 == 0 ? -1 : pool[t]);
+    if (s.tokens > 1)
+      s.attnSlots[rng() % s.tokens] = s.kvBlocks * kvBlockSize;
+    return s;
+  }
+
+  /// Runs `@kv_path` of `engine`: the conv cache, K cache, V cache after.
+  Expected run(mlir::ExecutionEngine &engine, KvStep &s) {
+    const Compiled &c = compiled(nullptr);
+    const Layout &layout = c.layout;
+    int64_t kvBlockSize = GetParam().kvBlockSize;
+    int64_t h = layout.headsPerRank, hd = layout.config.headDim;
+    AlignedBuffer<uint16_t> cache(s.cache0.size, 0);
+    std::copy(s.cache0.data, s.cache0.data + s.cache0.size, cache.data);
+    AlignedBuffer<uint16_t> kc(s.kvBlocks * c.kvBlockStride, kPoison),
+        vc(s.kvBlocks * c.kvBlockStride, kPoison);
+    std::vector<std::unique_ptr<char[]>> keep;
+    void *k = s.k->x.descriptor(layout, Stream::K, false, s.tokens, keep);
+    void *v = s.v->x.descriptor(layout, Stream::V, false, s.tokens, keep);
+    Mem2 wk = s.k->weightsDescriptor(), wv = s.v->weightsDescriptor();
+    Mem1 kn = harness::descriptor<uint16_t, 1>(s.kNorm.data, {hd}, {1});
+    auto kvDescriptor = [&](AlignedBuffer<uint16_t> &buffer) {
+      return harness::descriptor<uint16_t, 4>(buffer.data,
+                                              {s.kvBlocks, kvBlockSize, h, hd},
+                                              {c.kvBlockStride, h * hd, hd, 1});
+    };
+    Mem4 kcd = kvDescriptor(kc), vcd = kvDescriptor(vc);
+    MemI64 aslots = harness::descriptor<int64_t, 1>(
+        s.attnSlots.data(), {static_cast<int64_t>(s.attnSlots.size())}, {1});
+    StepMetadata meta = s.step.meta;
+    Call call = makeCall(cache.data, s.step.numBlocks * c.pageBytes, meta);
+    void *address = lookupFunction(engine, "kv_path");
+    EXPECT_NE(address, nullptr);
+    if (address)
+      reinterpret_cast<KvPathFn>(address)(&call.cache, &call.qsl, &call.nc,
+                                          &call.bt, &call.slots, k, v, &wk, &wv,
+                                          &kn, &kcd, &vcd, &aslots);
+    return {std::vector<uint16_t>(cache.data, cache.data + cache.size),
+            std::vector<uint16_t>(kc.data, kc.data + kc.size),
+            std::vector<uint16_t>(vc.data, vc.data + vc.size)};
+  }
+
+  /// The reference: convs over the initial cache, the inserts, k_norm with
+  /// `sum` (the reference's order unless a test says otherwise), the KV
+  /// writes.
+  Expected expected(const KvStep &s, const SumOfSquares &sum = {}) {
+    const Compiled &c = compiled(nullptr);
+    const Layout &layout = c.layout;
+    int64_t blockStride = c.pageBytes / 2, hd = layout.config.headDim;
+    int64_t stride = layout.headsPerRank * hd;
+    CacheBuffer history{s.cache0.data, blockStride, s.step.numBlocks};
+    StreamData yk(s.tokens, stride), yv(s.tokens, stride), nk(s.tokens, stride);
+    referenceConv(layout, Stream::K, s.k->x.view(), s.k->weights.data,
+                  s.step.meta, history, {}, yk.mutableView());
+    referenceConv(layout, Stream::V, s.v->x.view(), s.v->weights.data,
+                  s.step.meta, history, {}, yv.mutableView());
+    if (!sum) {
+      referenceRmsNorm(layout, Stream::K, yk.view(), s.tokens, s.kNorm.data,
+                       kEpsilon, nk.mutableView());
+    } else {
+      // A mutant's norm: the reference's formula with another sum.
+      std::vector<float> row(hd);
+      for (int64_t r = 0; r < s.tokens * layout.headsPerRank; ++r) {
+        const uint16_t *in = yk.buffer.data + r * hd;
+        for (int64_t i = 0; i < hd; ++i)
+          row[i] = bf16ToFloat(in[i]);
+        float inverse =
+            1.0f /
+            std::sqrt(sum(row.data(), hd) / static_cast<float>(hd) + kEpsilon);
+        for (int64_t i = 0; i < hd; ++i) {
+          float scaled = row[i] * inverse;
+          nk.buffer.data[r * hd + i] =
+              floatToBf16(scaled * bf16ToFloat(s.kNorm.data[i]));
+        }
+      }
+    }
+    Expected e{
+        std::vector<uint16_t>(s.cache0.data, s.cache0.data + s.cache0.size),
+        std::vector<uint16_t>(s.kvBlocks * c.kvBlockStride, kPoison),
+        std::vector<uint16_t>(s.kvBlocks * c.kvBlockStride, kPoison)};
+    CacheBuffer cache{e.cache.data(), blockStride, s.step.numBlocks};
+    referenceInsert(layout, Stream::K, s.k->x.view(), s.step.meta, cache);
+    referenceInsert(layout, Stream::V, s.v->x.view(), s.step.meta, cache);
+    int64_t kvBlockSize = GetParam().kvBlockSize;
+    referenceKvWrite(layout, Stream::K, nk.view(), s.tokens, s.attnSlots.data(),
+                     {e.kc.data(), c.kvBlockStride, s.kvBlocks, kvBlockSize});
+    referenceKvWrite(layout, Stream::V, yv.view(), s.tokens, s.attnSlots.data(),
+                     {e.vc.data(), c.kvBlockStride, s.kvBlocks, kvBlockSize});
+    return e;
+  }
+
+  static ::testing::AssertionResult same(const Expected &e, const Expected &a,
+                                         const std::string &what) {
+    if (auto r = sameBits(e.cache.data(), a.cache.data(), e.cache.size(), 0,
+                          what + ": conv cache");
+        !r)
+      return r;
+    if (auto r = sameBits(e.kc.data(), a.kc.data(), e.kc.size(), 0,
+                          what + ": K cache");
+        !r)
+      return r;
+    return sameBits(e.vc.data(), a.vc.data(), e.vc.size(), 0,
+                    what + ": V cache");
+  }
+};
+
+/// conv-insert and packed-inserts leave one fused_conv_kv_write (and_insert
+/// for conv-insert) and no y buffer; none keeps every op.
+TEST_P(EpilogueTest, StrategiesFuse) {
+  Compiled &c = compiled(nullptr);
+  for (FusionStrategy strategy :
+       {FusionStrategy::ConvInsert, FusionStrategy::PackedInserts,
+        FusionStrategy::None}) {
+    std::string error;
+    std::map<std::string, int> ops =
+        countOpsAfterFusion(c.source, strategy, error);
+    ASSERT_TRUE(error.empty()) << error;
+    bool fused = strategy != FusionStrategy::None;
+    EXPECT_EQ(ops["sconv.fused_conv_kv_write"], fused ? 1 : 0);
+    EXPECT_EQ(ops["sconv.fused_conv_kv_write and_insert"],
+              strategy == FusionStrategy::ConvInsert ? 1 : 0);
+    EXPECT_EQ(ops["sconv.rms_norm"], fused ? 0 : 1);
+    EXPECT_EQ(ops["sconv.kv_write"], fused ? 0 : 2);
+    EXPECT_EQ(ops["memref.alloc"], fused ? 0 : 3);
+  }
+}
+
+TEST_P(EpilogueTest, MatchesReference) {
+  for (const Variant &variant : kVariants) {
+    Compiled &c = compiled(&variant);
+    auto &engine = c.engines[variant.name];
+    ASSERT_TRUE(engine) << variant.name;
+    std::mt19937_64 rng(1000);
+    for (int seed = 0; seed < GetParam().seeds; ++seed) {
+      KvStep s = makeStep(rng, seed == 0 ? kLongChunk : 9);
+      Expected want = expected(s);
+      Expected got = run(*engine, s);
+      ASSERT_TRUE(
+          same(want, got,
+               std::string(variant.name) + ", seed " + std::to_string(seed)));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, EpilogueTest, ::testing::ValuesIn(epilogueCases()),
+    [](const ::testing::TestParamInfo<EpilogueCase> &info) {
+      return info.param.name;
+    });
+
+/// Another order of the sum of squares than docs/Design.md's: the compare
+/// must see it (the real layout, a long prefill: ~2M normalized values).
+class EpilogueOrderTest : public EpilogueTest {};
+
+TEST_P(EpilogueOrderTest, ChangedReductionOrderIsSeen) {
+  const Variant &fused = kVariants[0];
+  Compiled &c = compiled(&fused);
+  ASSERT_TRUE(c.engines[fused.name]);
+  auto sequential = [](const float *v, int64_t n) {
+    float sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      sum += v[i] * v[i];
+    return sum;
+  };
+  // Adjacent lanes first within a chunk, chunks as stated: the halving
+  // tree over lanes permuted so that it adds (l0+l1)+(l2+l3), ...
+  auto adjacentLanes = [](const float *v, int64_t n) {
+    std::vector<float> permuted(v, v + n);
+    for (int64_t i = 0; i < n; i += 8)
+      for (int l = 0; l < 8; ++l)
+        permuted[i + l] = v[i + (l % 2) * 4 + (l / 2) % 2 * 2 + l / 4];
+    return referenceSumOfSquares(permuted.data(), n);
+  };
+  // K cache elements that differ from the lowered program's, over a few
+  // long steps (about 1.5M normalized values each).
+  auto differing = [](const Expected &e, const Expected &a) {
+    int64_t count = 0;
+    for (size_t i = 0; i < e.kc.size(); ++i)
+      count += e.kc[i] != a.kc[i];
+    return count;
+  };
+  std::mt19937_64 rng(7);
+  int64_t tokens = 0, sequentialDiffers = 0, adjacentDiffers = 0;
+  for (int i = 0; i < 4; ++i) {
+    KvStep s = makeStep(rng, 2048);
+    tokens += s.tokens;
+    Expected got = run(*c.engines[fused.name], s);
+    ASSERT_TRUE(same(expected(s), got, "the stated order"));
+    sequentialDiffers += differing(expected(s, sequential), got);
+    adjacentDiffers += differing(expected(s, adjacentLanes), got);
+  }
+  EXPECT_GT(sequentialDiffers, 0) << tokens << " tokens";
+  EXPECT_GT(adjacentDiffers, 0) << tokens << " tokens";
+  std::printf("order test: %lld tokens; K cache values that differ: "
+              "sequential sum %lld, adjacent lanes %lld\n",
+              static_cast<long long>(tokens),
+              static_cast<long long>(sequentialDiffers),
+              static_cast<long long>(adjacentDiffers));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RealLayout, EpilogueOrderTest,
+    ::testing::Values(EpilogueCase{
+        "order_real", {8, 128, 4096, 4, 1}, 0, 16, 0, 1}),
+    [](const ::testing::TestParamInfo<EpilogueCase> &info) {
+      return info.param.name;
+    });
+
+} // namespace
