@@ -149,14 +149,25 @@ std::optional<emu::Sreg> sregOf(Operation *op) {
       .Default(std::nullopt);
 }
 
-/// libdevice's `__nv_<name>` functions that the C library has with the same
-/// signature and meaning.
-bool isHostMathFunction(StringRef name) {
-  static const char *const kNames[] = {
-      "expf",  "exp2f", "expm1f", "logf",  "log2f",  "log1pf", "sqrtf",
-      "tanhf", "powf",  "erff",   "sinf",  "cosf",   "exp",    "log",
-      "sqrt",  "tanh",  "pow",    "fabsf", "floorf", "ceilf",  "fmaf"};
-  return llvm::is_contained(kNames, name);
+/// The C library function that computes what libdevice's `__nv_<name>`
+/// does, with the same signature, or "" when there is none. The correctly
+/// rounded ones (`fsqrt_rn`: IEEE sqrt) give the device's bits exactly.
+StringRef hostMathFunction(StringRef name) {
+  static const std::pair<const char *, const char *> kCorrectlyRounded[] = {
+      {"fsqrt_rn", "sqrtf"}, {"dsqrt_rn", "sqrt"}, {"fmaf", "fmaf"},
+      {"fma", "fma"},        {"fabsf", "fabsf"},   {"floorf", "floorf"},
+      {"ceilf", "ceilf"}};
+  for (auto [device, hostName] : kCorrectlyRounded)
+    if (name == device)
+      return hostName;
+  static const char *const kSameName[] = {
+      "expf",  "exp2f", "expm1f", "logf", "log2f", "log1pf",
+      "sqrtf", "tanhf", "powf",   "erff", "sinf",  "cosf",
+      "exp",   "log",   "sqrt",   "tanh", "pow"};
+  for (const char *same : kSameName)
+    if (name == same)
+      return same;
+  return "";
 }
 
 /// What one kernel argument's descriptor looks like in the parameters.
@@ -211,11 +222,13 @@ public:
       // the host's; its last bits may differ from the device's, as they do
       // between libm and libdevice (docs/gpu.md: silu has a tolerance).
       StringRef name = fn.getSymName();
-      if (name.consume_front("__nv_") && isHostMathFunction(name)) {
-        if (failed(SymbolTable::replaceAllSymbolUses(fn, b.getStringAttr(name),
+      StringRef twin =
+          name.consume_front("__nv_") ? hostMathFunction(name) : StringRef();
+      if (!twin.empty()) {
+        if (failed(SymbolTable::replaceAllSymbolUses(fn, b.getStringAttr(twin),
                                                      host)))
           return failure();
-        fn.setSymName(name);
+        fn.setSymName(twin);
         continue;
       }
       unsupported.insert("call of " + fn.getSymName().str());
