@@ -15,8 +15,11 @@
 // RUN: %ptxas -arch=sm_90 -v %t/decoder_layer_k2_fused_conv_add_norm_mlp.ptx -o %t/k2.cubin 2>&1 | FileCheck %s --check-prefix=ROW
 // RUN: FileCheck %s --check-prefix=PTX < %t/decoder_layer_k0_fused_conv_kv_write_k_v.ptx
 
-// FILES: decoder_layer_k0_fused_conv_kv_write_k_v.ptx
+// FILES: decoder_layer_k0_fused_conv_kv_write_k_v.host.ll
+// FILES-NEXT: decoder_layer_k0_fused_conv_kv_write_k_v.ptx
+// FILES-NEXT: decoder_layer_k1_fused_conv_add_norm_attn.host.ll
 // FILES-NEXT: decoder_layer_k1_fused_conv_add_norm_attn.ptx
+// FILES-NEXT: decoder_layer_k2_fused_conv_add_norm_mlp.host.ll
 // FILES-NEXT: decoder_layer_k2_fused_conv_add_norm_mlp.ptx
 // FILES-NEXT: manifest.json
 
