@@ -160,11 +160,11 @@ class FusionTest : public ::testing::TestWithParam<FusionCase> {
 protected:
   struct Compiled : TestLayout {
     std::string source;
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    std::map<std::string, mlir::ExecutionEngine *> engines;
   };
 
   /// The layout's module, and its engine for `variant` (none: the module
-  /// only), compiled on demand.
+  /// only), compiled on demand, once per process (compileCached).
   Compiled &compiled(const Variant *variant) {
     const FusionCase &fc = GetParam();
     bool made;
@@ -184,7 +184,7 @@ protected:
       options.streamingStoresMinIterations =
           variant->streamingStoresMinIterations;
       std::string error;
-      engine = harness::compile(slot->source, options, error);
+      engine = compileCached(slot->source, options, error);
       if (!engine)
         ADD_FAILURE() << variant->name << ": " << error;
     }

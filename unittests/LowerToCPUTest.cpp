@@ -128,13 +128,13 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
   return os.str();
 }
 
-/// Lowers and JITs `source` (a test failure when it does not compile).
-std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
-                                               bool checked) {
+/// Lowers and JITs `source`, once per process (a test failure when it does
+/// not compile).
+mlir::ExecutionEngine *compile(const std::string &source, bool checked) {
   CompileOptions options;
   options.checked = checked;
   std::string error;
-  auto engine = harness::compile(source, options, error);
+  mlir::ExecutionEngine *engine = compileCached(source, options, error);
   if (!engine)
     ADD_FAILURE() << error;
   return engine;
@@ -151,9 +151,8 @@ Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
 /// Function `name` of `engine` into `fn`: success, or a failure that says
 /// whether the engine or the function is missing.
 template <typename Fn>
-::testing::AssertionResult
-findFunction(const std::unique_ptr<mlir::ExecutionEngine> &engine,
-             const std::string &name, Fn &fn) {
+::testing::AssertionResult findFunction(mlir::ExecutionEngine *engine,
+                                        const std::string &name, Fn &fn) {
   if (!engine)
     return ::testing::AssertionFailure() << "no engine";
   fn = lookup<Fn>(*engine, name);
@@ -179,10 +178,11 @@ protected:
   ::testing::AssertionResult paddedMatchesReference(int seeds);
 
   struct Compiled : TestLayout {
-    std::unique_ptr<mlir::ExecutionEngine> engine, checkedEngine;
+    mlir::ExecutionEngine *engine = nullptr, *checkedEngine = nullptr;
   };
 
-  /// JIT-compiles each layout (and mode) once per test process, on demand.
+  /// JIT-compiles each layout (and mode) once per test process, on demand
+  /// (ctest runs a layout's tests in one process: unittests/CMakeLists.txt).
   Compiled &compiled(bool checked = false) {
     const LayoutCase &lc = GetParam();
     bool made;

@@ -180,16 +180,24 @@ harness::countOpsAfterFusion(const std::string &source,
   return counts;
 }
 
+namespace {
+/// The pipeline options of `compileOptions`.
+void toPipelineOptions(const CompileOptions &compileOptions,
+                       LowerToCPUOptions &options) {
+  options.checked = compileOptions.checked;
+  options.fusion = compileOptions.fusion;
+  options.splitStreams = compileOptions.splitStreams;
+  options.threads = compileOptions.threads;
+  options.minParallelIterations = compileOptions.minParallelIterations;
+  options.streamingStoresMinIterations =
+      compileOptions.streamingStoresMinIterations;
+  options.emitCInterface = true;
+}
+
+/// Lowers the parsed `module` and JITs it.
 std::unique_ptr<mlir::ExecutionEngine>
-harness::compile(const std::string &source,
-                 const CompileOptions &compileOptions, std::string &error) {
-  initializeNativeTarget();
-  std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
-  if (!module) {
-    error = "cannot parse the module: " + diagnostics + "\n" + source;
-    return nullptr;
-  }
+lowerAndJit(mlir::ModuleOp module, const CompileOptions &compileOptions,
+            std::string &diagnostics, std::string &error) {
   // Diagnostics of the pipeline (e.g. a fusion or lowering error).
   mlir::MLIRContext *context = jitContext();
   llvm::raw_string_ostream diagOs(diagnostics);
@@ -199,16 +207,9 @@ harness::compile(const std::string &source,
   });
   mlir::PassManager pm(context);
   LowerToCPUOptions options;
-  options.checked = compileOptions.checked;
-  options.fusion = compileOptions.fusion;
-  options.splitStreams = compileOptions.splitStreams;
-  options.threads = compileOptions.threads;
-  options.minParallelIterations = compileOptions.minParallelIterations;
-  options.streamingStoresMinIterations =
-      compileOptions.streamingStoresMinIterations;
-  options.emitCInterface = true;
+  toPipelineOptions(compileOptions, options);
   buildLowerToCPUPipeline(pm, options);
-  if (mlir::failed(pm.run(*module))) {
+  if (mlir::failed(pm.run(module))) {
     error = "inkling-lower-to-cpu failed: " + diagnostics;
     return nullptr;
   }
@@ -224,13 +225,87 @@ harness::compile(const std::string &source,
   std::function<llvm::Error(llvm::Module *)> transformer =
       mlir::makeOptimizingTransformer(3, 0, nullptr);
   engineOptions.transformer = transformer;
-  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
+  auto engine = mlir::ExecutionEngine::create(module, engineOptions);
   if (!engine) {
     llvm::raw_string_ostream os(error);
     os << "ExecutionEngine: " << engine.takeError();
     return nullptr;
   }
   return std::move(*engine);
+}
+
+/// The process's compiled engines by key, and the counts.
+struct CompileCache {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  CompileCacheStats stats;
+};
+CompileCache &compileCache() {
+  // Never destroyed: the engines' code outlives any test (see compileCached).
+  static CompileCache *cache = new CompileCache();
+  return *cache;
+}
+} // namespace
+
+std::unique_ptr<mlir::ExecutionEngine>
+harness::compile(const std::string &source,
+                 const CompileOptions &compileOptions, std::string &error) {
+  initializeNativeTarget();
+  std::string diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module) {
+    error = "cannot parse the module: " + diagnostics + "\n" + source;
+    return nullptr;
+  }
+  return lowerAndJit(*module, compileOptions, diagnostics, error);
+}
+
+mlir::ExecutionEngine *
+harness::compileCached(const std::string &source,
+                       const CompileOptions &compileOptions,
+                       std::string &error) {
+  initializeNativeTarget();
+  std::string diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module) {
+    error = "cannot parse the module: " + diagnostics + "\n" + source;
+    return nullptr;
+  }
+  // The key: the pipeline with its options, then the IR without locations
+  // (the printer's default), so that equal layers give equal keys whatever
+  // their spelling in `source`.
+  std::string key;
+  {
+    llvm::raw_string_ostream os(key);
+    LowerToCPUOptions options;
+    toPipelineOptions(compileOptions, options);
+    os << "inkling-lower-to-cpu";
+    options.print(os);
+    os << "\n";
+    module->print(os, mlir::OpPrintingFlags());
+  }
+  CompileCache &cache = compileCache();
+  // One compile at a time: the MLIRContext is shared.
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.engines.find(key);
+  if (it != cache.engines.end()) {
+    ++cache.stats.hits;
+    return it->second.get();
+  }
+  ++cache.stats.misses;
+  std::unique_ptr<mlir::ExecutionEngine> engine =
+      lowerAndJit(*module, compileOptions, diagnostics, error);
+  if (!engine)
+    return nullptr;
+  mlir::ExecutionEngine *result = engine.get();
+  cache.engines.emplace(std::move(key), std::move(engine));
+  return result;
+}
+
+CompileCacheStats harness::compileCacheStats() {
+  CompileCache &cache = compileCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.stats;
 }
 
 int harness::defaultThreadCount() { return omp_get_max_threads(); }

@@ -183,6 +183,22 @@ std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
                                                const CompileOptions &options,
                                                std::string &error);
 
+/// `compile` once per distinct (IR, options) in the process: the cache key
+/// is the `inkling-lower-to-cpu` options in their textual form, then the
+/// parsed module printed without locations (as KernelCompiler's key), so
+/// that tests sharing a layer variant in one process compile it once. The
+/// engines are never destroyed (see JitFixture.h's testCaseState). Returns
+/// null and sets `error` on failure (a failure is not cached).
+mlir::ExecutionEngine *compileCached(const std::string &source,
+                                     const CompileOptions &options,
+                                     std::string &error);
+
+/// The compile cache's counts so far in this process.
+struct CompileCacheStats {
+  int64_t hits = 0, misses = 0;
+};
+CompileCacheStats compileCacheStats();
+
 /// Parses `source`, runs the `sconv-fuse` passes of `strategy` and counts
 /// the ops of the result by name (empty, with `error` set, on failure).
 std::map<std::string, int> countOpsAfterFusion(const std::string &source,
