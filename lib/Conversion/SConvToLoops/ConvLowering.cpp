@@ -455,8 +455,9 @@ Value ConvNestBuilder::convLanesValue(OpBuilder &b, Location loc,
   return convResult(b, loc, tapWeights, tapValue, acc, xt, lanes);
 }
 
-Value ConvNestBuilder::rowValue(OpBuilder &b, Location loc, sconv::Stream stream,
-                                Value t, Value h, Value c, int64_t lanes) {
+Value ConvNestBuilder::rowValue(OpBuilder &b, Location loc,
+                                sconv::Stream stream, Value t, Value h, Value c,
+                                int64_t lanes) {
   const ConvPart &part =
       parts[llvm::find(partStreams, stream) - partStreams.begin()];
   Value xRaw = part.x.load(b, loc, t, h, c, lanes);
@@ -465,9 +466,9 @@ Value ConvNestBuilder::rowValue(OpBuilder &b, Location loc, sconv::Stream stream
       [&](OpBuilder &b, Location loc) {
         scf::YieldOp::create(
             b, loc,
-            truncToBf16(
-                b, loc,
-                convLanesValue(b, loc, part, t, h, c, lanes, xRaw), lanes));
+            truncToBf16(b, loc,
+                        convLanesValue(b, loc, part, t, h, c, lanes, xRaw),
+                        lanes));
       },
       [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, xRaw); });
   return value.getResult(0);

@@ -61,8 +61,8 @@ struct KernelSpec {
   /// the bundle directory; empty when the bundle has none. Only an
   /// emulating driver (the fake one) reads it.
   std::string hostForm;
-  std::string host;   ///< The host function it was outlined from.
-  std::string op;     ///< e.g. "sconv.conv", "sconv.fused_conv".
+  std::string host; ///< The host function it was outlined from.
+  std::string op;   ///< e.g. "sconv.conv", "sconv.fused_conv".
   std::vector<std::string> streams;
   std::string layout;     ///< e.g. "#sconv.layout<kv_heads = 8, ...>".
   std::string attributes; ///< The op's other attributes, as MLIR prints them.
