@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/Compare.h"
+#include "Harness/EpilogueVariants.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
 #include "inkling/Runtime/EpilogueReference.h"
@@ -90,18 +91,8 @@ std::vector<EpilogueCase> epilogueCases() {
   return cases;
 }
 
-struct Variant {
-  const char *name;
-  FusionStrategy strategy;
-  int threads = 1;
-  int64_t minParallelIterations = 64;
-};
-constexpr Variant kVariants[] = {
-    {"conv-insert", FusionStrategy::ConvInsert},
-    {"packed-inserts", FusionStrategy::PackedInserts},
-    {"none", FusionStrategy::None},
-    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, 2, 1},
-};
+using Variant = EpilogueVariant;
+constexpr const auto &kVariants = kEpilogueVariants;
 
 using Mem4 = StridedMemRefType<uint16_t, 4>;
 using KvPathFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
@@ -200,12 +191,8 @@ protected:
       return *slot;
     auto &engine = slot->engines[variant->name];
     if (!engine) {
-      CompileOptions options;
-      options.fusion = variant->strategy;
-      options.threads = variant->threads;
-      options.minParallelIterations = variant->minParallelIterations;
       std::string error;
-      engine = harness::compile(slot->source, options, error);
+      engine = harness::compile(slot->source, variant->options(), error);
       if (!engine)
         ADD_FAILURE() << variant->name << ": " << error;
     }
