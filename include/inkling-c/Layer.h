@@ -5,21 +5,28 @@
 |* JIT or to the GPU's kernel bundle for the runtime's CUDA launcher, and     *|
 |* called on the caller's buffers. libinkling_layer.so.                       *|
 |*                                                                            *|
-|* Conventions: those of inkling_runtime.h. Every fallible call returns an    *|
-|* inkling_status_t and writes a one-line message naming the argument into    *|
-|* the caller's `error` buffer (may be NULL); nothing aborts on bad input.    *|
-|* A layer may be called from several threads: calls are serialized.         *|
+|* Conventions: those of inkling_runtime.h, the one C style of the project:  *|
+|* snake_case `inkling_<object>_<verb>` names; every fallible call returns   *|
+|* an inkling_status_t (names: inkling_status_name) and, having no manager,  *|
+|* writes a one-line message naming the argument into the caller's `error`   *|
+|* buffer (may be NULL); nothing aborts on bad input. A layer may be called  *|
+|* from several threads: calls are serialized.                               *|
 |*                                                                            *|
-|* ABI of a call: one inkling_memref_t per argument, in the function's order  *|
-|* (inklingLayerGetArg), each with the argument's rank; `data` is the first   *|
-|* element, 16-byte aligned (the kernels' vector accesses assume it; it is    *|
-|* checked); sizes and strides count elements, every static size and stride   *|
-|* of the IR's type must match. On the CPU the step metadata is checked on    *|
-|* the host before the call (query_start_loc, num_computed, the block ids of  *|
-|* every history read, every stored slot), so bad metadata is an error, not a *|
-|* wild access. On the GPU the buffers are device addresses and their values  *|
-|* are not read by the host: compile with `checked` to have the kernels       *|
-|* report bad ids.                                                            *|
+|* ABI of a call (exec::validateArguments, include/inkling/ExecutionEngine/  *|
+|* LayerAbi.h, is its one check): one inkling_memref_t per argument, in the  *|
+|* function's order (inkling_layer_get_arg), each with the argument's rank;  *|
+|* `data` is the first element, 16-byte aligned for the cache and the bf16   *|
+|* tensors (the kernels' vector accesses assume it), aligned to its element  *|
+|* for the metadata; sizes and strides count elements, every static size and *|
+|* stride of the IR's type must match, and the sizes must agree on T, B, H,  *|
+|* w and W. A zero-size array may have any strides. No buffer the layer      *|
+|* writes (the cache, the outputs) may share a byte with another argument.   *|
+|* On the CPU the step metadata is checked on the host before the call       *|
+|* (query_start_loc, num_computed, the block ids of every history read,      *|
+|* every slot, no slot stored twice, token_seq), so bad metadata is an       *|
+|* error, not a wild access. On the GPU the buffers are device addresses and *|
+|* their values are not read by the host: compile with `checked` to have the *|
+|* kernels report bad ids. `threads` is 0 to 1024.                           *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -53,9 +60,10 @@ typedef struct {
   inkling_cuda_t *cuda;
   /* GPU chip, e.g. "sm_90"; NULL or "": the device's. */
   const char *chip;
-  /* CPU threads of the layer's loop nests (OpenMP): 0, every core
-   * (OMP_NUM_THREADS if set); 1, the calling thread alone. Steps of fewer
-   * than 64 (token, head) pairs run on the calling thread either way. */
+  /* CPU threads of the layer's loop nests (OpenMP), 0 to 1024: 0, every
+   * core (OMP_NUM_THREADS if set); 1, the calling thread alone. Steps of
+   * fewer than 64 (token, head) pairs run on the calling thread either
+   * way. */
   int32_t threads;
 } inkling_layer_options_t;
 
@@ -97,60 +105,58 @@ typedef struct {
 /* Parses `ir` (`ir_length` bytes; `source_name` stands for the file in
  * messages), analyzes and compiles the layer function. */
 INKLING_API inkling_status_t
-inklingLayerCreate(const char *ir, size_t ir_length, const char *source_name,
-                   const inkling_layer_options_t *options,
-                   inkling_layer_t **out, char *error, size_t error_capacity);
+inkling_layer_create(const char *ir, size_t ir_length, const char *source_name,
+                     const inkling_layer_options_t *options,
+                     inkling_layer_t **out, char *error, size_t error_capacity);
 /* The same from an IR file. */
-INKLING_API inkling_status_t inklingLayerCreateFromFile(
+INKLING_API inkling_status_t inkling_layer_create_from_file(
     const char *path, const inkling_layer_options_t *options,
     inkling_layer_t **out, char *error, size_t error_capacity);
-INKLING_API void inklingLayerDestroy(inkling_layer_t *layer);
+INKLING_API void inkling_layer_destroy(inkling_layer_t *layer);
 
 /* The function's name, its arguments (those a call passes) and layout. */
-INKLING_API const char *inklingLayerFunction(const inkling_layer_t *layer);
-INKLING_API int64_t inklingLayerNumArgs(const inkling_layer_t *layer);
-INKLING_API inkling_status_t inklingLayerGetArg(const inkling_layer_t *layer,
-                                                int64_t index,
-                                                inkling_layer_arg_t *out);
-INKLING_API void inklingLayerGetLayout(const inkling_layer_t *layer,
-                                       inkling_layer_layout_t *out);
+INKLING_API const char *inkling_layer_function(const inkling_layer_t *layer);
+INKLING_API int64_t inkling_layer_num_args(const inkling_layer_t *layer);
+INKLING_API inkling_status_t inkling_layer_get_arg(const inkling_layer_t *layer,
+                                                   int64_t index,
+                                                   inkling_layer_arg_t *out);
+INKLING_API void inkling_layer_get_layout(const inkling_layer_t *layer,
+                                          inkling_layer_layout_t *out);
 
-/* Runs the layer on `args` (inklingLayerNumArgs of them). On a GPU layer
+/* Runs the layer on `args` (inkling_layer_num_args of them). On a GPU layer
  * the launches go to `stream` (a CUstream; NULL: the default stream) and
  * the call returns when they are enqueued (with `checked`: completed). */
-INKLING_API inkling_status_t inklingLayerCall(inkling_layer_t *layer,
-                                              const inkling_memref_t *args,
-                                              int64_t num_args, void *stream,
-                                              char *error,
-                                              size_t error_capacity);
+INKLING_API inkling_status_t inkling_layer_call(inkling_layer_t *layer,
+                                                const inkling_memref_t *args,
+                                                int64_t num_args, void *stream,
+                                                char *error,
+                                                size_t error_capacity);
 
 /* A CUDA driver (the runtime's launcher; libcuda.so.1 is loaded at run
  * time). `library`: NULL for libcuda.so.1, or another driver library (the
  * tests' fake driver). Device 0, its primary context (the one CUDA's
  * runtime and PyTorch use). */
-INKLING_API inkling_status_t inklingCudaOpen(const char *library,
-                                             inkling_cuda_t **out, char *error,
-                                             size_t error_capacity);
+INKLING_API inkling_status_t inkling_cuda_open(const char *library,
+                                               inkling_cuda_t **out,
+                                               char *error,
+                                               size_t error_capacity);
 /* After every layer compiled for it. */
-INKLING_API void inklingCudaClose(inkling_cuda_t *cuda);
+INKLING_API void inkling_cuda_close(inkling_cuda_t *cuda);
 /* "sm_90" etc. */
-INKLING_API const char *inklingCudaChip(const inkling_cuda_t *cuda);
+INKLING_API const char *inkling_cuda_chip(const inkling_cuda_t *cuda);
 /* Device memory, for hosts without another allocator. */
-INKLING_API inkling_status_t inklingCudaAlloc(inkling_cuda_t *cuda,
-                                              size_t bytes, uint64_t *out,
-                                              char *error,
-                                              size_t error_capacity);
-INKLING_API inkling_status_t inklingCudaFree(inkling_cuda_t *cuda,
-                                             uint64_t address);
-INKLING_API inkling_status_t inklingCudaCopyToDevice(inkling_cuda_t *cuda,
-                                                     uint64_t device,
-                                                     const void *host,
-                                                     size_t bytes, char *error,
-                                                     size_t error_capacity);
-INKLING_API inkling_status_t inklingCudaCopyToHost(inkling_cuda_t *cuda,
-                                                   void *host, uint64_t device,
-                                                   size_t bytes, char *error,
-                                                   size_t error_capacity);
+INKLING_API inkling_status_t inkling_cuda_alloc(inkling_cuda_t *cuda,
+                                                size_t bytes, uint64_t *out,
+                                                char *error,
+                                                size_t error_capacity);
+INKLING_API inkling_status_t inkling_cuda_free(inkling_cuda_t *cuda,
+                                               uint64_t address);
+INKLING_API inkling_status_t inkling_cuda_copy_to_device(
+    inkling_cuda_t *cuda, uint64_t device, const void *host, size_t bytes,
+    char *error, size_t error_capacity);
+INKLING_API inkling_status_t
+inkling_cuda_copy_to_host(inkling_cuda_t *cuda, void *host, uint64_t device,
+                          size_t bytes, char *error, size_t error_capacity);
 
 #ifdef __cplusplus
 }

@@ -25,12 +25,6 @@ using exec::ArgRole;
 
 namespace {
 
-/// The alignment every argument's data must have (Layer.h).
-constexpr uintptr_t kAlignment = 16;
-
-/// Words of a checked kernel's status buffer (docs/bad-inputs.md).
-constexpr int64_t kStatusWords = 5;
-
 inkling_status_t fail(char *error, size_t capacity, StatusCode code,
                       const std::string &message) {
   if (error && capacity > 0) {
@@ -72,19 +66,12 @@ struct inkling_layer {
   cuda::DeviceBuffer deviceStatus;
   std::mutex callMutex;
   // Per-call scratch.
-  std::array<int64_t, kStatusWords> status{};
-  std::vector<exec::MemRefArg> hostArgs;
+  std::array<int64_t, exec::kStatusWords> status{};
+  std::vector<exec::MemRefArg> call;
   std::vector<inkling::MemRefArg> deviceArgs;
 };
 
 namespace {
-
-std::string argName(const exec::ArgInfo &arg) {
-  std::string name = exec::argRoleName(arg.role);
-  if (arg.stream)
-    name += std::string("_") + streamName(*arg.stream);
-  return name;
-}
 
 inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
                         const inkling_layer_options_t &options,
@@ -96,10 +83,9 @@ inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
   exec::CompileOptions compile;
   compile.checked = options.checked != 0;
   compile.fusion = options.fusion ? options.fusion : "";
-  if (options.threads < 0) {
-    error = "threads (" + std::to_string(options.threads) +
-            "): expected 0 (every core) or a positive count";
-    return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
+  if (Status s = exec::checkThreadCount(options.threads); !s) {
+    error = s.message();
+    return static_cast<inkling_status_t>(s.code());
   }
   compile.threads = options.threads;
   if (!options.cuda) {
@@ -126,16 +112,16 @@ inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
   layer->ownsStatus = sig.args.size() > declared;
   layer->numArgs = static_cast<int64_t>(declared);
   if (layer->ownsStatus && options.cuda) {
-    auto buffer = cuda::DeviceBuffer::allocate(*options.cuda->driver,
-                                               kStatusWords * sizeof(int64_t));
+    auto buffer = cuda::DeviceBuffer::allocate(
+        *options.cuda->driver, exec::kStatusWords * sizeof(int64_t));
     if (!buffer) {
       error = "the status buffer: " + buffer.status().message();
       return static_cast<inkling_status_t>(buffer.status().code());
     }
     layer->deviceStatus = std::move(*buffer);
   }
-  for (const exec::ArgInfo &arg : sig.args)
-    layer->names.push_back(argName(arg));
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    layer->names.push_back(sig.argName(i));
   layer->program = std::move(program);
   *out = layer.release();
   return INKLING_OK;
@@ -148,248 +134,38 @@ inkling_layer_options_t optionsOrDefault(const inkling_layer_options_t *o) {
   return options;
 }
 
-/// The shape and alignment checks of a call, and the host-side metadata
-/// checks of a CPU call; fills the layer's scratch arguments.
-class CallChecker {
-public:
-  CallChecker(inkling_layer &layer, const inkling_memref_t *args)
-      : layer_(layer), sig_(layer.program->signature()), args_(args) {}
-
-  Status run() {
-    for (int64_t i = 0; i < layer_.numArgs; ++i)
-      if (Status s = checkTyped(i); !s)
-        return s;
-    if (Status s = checkShapes(); !s)
-      return s;
-    if (!layer_.cuda)
-      return checkMetadata();
-    return Status::ok();
-  }
-
-private:
-  std::string name(int64_t i) const {
-    return "argument " + std::to_string(i) + " (" + layer_.names[i] + ")";
-  }
-  Status bad(int64_t i, const std::string &message) const {
-    return invalidArgument(name(i) + ": " + message);
-  }
-  static std::string list(const int64_t *values, int64_t n) {
-    std::string text = "[";
-    for (int64_t d = 0; d < n; ++d)
-      text += (d ? ", " : "") +
-              (values[d] == exec::kDynamic ? "?" : std::to_string(values[d]));
-    return text + "]";
-  }
-
-  /// Against the argument's memref type: rank, static sizes and strides,
-  /// non-negative sizes, alignment.
-  Status checkTyped(int64_t i) {
-    const exec::ArgInfo &info = sig_.args[i];
-    const inkling_memref_t &a = args_[i];
-    int64_t rank = static_cast<int64_t>(info.shape.size());
+/// The caller's descriptors as the ABI's: rank and pointers checked, the
+/// owned status buffer appended.
+Status gatherArguments(inkling_layer &layer, const inkling_memref_t *args) {
+  const exec::LayerSignature &sig = layer.program->signature();
+  layer.call.resize(sig.args.size());
+  for (int64_t i = 0; i < layer.numArgs; ++i) {
+    const inkling_memref_t &a = args[i];
+    auto rank = static_cast<int64_t>(sig.args[i].shape.size());
     if (a.rank != rank)
-      return bad(i, "rank " + std::to_string(a.rank) + ", expected " +
-                        std::to_string(rank) + " (" + info.type + ")");
+      return invalidArgument(
+          sig.describeArg(i) + ": rank " + std::to_string(a.rank) +
+          ", expected " + std::to_string(rank) + " (" + sig.args[i].type + ")");
     if (rank > 0 && (!a.sizes || !a.strides))
-      return bad(i, "null sizes or strides");
-    for (int64_t d = 0; d < rank; ++d) {
-      if (a.sizes[d] < 0 || a.sizes[d] > (int64_t(1) << 40))
-        return bad(i, "size " + std::to_string(a.sizes[d]) + " of dim " +
-                          std::to_string(d) + " is out of range");
-      if (info.shape[d] != exec::kDynamic && a.sizes[d] != info.shape[d])
-        return bad(i, "shape " + list(a.sizes, rank) + ", expected " +
-                          list(info.shape.data(), rank) + " (" + info.type +
-                          ")");
-    }
-    for (int64_t d = 0; d < rank; ++d) {
-      if (a.sizes[d] <= 1)
-        continue; // a stride of a size-1 dim is never used
-      bool ok = info.strides[d] == exec::kDynamic
-                    ? a.strides[d] >= 1 && a.strides[d] <= (int64_t(1) << 40)
-                    : a.strides[d] == info.strides[d];
-      if (!ok)
-        return bad(i, "strides " + list(a.strides, rank) + ", expected " +
-                          list(info.strides.data(), rank) + " (" + info.type +
-                          ")");
-    }
-    if (!a.data)
-      return bad(i, "null data");
-    auto address = reinterpret_cast<uintptr_t>(a.data);
-    if (address % kAlignment != 0)
-      return bad(i, "data at 0x" + toHex(address) + " is not " +
-                        std::to_string(kAlignment) + "-byte aligned");
-    return Status::ok();
+      return invalidArgument(sig.describeArg(i) + ": null sizes or strides");
+    exec::MemRefArg &m = layer.call[i];
+    m.data = a.data;
+    m.offset = 0;
+    m.sizes.assign(a.sizes, a.sizes + rank);
+    m.strides.assign(a.strides, a.strides + rank);
   }
-
-  static std::string toHex(uintptr_t value) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%lx", static_cast<unsigned long>(value));
-    return text;
+  if (layer.ownsStatus) {
+    void *data = layer.cuda
+                     ? reinterpret_cast<void *>(layer.deviceStatus.address())
+                     : layer.status.data();
+    layer.call.back() = {data, 0, {exec::kStatusWords}, {1}};
   }
-
-  int64_t size(int index, int d) const { return args_[index].sizes[d]; }
-
-  /// Sizes that must agree between arguments: T, B, the layout's H and w.
-  Status checkShapes() {
-    const Layout &layout = sig_.layout;
-    int64_t H = layout.headsPerRank, W = layout.slidingWindow;
-    // T: dim 0 of every input and output.
-    int64_t tokens = -1;
-    int tokensFrom = -1;
-    for (int64_t i = 0; i < layer_.numArgs; ++i) {
-      const exec::ArgInfo &info = sig_.args[i];
-      if (info.role != ArgRole::Input && info.role != ArgRole::Output &&
-          info.role != ArgRole::Weights && info.role != ArgRole::Bias)
-        continue;
-      int64_t w = layout.range(*info.stream).width;
-      const inkling_memref_t &a = args_[i];
-      std::vector<int64_t> want;
-      if (info.role == ArgRole::Weights)
-        want = {H * w, W};
-      else if (info.role == ArgRole::Bias)
-        want = {H * w};
-      else if (a.rank == 3)
-        want = {a.sizes[0], H, w};
-      else
-        want = {a.sizes[0], H * w};
-      if (!std::equal(want.begin(), want.end(), a.sizes))
-        return bad(i, "shape " + list(a.sizes, a.rank) + ", expected " +
-                          list(want.data(), a.rank) + " (H = " +
-                          std::to_string(H) + ", w = " + std::to_string(w) +
-                          ", W = " + std::to_string(W) + ")");
-      if (info.role == ArgRole::Weights || info.role == ArgRole::Bias)
-        continue;
-      if (tokens < 0) {
-        tokens = a.sizes[0];
-        tokensFrom = static_cast<int>(i);
-      } else if (a.sizes[0] != tokens) {
-        return bad(i, std::to_string(a.sizes[0]) + " tokens, but " +
-                          name(tokensFrom) + " has " + std::to_string(tokens));
-      }
-    }
-    tokens_ = std::max<int64_t>(tokens, 0);
-    int qsl = sig_.queryStartLoc, nc = sig_.numComputed,
-        table = sig_.blockTable, slots = sig_.slotMapping;
-    if (size(qsl, 0) < 1)
-      return bad(qsl, "empty: it needs B + 1 >= 1 entries");
-    batch_ = size(qsl, 0) - 1;
-    if (size(nc, 0) != batch_)
-      return bad(nc, std::to_string(size(nc, 0)) + " entries, but " +
-                         name(qsl) +
-                         " has B + 1 = " + std::to_string(batch_ + 1));
-    if (size(table, 0) != batch_)
-      return bad(table, std::to_string(size(table, 0)) + " rows, but " +
-                            name(qsl) +
-                            " has B + 1 = " + std::to_string(batch_ + 1));
-    if (size(slots, 0) < tokens_)
-      return bad(slots, std::to_string(size(slots, 0)) +
-                            " entries, fewer than the " +
-                            std::to_string(tokens_) + " tokens of the inputs");
-    if (sig_.tokenSeq >= 0 && size(sig_.tokenSeq, 0) < tokens_)
-      return bad(sig_.tokenSeq, std::to_string(size(sig_.tokenSeq, 0)) +
-                                    " entries, fewer than the " +
-                                    std::to_string(tokens_) +
-                                    " tokens of the inputs");
-    int64_t cacheBytes = size(sig_.cache, 0);
-    int64_t page = layout.pageBytes();
-    if (cacheBytes < page)
-      return bad(sig_.cache, std::to_string(cacheBytes) +
-                                 " bytes, less than one page (" +
-                                 std::to_string(page) + " bytes)");
-    // The last block needs its page; blocks are page_bytes apart.
-    numBlocks_ = (cacheBytes - page) / sig_.pageBytes + 1;
-    if (sig_.status >= 0 && sig_.status < layer_.numArgs &&
-        size(sig_.status, 0) < kStatusWords)
-      return bad(sig_.status, std::to_string(size(sig_.status, 0)) +
-                                  " entries, fewer than " +
-                                  std::to_string(kStatusWords));
-    return Status::ok();
-  }
-
-  template <typename T> T at(int index, int64_t i, int64_t j = 0) const {
-    const inkling_memref_t &a = args_[index];
-    int64_t offset = i * a.strides[0] + (a.rank > 1 ? j * a.strides[1] : 0);
-    return static_cast<const T *>(a.data)[offset];
-  }
-
-  /// docs/Design.md section 3's invariants that keep every access in bounds.
-  Status checkMetadata() {
-    const Layout &layout = sig_.layout;
-    int64_t N = layout.blockSize, W = layout.slidingWindow;
-    int qsl = sig_.queryStartLoc, nc = sig_.numComputed,
-        table = sig_.blockTable, slots = sig_.slotMapping;
-    int64_t cols = size(table, 1);
-    auto entry = [&](int index, int64_t i) {
-      return name(index) + "[" + std::to_string(i) + "]";
-    };
-    if (at<int32_t>(qsl, 0) != 0)
-      return invalidArgument(entry(qsl, 0) + " = " +
-                             std::to_string(at<int32_t>(qsl, 0)) +
-                             ", expected 0");
-    for (int64_t b = 0; b < batch_; ++b) {
-      int64_t begin = at<int32_t>(qsl, b), end = at<int32_t>(qsl, b + 1);
-      if (end < begin || end > tokens_)
-        return invalidArgument(entry(qsl, b + 1) + " = " + std::to_string(end) +
-                               ": must be in [" + std::to_string(begin) + ", " +
-                               std::to_string(tokens_) +
-                               "] (non-decreasing, at most T)");
-      int64_t computed = at<int32_t>(nc, b);
-      if (computed < 0)
-        return invalidArgument(entry(nc, b) + " = " + std::to_string(computed) +
-                               " is negative");
-      if (begin == end)
-        continue;
-      // History taps: positions [computed - (W-1), computed).
-      for (int64_t q = std::max<int64_t>(0, computed - (W - 1)); q < computed;
-           ++q) {
-        int64_t j = q / N;
-        if (j >= cols)
-          return invalidArgument(name(table) + ": row " + std::to_string(b) +
-                                 " has " + std::to_string(cols) +
-                                 " columns, but position " + std::to_string(q) +
-                                 " of its history is in logical block " +
-                                 std::to_string(j));
-        int64_t block = at<int32_t>(table, b, j);
-        if (block < 0 || block >= numBlocks_)
-          return invalidArgument(
-              name(table) + "[" + std::to_string(b) + "][" + std::to_string(j) +
-              "] = " + std::to_string(block) + ": not a block of the cache (" +
-              std::to_string(numBlocks_) + " blocks)");
-      }
-    }
-    // Every token's slot, padding included: nothing here relies on how a
-    // kernel treats tokens past qsl[B].
-    for (int64_t t = 0; t < tokens_; ++t) {
-      int64_t slot = at<int64_t>(slots, t);
-      if (slot < -1 || slot >= numBlocks_ * N)
-        return invalidArgument(entry(slots, t) + " = " + std::to_string(slot) +
-                               ": not -1 or a slot of " + "the cache (" +
-                               std::to_string(numBlocks_) + " blocks of " +
-                               std::to_string(N) + ")");
-    }
-    // A real token's token_seq entry indexes the metadata unchecked in the
-    // kernels: it must be the token's own sequence. Padding entries are not
-    // read.
-    if (int seq = sig_.tokenSeq; seq >= 0)
-      for (int64_t b = 0; b < batch_; ++b)
-        for (int64_t t = at<int32_t>(qsl, b), end = at<int32_t>(qsl, b + 1);
-             t < end; ++t)
-          if (int64_t s = at<int32_t>(seq, t); s != b)
-            return invalidArgument(entry(seq, t) + " = " + std::to_string(s) +
-                                   ": token " + std::to_string(t) +
-                                   " is in sequence " + std::to_string(b) +
-                                   " (" + name(qsl) + ")");
-    return Status::ok();
-  }
-
-  inkling_layer &layer_;
-  const exec::LayerSignature &sig_;
-  const inkling_memref_t *args_;
-  int64_t tokens_ = 0, batch_ = 0, numBlocks_ = 0;
-};
+  return Status::ok();
+}
 
 /// The message of a checked kernel's status report.
-std::string statusReport(const std::array<int64_t, kStatusWords> &status) {
+std::string
+statusReport(const std::array<int64_t, exec::kStatusWords> &status) {
   return "the checked kernel " + exec::describeCheckedStatus(status.data()) +
          "; outputs are incomplete";
 }
@@ -410,11 +186,11 @@ inkling_status_t copy(inkling_cuda_t *cuda, const void *host, size_t bytes,
 
 extern "C" {
 
-inkling_status_t inklingLayerCreate(const char *ir, size_t irLength,
-                                    const char *sourceName,
-                                    const inkling_layer_options_t *options,
-                                    inkling_layer_t **out, char *error,
-                                    size_t errorCapacity) {
+inkling_status_t inkling_layer_create(const char *ir, size_t irLength,
+                                      const char *sourceName,
+                                      const inkling_layer_options_t *options,
+                                      inkling_layer_t **out, char *error,
+                                      size_t errorCapacity) {
   if (!ir || !out)
     return fail(error, errorCapacity, StatusCode::InvalidArgument,
                 !ir ? "ir is null" : "out is null");
@@ -430,7 +206,7 @@ inkling_status_t inklingLayerCreate(const char *ir, size_t irLength,
   return INKLING_OK;
 }
 
-inkling_status_t inklingLayerCreateFromFile(
+inkling_status_t inkling_layer_create_from_file(
     const char *path, const inkling_layer_options_t *options,
     inkling_layer_t **out, char *error, size_t errorCapacity) {
   if (!path || !out)
@@ -447,7 +223,7 @@ inkling_status_t inklingLayerCreateFromFile(
   return INKLING_OK;
 }
 
-void inklingLayerDestroy(inkling_layer_t *layer) {
+void inkling_layer_destroy(inkling_layer_t *layer) {
   if (!layer)
     return;
   // The JIT-ed code belongs to the program; MLIR objects are not
@@ -456,16 +232,17 @@ void inklingLayerDestroy(inkling_layer_t *layer) {
   delete layer;
 }
 
-const char *inklingLayerFunction(const inkling_layer_t *layer) {
+const char *inkling_layer_function(const inkling_layer_t *layer) {
   return layer ? layer->program->signature().function.c_str() : "";
 }
 
-int64_t inklingLayerNumArgs(const inkling_layer_t *layer) {
+int64_t inkling_layer_num_args(const inkling_layer_t *layer) {
   return layer ? layer->numArgs : 0;
 }
 
-inkling_status_t inklingLayerGetArg(const inkling_layer_t *layer, int64_t index,
-                                    inkling_layer_arg_t *out) {
+inkling_status_t inkling_layer_get_arg(const inkling_layer_t *layer,
+                                       int64_t index,
+                                       inkling_layer_arg_t *out) {
   if (!layer || !out || index < 0 ||
       index >= static_cast<int64_t>(layer->program->signature().args.size()))
     return INKLING_OUT_OF_RANGE;
@@ -484,8 +261,8 @@ inkling_status_t inklingLayerGetArg(const inkling_layer_t *layer, int64_t index,
   return INKLING_OK;
 }
 
-void inklingLayerGetLayout(const inkling_layer_t *layer,
-                           inkling_layer_layout_t *out) {
+void inkling_layer_get_layout(const inkling_layer_t *layer,
+                              inkling_layer_layout_t *out) {
   if (!layer || !out)
     return;
   const exec::LayerSignature &sig = layer->program->signature();
@@ -503,10 +280,10 @@ void inklingLayerGetLayout(const inkling_layer_t *layer,
   *out = l;
 }
 
-inkling_status_t inklingLayerCall(inkling_layer_t *layer,
-                                  const inkling_memref_t *args, int64_t numArgs,
-                                  void *stream, char *error,
-                                  size_t errorCapacity) {
+inkling_status_t inkling_layer_call(inkling_layer_t *layer,
+                                    const inkling_memref_t *args,
+                                    int64_t numArgs, void *stream, char *error,
+                                    size_t errorCapacity) {
   if (!layer)
     return fail(error, errorCapacity, StatusCode::InvalidArgument,
                 "layer is null");
@@ -516,42 +293,34 @@ inkling_status_t inklingLayerCall(inkling_layer_t *layer,
                 "@" + layer->program->signature().function + " takes " +
                     std::to_string(layer->numArgs) + " arguments, got " +
                     std::to_string(numArgs));
-  if (Status s = CallChecker(*layer, args).run(); !s)
-    return fail(error, errorCapacity, s);
-
+  // The one validator of the layer ABI; on the CPU the metadata is on the
+  // host and checked too (on the GPU, `checked` kernels report bad ids).
   const exec::LayerSignature &sig = layer->program->signature();
-  size_t total = sig.args.size();
+  if (Status s = gatherArguments(*layer, args); !s)
+    return fail(error, errorCapacity, s);
+  auto step = exec::validateArguments(sig, layer->call, numArgs);
+  if (!step)
+    return fail(error, errorCapacity, step.status());
   layer->status.fill(0);
   if (!layer->cuda) {
-    layer->hostArgs.resize(total);
-    for (int64_t i = 0; i < numArgs; ++i) {
-      const inkling_memref_t &a = args[i];
-      exec::MemRefArg &m = layer->hostArgs[i];
-      m.data = a.data;
-      m.offset = 0;
-      m.sizes.assign(a.sizes, a.sizes + a.rank);
-      m.strides.assign(a.strides, a.strides + a.rank);
-    }
-    if (layer->ownsStatus)
-      layer->hostArgs.back() = {layer->status.data(), 0, {kStatusWords}, {1}};
-    layer->program->invoke(layer->hostArgs);
+    if (Status s = exec::validateStepMetadata(sig, layer->call, *step); !s)
+      return fail(error, errorCapacity, s);
+    layer->program->invoke(layer->call);
   } else {
     cuda::Driver &driver = *layer->cuda->driver;
     if (Status s = driver.makeCurrent(); !s)
       return fail(error, errorCapacity, s);
-    layer->deviceArgs.resize(total);
-    for (int64_t i = 0; i < numArgs; ++i) {
-      const inkling_memref_t &a = args[i];
-      inkling::MemRefArg &m = layer->deviceArgs[i];
-      m.address = reinterpret_cast<uintptr_t>(a.data);
-      m.sizes.assign(a.sizes, a.sizes + a.rank);
-      m.strides.assign(a.strides, a.strides + a.rank);
+    layer->deviceArgs.resize(layer->call.size());
+    for (size_t i = 0; i < layer->call.size(); ++i) {
+      const exec::MemRefArg &a = layer->call[i];
+      layer->deviceArgs[i] = {reinterpret_cast<uintptr_t>(a.data), a.sizes,
+                              a.strides};
     }
     if (layer->ownsStatus) {
-      cuda::DevicePtr address = layer->deviceStatus.address();
-      if (Status s = driver.memset(address, 0, layer->deviceStatus.bytes()); !s)
+      if (Status s = driver.memset(layer->deviceStatus.address(), 0,
+                                   layer->deviceStatus.bytes());
+          !s)
         return fail(error, errorCapacity, s);
-      layer->deviceArgs.back() = {address, {kStatusWords}, {1}};
     }
     if (Status s = layer->bundle->run(sig.function, layer->deviceArgs,
                                       static_cast<cuda::Stream>(stream));
@@ -573,8 +342,8 @@ inkling_status_t inklingLayerCall(inkling_layer_t *layer,
   return INKLING_OK;
 }
 
-inkling_status_t inklingCudaOpen(const char *library, inkling_cuda_t **out,
-                                 char *error, size_t errorCapacity) {
+inkling_status_t inkling_cuda_open(const char *library, inkling_cuda_t **out,
+                                   char *error, size_t errorCapacity) {
   if (!out)
     return fail(error, errorCapacity, StatusCode::InvalidArgument,
                 "out is null");
@@ -596,15 +365,15 @@ inkling_status_t inklingCudaOpen(const char *library, inkling_cuda_t **out,
   return INKLING_OK;
 }
 
-void inklingCudaClose(inkling_cuda_t *cuda) { delete cuda; }
+void inkling_cuda_close(inkling_cuda_t *cuda) { delete cuda; }
 
-const char *inklingCudaChip(const inkling_cuda_t *cuda) {
+const char *inkling_cuda_chip(const inkling_cuda_t *cuda) {
   return cuda ? cuda->chip.c_str() : "";
 }
 
-inkling_status_t inklingCudaAlloc(inkling_cuda_t *cuda, size_t bytes,
-                                  uint64_t *out, char *error,
-                                  size_t errorCapacity) {
+inkling_status_t inkling_cuda_alloc(inkling_cuda_t *cuda, size_t bytes,
+                                    uint64_t *out, char *error,
+                                    size_t errorCapacity) {
   if (!cuda || !out)
     return fail(error, errorCapacity, StatusCode::InvalidArgument,
                 !cuda ? "cuda is null" : "out is null");
@@ -615,24 +384,25 @@ inkling_status_t inklingCudaAlloc(inkling_cuda_t *cuda, size_t bytes,
   return INKLING_OK;
 }
 
-inkling_status_t inklingCudaFree(inkling_cuda_t *cuda, uint64_t address) {
+inkling_status_t inkling_cuda_free(inkling_cuda_t *cuda, uint64_t address) {
   if (!cuda)
     return INKLING_INVALID_ARGUMENT;
   return static_cast<inkling_status_t>(cuda->driver->free(address).code());
 }
 
-inkling_status_t inklingCudaCopyToDevice(inkling_cuda_t *cuda, uint64_t device,
-                                         const void *host, size_t bytes,
-                                         char *error, size_t errorCapacity) {
+inkling_status_t inkling_cuda_copy_to_device(inkling_cuda_t *cuda,
+                                             uint64_t device, const void *host,
+                                             size_t bytes, char *error,
+                                             size_t errorCapacity) {
   return copy(cuda, host, bytes, error, errorCapacity,
               [&](cuda::Driver &driver) {
                 return driver.copyToDevice(device, host, bytes);
               });
 }
 
-inkling_status_t inklingCudaCopyToHost(inkling_cuda_t *cuda, void *host,
-                                       uint64_t device, size_t bytes,
-                                       char *error, size_t errorCapacity) {
+inkling_status_t inkling_cuda_copy_to_host(inkling_cuda_t *cuda, void *host,
+                                           uint64_t device, size_t bytes,
+                                           char *error, size_t errorCapacity) {
   return copy(cuda, host, bytes, error, errorCapacity,
               [&](cuda::Driver &driver) {
                 return driver.copyToHost(host, device, bytes);

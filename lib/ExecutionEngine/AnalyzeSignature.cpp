@@ -101,11 +101,11 @@ bool SignatureAnalyzer::checkStraightLine() {
   if (func.getNumResults() != 0)
     return fail(func.getLoc(),
                 "@" + sig.function +
-                    " returns values; inkling-run drives functions "
+                    " returns values; a layer call drives functions "
                     "that write their outputs into arguments");
   if (!func.getBody().hasOneBlock())
     return fail(func.getLoc(), "@" + sig.function +
-                                   " has more than one block; inkling-run "
+                                   " has more than one block; a layer call "
                                    "drives straight-line layer functions");
   return true;
 }
@@ -128,7 +128,7 @@ bool SignatureAnalyzer::describeArgument(unsigned index) {
   auto memref = llvm::dyn_cast<mlir::MemRefType>(type);
   if (!memref)
     return failArgument(index, " has type " + arg.type +
-                                   "; inkling-run passes only memrefs");
+                                   "; a layer call passes only memrefs");
   mlir::Type element = memref.getElementType();
   if (element.isBF16())
     arg.element = ElementKind::BF16;
@@ -139,8 +139,9 @@ bool SignatureAnalyzer::describeArgument(unsigned index) {
   else if (element.isInteger(64))
     arg.element = ElementKind::I64;
   else
-    return failArgument(index, " has element type " + typeString(element) +
-                                   "; inkling-run supports bf16, i8, i32, i64");
+    return failArgument(index,
+                        " has element type " + typeString(element) +
+                            "; a layer call supports bf16, i8, i32, i64");
   auto staticOrDynamic = [](int64_t value) {
     return mlir::ShapedType::isDynamic(value) ? kDynamic : value;
   };
@@ -174,7 +175,7 @@ int SignatureAnalyzer::assign(mlir::Operation *op, mlir::Value value,
   if (index < 0) {
     fail(op->getLoc(), std::string("the ") + what + " operand of " + opName +
                            " is not an argument of @" + sig.function +
-                           "; inkling-run allocates every buffer itself");
+                           "; a layer call binds every buffer to an argument");
     return -1;
   }
   ArgInfo &arg = sig.args[index];
@@ -184,7 +185,7 @@ int SignatureAnalyzer::assign(mlir::Operation *op, mlir::Value value,
     fail(op->getLoc(), argument + " is both the " +
                            describeRole(arg.role, arg.stream) + " and the " +
                            describeRole(role, stream) +
-                           "; inkling-run needs one buffer per role");
+                           "; a layer call takes one buffer per role");
     return -1;
   }
   // Two convs writing one output would make the check ambiguous.
@@ -207,7 +208,7 @@ bool SignatureAnalyzer::noteInput(mlir::Operation *op, Stream stream,
                                   streamName(stream) + " inputs (arguments " +
                                   std::to_string(slot) + " and " +
                                   std::to_string(index) +
-                                  "); inkling-run feeds one input per stream");
+                                  "); a layer call takes one input per stream");
   slot = index;
   return true;
 }
@@ -226,9 +227,10 @@ bool SignatureAnalyzer::checkCacheAndStep(mlir::Operation *op,
     return fail(op->getLoc(),
                 opName + ": the step is not the function's sconv.step");
   if (layout != bind.getLayout())
-    return fail(op->getLoc(), "the layout of " + opName +
-                                  " differs from its sconv.bind's; "
-                                  "inkling-run drives one layout per function");
+    return fail(op->getLoc(),
+                "the layout of " + opName +
+                    " differs from its sconv.bind's; "
+                    "a layer call drives one layout per function");
   return true;
 }
 
@@ -298,7 +300,7 @@ bool SignatureAnalyzer::visit(mlir::Operation *op) {
 
 bool SignatureAnalyzer::visitOp(sconv::BindOp b) {
   if (bind)
-    return fail(b.getLoc(), "a second sconv.bind; inkling-run drives "
+    return fail(b.getLoc(), "a second sconv.bind; a layer call drives "
                             "one cache per layer function");
   bind = b;
   sig.layout = b.getLayout().getDerived();
@@ -314,7 +316,7 @@ bool SignatureAnalyzer::visitOp(sconv::BindOp b) {
 
 bool SignatureAnalyzer::visitOp(sconv::StepOp s) {
   if (step)
-    return fail(s.getLoc(), "a second sconv.step; inkling-run drives "
+    return fail(s.getLoc(), "a second sconv.step; a layer call drives "
                             "one step per layer function");
   step = s;
   sig.queryStartLoc = assign(s, s.getQueryStartLoc(), "query_start_loc",
@@ -417,14 +419,14 @@ bool SignatureAnalyzer::visitOther(mlir::Operation *op) {
   std::string opName = op->getName().getStringRef().str();
   if (!mlir::isMemoryEffectFree(op) || op->getNumRegions() != 0)
     return fail(op->getLoc(), "@" + sig.function + " contains " + opName +
-                                  "; inkling-run drives layer functions made "
+                                  "; a layer call drives layer functions made "
                                   "of sconv ops");
   for (mlir::Value operand : op->getOperands())
     if (int index = argOf(operand); index >= 0)
       return fail(op->getLoc(),
                   "argument " + std::to_string(index) + " of @" + sig.function +
                       " is used by " + opName +
-                      "; inkling-run drives arguments of sconv ops only");
+                      "; a layer call drives arguments of sconv ops only");
   return true;
 }
 
@@ -469,7 +471,7 @@ bool SignatureAnalyzer::checkStreamRows() {
                       (rank == 2 || (rank == 3 && arg.strides[1] == w));
     if (!contiguous)
       return failArgument(i, " (" + arg.type +
-                                 "): inkling-run needs contiguous head rows");
+                                 "): a layer call needs contiguous head rows");
   }
   return true;
 }

@@ -114,6 +114,10 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   mlir::MLIRContext &ctx = context();
   FirstError diag(ctx);
 
+  if (Status s = checkThreadCount(options.threads); !s) {
+    error = s.message();
+    return false;
+  }
   std::optional<sconv::FusionStrategy> strategy;
   if (!impl.prepareLowering(options, strategy, error))
     return false;

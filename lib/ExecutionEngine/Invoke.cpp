@@ -1,7 +1,7 @@
 //===- Invoke.cpp - Call a compiled layer function ------------------------===//
 //
-// LayerProgram::invoke (one memref descriptor per argument, through the
-// C interface) and the text of what a checked call reports.
+// LayerProgram::invoke: one memref descriptor per argument, through the C
+// interface.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,20 +32,4 @@ void LayerProgram::invoke(const std::vector<MemRefArg> &args) {
     impl.packedArgs[i] = &impl.descriptorPtrs[i];
   }
   impl.packed(impl.packedArgs.data());
-}
-
-std::string exec::describeCheckedStatus(const int64_t status[5]) {
-  // Indexed by the kind (Lowering.h's CheckKind).
-  static const char *kinds[] = {
-      "?",        "slot",
-      "block id", "logical block beyond the block table",
-      "slot",     "token_seq entry"};
-  int64_t kind = status[1] >= 0 && status[1] <= 5 ? status[1] : 0;
-  std::string limit =
-      kind == 4 ? ", not its own slot block_table[b][p / N] * N + p % N = "
-                : ", limit ";
-  return "rejected " + std::to_string(status[0]) +
-         " accesses (first: " + kinds[kind] + " " + std::to_string(status[3]) +
-         " of token " + std::to_string(status[2]) + limit +
-         std::to_string(status[4]) + ")";
 }

@@ -24,7 +24,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _paths
+from . import _paths, runtime
 from .runtime import (FAILED_PRECONDITION, INVALID_ARGUMENT, OK, Closing,
                       InklingError, load_cdll)
 
@@ -34,9 +34,8 @@ _I32 = ctypes.c_int32
 _I64 = ctypes.c_int64
 _P = ctypes.POINTER
 _ERROR_CAPACITY = 2048
-_STATUS_NAMES = ("ok", "invalid argument", "out of blocks", "not found",
-                 "failed precondition", "out of range", "unavailable",
-                 "internal")
+# The C API's `threads` (Layer.h): 0 (every core) to this.
+MAX_THREADS = 1024
 
 # The numpy dtype of each element type (bf16: its bit patterns).
 NUMPY_DTYPES = {"bf16": np.dtype(np.uint16), "i8": np.dtype(np.int8),
@@ -75,28 +74,28 @@ class _MemRef(ctypes.Structure):
 
 _ERR = (ctypes.c_char_p, ctypes.c_size_t)
 _SIGNATURES = {
-    "inklingLayerCreate": (_I32, (ctypes.c_char_p, ctypes.c_size_t,
+    "inkling_layer_create": (_I32, (ctypes.c_char_p, ctypes.c_size_t,
                                   ctypes.c_char_p, _P(_Options),
                                   _P(ctypes.c_void_p)) + _ERR),
-    "inklingLayerCreateFromFile": (_I32, (ctypes.c_char_p, _P(_Options),
+    "inkling_layer_create_from_file": (_I32, (ctypes.c_char_p, _P(_Options),
                                           _P(ctypes.c_void_p)) + _ERR),
-    "inklingLayerDestroy": (None, (ctypes.c_void_p,)),
-    "inklingLayerFunction": (ctypes.c_char_p, (ctypes.c_void_p,)),
-    "inklingLayerNumArgs": (_I64, (ctypes.c_void_p,)),
-    "inklingLayerGetArg": (_I32, (ctypes.c_void_p, _I64, _P(_ArgInfo))),
-    "inklingLayerGetLayout": (None, (ctypes.c_void_p, _P(_LayoutInfo))),
-    "inklingLayerCall": (_I32, (ctypes.c_void_p, _P(_MemRef), _I64,
+    "inkling_layer_destroy": (None, (ctypes.c_void_p,)),
+    "inkling_layer_function": (ctypes.c_char_p, (ctypes.c_void_p,)),
+    "inkling_layer_num_args": (_I64, (ctypes.c_void_p,)),
+    "inkling_layer_get_arg": (_I32, (ctypes.c_void_p, _I64, _P(_ArgInfo))),
+    "inkling_layer_get_layout": (None, (ctypes.c_void_p, _P(_LayoutInfo))),
+    "inkling_layer_call": (_I32, (ctypes.c_void_p, _P(_MemRef), _I64,
                                 ctypes.c_void_p) + _ERR),
-    "inklingCudaOpen": (_I32, (ctypes.c_char_p, _P(ctypes.c_void_p)) + _ERR),
-    "inklingCudaClose": (None, (ctypes.c_void_p,)),
-    "inklingCudaChip": (ctypes.c_char_p, (ctypes.c_void_p,)),
-    "inklingCudaAlloc": (_I32, (ctypes.c_void_p, ctypes.c_size_t,
+    "inkling_cuda_open": (_I32, (ctypes.c_char_p, _P(ctypes.c_void_p)) + _ERR),
+    "inkling_cuda_close": (None, (ctypes.c_void_p,)),
+    "inkling_cuda_chip": (ctypes.c_char_p, (ctypes.c_void_p,)),
+    "inkling_cuda_alloc": (_I32, (ctypes.c_void_p, ctypes.c_size_t,
                                 _P(ctypes.c_uint64)) + _ERR),
-    "inklingCudaFree": (_I32, (ctypes.c_void_p, ctypes.c_uint64)),
-    "inklingCudaCopyToDevice": (_I32, (ctypes.c_void_p, ctypes.c_uint64,
+    "inkling_cuda_free": (_I32, (ctypes.c_void_p, ctypes.c_uint64)),
+    "inkling_cuda_copy_to_device": (_I32, (ctypes.c_void_p, ctypes.c_uint64,
                                        ctypes.c_void_p, ctypes.c_size_t)
                                 + _ERR),
-    "inklingCudaCopyToHost": (_I32, (ctypes.c_void_p, ctypes.c_void_p,
+    "inkling_cuda_copy_to_host": (_I32, (ctypes.c_void_p, ctypes.c_void_p,
                                      ctypes.c_uint64, ctypes.c_size_t)
                               + _ERR),
 }
@@ -109,8 +108,8 @@ def load_library(path=None):
 
 
 def _error(status, message):
-    name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) \
-        else str(status)
+    # The names are the C table's (inkling_status_name), as the runtime's.
+    name = runtime.load().inkling_status_name(status).decode()
     return InklingError(status, message, name)
 
 
@@ -137,10 +136,10 @@ class Cuda(Closing):
     def __init__(self, library=None, lib=None):
         self._lib = lib or load_library()
         handle = ctypes.c_void_p()
-        _call(self._lib.inklingCudaOpen,
+        _call(self._lib.inkling_cuda_open,
               library.encode() if library else None, ctypes.byref(handle))
         self._handle = handle
-        self.chip = self._lib.inklingCudaChip(handle).decode()
+        self.chip = self._lib.inkling_cuda_chip(handle).decode()
         # Layers and device arrays made with this driver: closed first.
         self._children = weakref.WeakSet()
 
@@ -150,7 +149,7 @@ class Cuda(Closing):
         if self._handle:
             for child in list(self._children):
                 child.close()
-            self._lib.inklingCudaClose(self._handle)
+            self._lib.inkling_cuda_close(self._handle)
             self._handle = None
 
     def _check_open(self):
@@ -182,7 +181,7 @@ class DeviceArray(Closing):
             self.dtype.itemsize
         address = ctypes.c_uint64()
         self.address = 0
-        _call(cuda._lib.inklingCudaAlloc, cuda._handle, max(1, self.nbytes),
+        _call(cuda._lib.inkling_cuda_alloc, cuda._handle, max(1, self.nbytes),
               ctypes.byref(address))
         self.address = address.value
         cuda._children.add(self)
@@ -198,19 +197,19 @@ class DeviceArray(Closing):
         if array.nbytes != self.nbytes:
             raise _bad("copy_from", "%d bytes into a device array of %d"
                        % (array.nbytes, self.nbytes))
-        _call(self._cuda._lib.inklingCudaCopyToDevice, self._cuda._handle,
+        _call(self._cuda._lib.inkling_cuda_copy_to_device, self._cuda._handle,
               self.address, array.ctypes.data, self.nbytes)
 
     def numpy(self):
         """A host copy."""
         host = np.empty(self.shape, self.dtype)
-        _call(self._cuda._lib.inklingCudaCopyToHost, self._cuda._handle,
+        _call(self._cuda._lib.inkling_cuda_copy_to_host, self._cuda._handle,
               host.ctypes.data, self.address, self.nbytes)
         return host
 
     def close(self):
         if self.address and self._cuda._handle:
-            self._cuda._lib.inklingCudaFree(self._cuda._handle, self.address)
+            self._cuda._lib.inkling_cuda_free(self._cuda._handle, self.address)
         self.address = 0
 
 
@@ -233,8 +232,9 @@ class Layer(Closing):
         call (on the CPU the metadata is always checked on the host first).
     device: "cpu" (the JIT) or "cuda" (the kernel bundle on `cuda`, a Cuda;
         default: libcuda.so.1); chip: e.g. "sm_90" (default: the device's).
-    threads: CPU threads of the loop nests (0, default: every core; 1: the
-        calling thread); results are the same bits for every count.
+    threads: CPU threads of the loop nests, 0 to 1024 (0, default: every
+        core; 1: the calling thread); results are the same bits for every
+        count.
     """
 
     def __init__(self, ir=None, *, entry=None, fusion=None, checked=False,
@@ -251,29 +251,37 @@ class Layer(Closing):
         self._cuda = cuda if device == "cuda" else None
         if self._cuda is not None:
             self._cuda._check_open()
+        if isinstance(threads, bool) or not isinstance(threads, int) \
+                or not 0 <= threads <= MAX_THREADS:
+            raise _bad("threads", "%r: expected an int from 0 (every core) "
+                       "to %d" % (threads, MAX_THREADS))
+        for what, text in (("entry", entry), ("fusion", fusion),
+                           ("chip", chip), ("name", name)):
+            if text is not None and not isinstance(text, str):
+                raise _bad(what, "%r: expected a str" % (text,))
         options = _Options(entry.encode() if entry else None,
                            fusion.encode() if fusion else None,
                            1 if checked else 0,
                            self._cuda._handle if self._cuda else None,
-                           chip.encode() if chip else None, int(threads))
+                           chip.encode() if chip else None, threads)
         handle = ctypes.c_void_p()
         if path is not None:
-            _call(self._lib.inklingLayerCreateFromFile, str(path).encode(),
+            _call(self._lib.inkling_layer_create_from_file, str(path).encode(),
                   ctypes.byref(options), ctypes.byref(handle))
         else:
             if ir is None:
                 raise _bad("ir", "no IR given (text, or Layer.from_file)")
             text = ir.encode() if isinstance(ir, str) else bytes(ir)
-            _call(self._lib.inklingLayerCreate, text, len(text),
+            _call(self._lib.inkling_layer_create, text, len(text),
                   name.encode(), ctypes.byref(options), ctypes.byref(handle))
         self._handle = handle
         if self._cuda is not None:
             self._cuda._children.add(self)
-        self.function = self._lib.inklingLayerFunction(handle).decode()
+        self.function = self._lib.inkling_layer_function(handle).decode()
         self.args = []
-        for index in range(self._lib.inklingLayerNumArgs(handle)):
+        for index in range(self._lib.inkling_layer_num_args(handle)):
             info = _ArgInfo()
-            self._lib.inklingLayerGetArg(handle, index, ctypes.byref(info))
+            self._lib.inkling_layer_get_arg(handle, index, ctypes.byref(info))
             rank = info.rank
             element = info.element.decode()
             self.args.append(ArgSpec(
@@ -287,7 +295,7 @@ class Layer(Closing):
                 info.type.decode()))
         self._by_name = {arg.name: arg for arg in self.args}
         layout = _LayoutInfo()
-        self._lib.inklingLayerGetLayout(handle, ctypes.byref(layout))
+        self._lib.inkling_layer_get_layout(handle, ctypes.byref(layout))
         self.layout = {
             "heads_per_rank": layout.heads_per_rank,
             "head_size": layout.head_size, "block_size": layout.block_size,
@@ -306,7 +314,7 @@ class Layer(Closing):
     def close(self):
         with self._lock:
             if self._handle:
-                self._lib.inklingLayerDestroy(self._handle)
+                self._lib.inkling_layer_destroy(self._handle)
                 self._handle = None
 
     # Calls -----------------------------------------------------------------
@@ -331,7 +339,7 @@ class Layer(Closing):
         with self._lock:
             if not self._handle:
                 raise _error(FAILED_PRECONDITION, "the layer is closed")
-            _call(self._lib.inklingLayerCall, self._handle, memrefs,
+            _call(self._lib.inkling_layer_call, self._handle, memrefs,
                   len(values), stream or None)
         del keep
 

@@ -15,9 +15,8 @@ public:
   std::string description() const override { return "cpu (JIT)"; }
   Status addBuffer(void *, size_t) override { return Status::ok(); }
   Status invoke(const std::vector<exec::MemRefArg> &args) override {
-    std::string error;
-    if (!program_.checkArguments(args, error))
-      return invalidArgument(error);
+    if (Status s = exec::validateHostCall(program_.signature(), args); !s)
+      return s;
     program_.invoke(args);
     return Status::ok();
   }

@@ -104,10 +104,10 @@ public:
   }
 
   Status invoke(const std::vector<exec::MemRefArg> &args) override {
-    if (args.size() != sig_.args.size())
-      return invalidArgument("the layer takes " +
-                             std::to_string(sig_.args.size()) +
-                             " arguments, got " + std::to_string(args.size()));
+    // The host holds every buffer: the same checks as a CPU call, before
+    // anything moves.
+    if (Status s = exec::validateHostCall(sig_, args); !s)
+      return s;
     deviceArgs_.resize(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
       const exec::ArgInfo &info = sig_.args[i];

@@ -132,7 +132,7 @@ private:
   int checkCacheArray();
   /// One buffer and descriptor per argument of the function.
   int bindArguments();
-  int bindUnused(const ArgInfo &arg, MemRefArg &m);
+  int bindUnused(size_t i, const ArgInfo &arg, MemRefArg &m);
   int bindStream(size_t i, const ArgInfo &arg, MemRefArg &m);
   int bindParam(const ArgInfo &arg, const std::string &name, MemRefArg &m);
   int invoke();
@@ -231,6 +231,8 @@ int Replayer::readInputs() {
       return fail("--inputs: " + op_.name + " (op " +
                   std::to_string(options_.opIndex) + ") has no input named '" +
                   name + "' (inputs: " + expected_ + ")");
+    if (inputs_.count(name))
+      return fail("--inputs: '" + name + "' is given twice");
     npy::Array array;
     if (!npy::read(path, array, error_))
       return fail(error_);
@@ -245,6 +247,8 @@ int Replayer::readInputs() {
 }
 
 int Replayer::readMetadata() {
+  // The arrays as the layer's int32/int64 buffers; what their values must
+  // be is the ABI's check (validateHostCall, before the call).
   auto meta = [&](const char *name, std::vector<int64_t> &out, size_t rank) {
     const npy::Array &a = inputs_[name];
     if (a.shape.size() != rank) {
@@ -258,64 +262,32 @@ int Replayer::readMetadata() {
   if (!meta("query_start_loc", qsl_, 1) || !meta("num_computed", nc_, 1) ||
       !meta("block_table", bt_, 2) || !meta("slot_mapping", slots_, 1))
     return fail(error_);
-  int64_t B = static_cast<int64_t>(nc_.size());
-  B_ = B;
-  if (static_cast<int64_t>(qsl_.size()) != B + 1)
-    return fail("query_start_loc: " + std::to_string(qsl_.size()) +
-                " entries, expected B + 1 = " + std::to_string(B + 1) +
-                " (num_computed has " + std::to_string(B) + ")");
-  if (qsl_[0] != 0)
-    return fail("query_start_loc[0] is " + std::to_string(qsl_[0]) +
-                ", expected 0");
-  for (int64_t b = 0; b <= B; ++b)
-    if (qsl_[b] < 0 || qsl_[b] > INT32_MAX)
-      return fail("query_start_loc[" + std::to_string(b) + "] is " +
-                  std::to_string(qsl_[b]) + ", expected [0, 2^31 - 1]");
-  for (int64_t b = 0; b < B; ++b) {
-    if (qsl_[b + 1] < qsl_[b])
-      return fail("query_start_loc decreases at " + std::to_string(b + 1));
-    if (nc_[b] < 0 || nc_[b] > INT32_MAX)
-      return fail("num_computed[" + std::to_string(b) + "] is " +
-                  std::to_string(nc_[b]));
-  }
+  auto fitInt32 = [&](const char *name, const std::vector<int64_t> &values) {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] < INT32_MIN || values[i] > INT32_MAX) {
+        error_ = std::string(name) + "[" + std::to_string(i) + "] is " +
+                 std::to_string(values[i]) + ": does not fit int32";
+        return false;
+      }
+    return true;
+  };
+  if (!fitInt32("query_start_loc", qsl_) || !fitInt32("num_computed", nc_) ||
+      !fitInt32("block_table", bt_))
+    return fail(error_);
+  B_ = std::max<int64_t>(0, static_cast<int64_t>(qsl_.size()) - 1);
+  M_ = inputs_["block_table"].shape[1];
   // Tokens at or past qsl[B] are padding: the inputs may have more rows.
-  int64_t T = qsl_[B];
+  int64_t T = qsl_.empty() ? 0 : std::max<int64_t>(0, qsl_.back());
   for (const auto &[name, array] : inputs_)
     if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty() &&
         array.shape[0] > T)
       T = array.shape[0];
+  T_ = T;
   if (names_.count("token_seq")) {
     std::vector<int64_t> entries;
-    if (!meta("token_seq", entries, 1))
+    if (!meta("token_seq", entries, 1) || !fitInt32("token_seq", entries))
       return fail(error_);
-    if (static_cast<int64_t>(entries.size()) < T)
-      return fail("token_seq: " + std::to_string(entries.size()) +
-                  " entries, the step has " + std::to_string(T) + " tokens");
-    for (int64_t v : entries)
-      tokenSeq_.push_back(static_cast<int32_t>(v));
-  }
-  const npy::Array &btArray = inputs_["block_table"];
-  if (btArray.shape[0] != B || btArray.shape[1] < 1)
-    return fail("block_table: shape " + btArray.shapeString() + ", expected (" +
-                std::to_string(B) + ", M >= 1)");
-  M_ = btArray.shape[1];
-  T_ = T;
-  if (static_cast<int64_t>(slots_.size()) < T)
-    return fail("slot_mapping: " + std::to_string(slots_.size()) +
-                " entries, the step has " + std::to_string(T) + " tokens");
-  // Each token stores its own row: a slot used twice in one step is a
-  // race between the two stores (on a GPU, they run at once). Padding
-  // tokens store nothing, whatever their slots.
-  std::map<int64_t, int64_t> firstToken;
-  for (int64_t t = 0; t < qsl_[B]; ++t) {
-    if (slots_[t] < 0)
-      continue;
-    auto [it, fresh] = firstToken.emplace(slots_[t], t);
-    if (!fresh)
-      return fail("slot_mapping: slot " + std::to_string(slots_[t]) +
-                  " appears for tokens " + std::to_string(it->second) +
-                  " and " + std::to_string(t) +
-                  " (each token stores its own row)");
+    tokenSeq_.assign(entries.begin(), entries.end());
   }
   return 0;
 }
@@ -359,10 +331,6 @@ int Replayer::bindArguments() {
   qsl32_.assign(qsl_.begin(), qsl_.end());
   nc32_.assign(nc_.begin(), nc_.end());
   bt32_.assign(bt_.begin(), bt_.end());
-  for (int64_t v : bt_)
-    if (v < INT32_MIN || v > INT32_MAX)
-      return fail("block_table: entry " + std::to_string(v) +
-                  " does not fit int32");
   status_.assign(8, 0);
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
@@ -371,7 +339,7 @@ int Replayer::bindArguments() {
     bool used = names_.count(name) && names_[name] == static_cast<int>(i);
     int rc = 0;
     if (!used && arg.role != ArgRole::Status) {
-      rc = bindUnused(arg, m);
+      rc = bindUnused(i, arg, m);
     } else {
       switch (arg.role) {
       case ArgRole::Cache:
@@ -379,13 +347,13 @@ int Replayer::bindArguments() {
         std::memcpy(m.data, inputs_["cache"].data.data(), cacheBytes_);
         break;
       case ArgRole::QueryStartLoc:
-        denseArg(m, qsl32_.data(), {B_ + 1});
+        denseArg(m, qsl32_.data(), {static_cast<int64_t>(qsl_.size())});
         break;
       case ArgRole::NumComputed:
-        denseArg(m, nc32_.data(), {B_});
+        denseArg(m, nc32_.data(), {static_cast<int64_t>(nc_.size())});
         break;
       case ArgRole::BlockTable:
-        denseArg(m, bt32_.data(), {B_, M_});
+        denseArg(m, bt32_.data(), {inputs_["block_table"].shape[0], M_});
         break;
       case ArgRole::SlotMapping:
         denseArg(m, slots_.data(), {static_cast<int64_t>(slots_.size())});
@@ -412,19 +380,27 @@ int Replayer::bindArguments() {
   return 0;
 }
 
-int Replayer::bindUnused(const ArgInfo &arg, MemRefArg &m) {
-  // Unused by the kept op: an empty (or static-shaped, zeroed) buffer.
-  size_t rank = arg.shape.size();
-  int64_t count = 1;
-  m.sizes.assign(rank, 0);
-  m.strides.assign(rank, 1);
-  for (size_t r = rank; r-- > 0;) {
-    m.sizes[r] = arg.shape[r] == kDynamic ? 0 : arg.shape[r];
-    m.strides[r] = arg.strides[r] == kDynamic ? count : arg.strides[r];
-    count = checkedBytes(count, std::max<int64_t>(1, m.sizes[r]));
-  }
+int Replayer::bindUnused(size_t i, const ArgInfo &arg, MemRefArg &m) {
+  // Unused by the kept op: a zeroed buffer of the step's shape (the ABI's;
+  // the type's static sizes where it has them).
+  CallShape step;
+  step.tokens = T_;
+  step.rows = B_;
+  step.cols = M_;
+  step.cacheBytes = cacheBytes_;
+  m.sizes = sig_->expectedSizes(i, step);
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (arg.shape[d] != kDynamic)
+      m.sizes[d] = arg.shape[d];
+  m.strides = sig_->expectedStrides(i, m.sizes);
   m.offset = arg.offset == kDynamic ? 0 : arg.offset;
-  size_t bytes = checkedBytes(count, elementBytes(arg.element));
+  int64_t count = m.offset + 1, reach = 0;
+  bool overflow = false;
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    overflow |= __builtin_mul_overflow(std::max<int64_t>(0, m.sizes[d] - 1),
+                                       m.strides[d], &reach) ||
+                __builtin_add_overflow(count, reach, &count);
+  size_t bytes = overflow ? 0 : checkedBytes(count, elementBytes(arg.element));
   if (bytes == 0)
     return fail(operandName(arg, suffix_) + ": " + arg.type +
                 ": too large for a replay");
@@ -496,10 +472,11 @@ int Replayer::bindParam(const ArgInfo &arg, const std::string &name,
 }
 
 int Replayer::invoke() {
-  // The static sizes, strides and offsets of the IR against the tensors,
-  // and the alignment contract, before the kernel touches anything.
-  if (!program_.checkArguments(call_, error_))
-    return fail(error_);
+  // The layer ABI's checks (LayerAbi.h) before the kernel touches
+  // anything: the IR's static sizes, strides and offsets against the
+  // tensors, the alignment contract, overlaps and the metadata's values.
+  if (Status s = validateHostCall(*sig_, call_); !s)
+    return fail(s.message());
   program_.invoke(call_);
   if (status_[0] != 0) {
     return fail(op_.name + " (op " + std::to_string(options_.opIndex) +
@@ -521,8 +498,7 @@ bool Replayer::writeArray(const std::string &name, npy::Array array) {
 }
 
 int Replayer::writeOutputs() {
-  if (std::error_code ec =
-          llvm::sys::fs::create_directories(options_.outputDir))
+  if (std::error_code ec = llvm::sys::fs::create_directory(options_.outputDir))
     return fail("--outputs=" + options_.outputDir + ": " + ec.message());
   const LayerSignature &sig = *sig_;
   for (int out : op_.outputs) {

@@ -184,54 +184,48 @@ bool StepIO::copyPages(const StepInfo &info, int64_t step) {
 
 void StepIO::describe(size_t i, int64_t layer, int64_t B, int64_t T) {
   const ArgInfo &arg = sig_.args[i];
-  const Layout &layout = sig_.layout;
-  MemRefArg &m = call_[i];
-  m.offset = 0;
   HostStepBuffers &h = *host_;
+  CallShape step;
+  step.tokens = T;
+  step.rows = B;
+  step.cols = h.spec.numCols;
+  step.cacheBytes = layerBytes(layer);
+  MemRefArg &m = call_[i];
+  // The shapes are the ABI's (LayerAbi.h); here only where each buffer is.
+  m.sizes = sig_.expectedSizes(i, step);
+  m.strides = sig_.expectedStrides(i, m.sizes);
+  m.offset = 0;
   switch (arg.role) {
   case ArgRole::Cache:
-    denseArg(m, layerBase(layer), {layerBytes(layer)});
+    m.data = layerBase(layer);
     break;
   case ArgRole::QueryStartLoc:
-    denseArg(m, h.queryStartLoc.data(), {B + 1});
+    m.data = h.queryStartLoc.data();
     break;
   case ArgRole::NumComputed:
-    denseArg(m, h.numComputed.data(), {B});
+    m.data = h.numComputed.data();
     break;
   case ArgRole::BlockTable:
-    denseArg(m, h.blockTable.data(), {B, h.spec.numCols});
+    m.data = h.blockTable.data();
     break;
   case ArgRole::SlotMapping:
-    denseArg(m, h.slotMapping.data(), {T});
+    m.data = h.slotMapping.data();
     break;
   case ArgRole::TokenSeq:
-    denseArg(m, h.tokenSeq.data(), {T});
+    m.data = h.tokenSeq.data();
     break;
   case ArgRole::Status:
     std::fill(status_.begin(), status_.end(), 0);
-    denseArg(m, status_.data(), {static_cast<int64_t>(status_.size())});
+    m.data = status_.data();
     break;
   case ArgRole::Input:
-  case ArgRole::Output: {
-    const StreamGeometry &g = geometry_[i];
-    int64_t w = layout.range(*arg.stream).width;
+  case ArgRole::Output:
     m.data = argData_[i]->data;
-    m.offset = g.offset;
-    if (arg.shape.size() == 3) {
-      m.sizes = {T, layout.headsPerRank, w};
-      m.strides = {g.tokenStride, w, 1};
-    } else {
-      m.sizes = {T, layout.headsPerRank * w};
-      m.strides = {g.tokenStride, 1};
-    }
+    m.offset = geometry_[i].offset;
     break;
-  }
   case ArgRole::Weights:
-    denseArg(m, paramData_[layer][i]->data,
-             {rowElements(*arg.stream), layout.config.kernel});
-    break;
   case ArgRole::Bias:
-    denseArg(m, paramData_[layer][i]->data, {rowElements(*arg.stream)});
+    m.data = paramData_[layer][i]->data;
     break;
   }
 }

@@ -250,9 +250,8 @@ int listModel(const LayerSignature &sig) {
 int checkToolOptions(int threads) {
   if (device != "cpu" && device != "gpu")
     return run::fail("--device=" + device + ": expected cpu or gpu");
-  if (threads < 0 || threads > 4096)
-    return run::fail("--threads=" + std::to_string(threads) +
-                     ": expected 0 (every core) to 4096");
+  if (Status s = exec::checkThreadCount(threads); !s)
+    return run::fail("--" + s.message());
   if (minParallelIterations < 0)
     return run::fail("--min-parallel-iterations=" +
                      std::to_string(minParallelIterations) + ": expected >= 0");

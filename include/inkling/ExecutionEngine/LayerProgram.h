@@ -25,7 +25,7 @@
 #ifndef INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
 #define INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
 
-#include "inkling/Runtime/Layout.h"
+#include "inkling/ExecutionEngine/LayerAbi.h"
 
 #include <array>
 #include <cstdint>
@@ -40,96 +40,6 @@ class MemoryBuffer;
 } // namespace llvm
 
 namespace inkling::exec {
-
-/// Element types of the arguments a layer can take.
-enum class ElementKind { I8, I32, I64, BF16 };
-/// "i8", "i32", "i64", "bf16".
-const char *elementKindName(ElementKind kind);
-/// Bytes of one element.
-int64_t elementBytes(ElementKind kind);
-
-/// What an argument of the entry function is to the host.
-enum class ArgRole {
-  Cache,         ///< The raw byte buffer of `sconv.bind` (one per layer).
-  QueryStartLoc, ///< `sconv.step` metadata, i32 [B+1].
-  NumComputed,   ///< i32 [B].
-  BlockTable,    ///< i32 [B, M].
-  SlotMapping,   ///< i64 [>= T].
-  TokenSeq,      ///< i32 [>= T], optional: the sequence of each token.
-  Status,        ///< i64 [>= 5], checked mode.
-  Input,         ///< A stream's input x: [T, H, w] or [T, H*w] bf16.
-  Weights,       ///< A conv's weights [H*w, W] bf16.
-  Bias,          ///< A conv's bias [H*w] bf16.
-  Output,        ///< A conv's output, shaped like x.
-};
-/// "cache", "query_start_loc", ..., "input", "weights", "bias", "output".
-const char *argRoleName(ArgRole role);
-
-/// A dynamic size, stride or offset.
-inline constexpr int64_t kDynamic = -1;
-
-struct ArgInfo {
-  ArgRole role = ArgRole::Input;
-  /// The stream of an Input/Weights/Bias/Output argument.
-  std::optional<Stream> stream;
-  ElementKind element = ElementKind::BF16;
-  /// Static sizes (kDynamic where dynamic), strides and offset of the memref
-  /// type (identity layouts give the row-major strides).
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-  /// The argument's type as written, for messages.
-  std::string type;
-};
-
-/// One convolution of the layer (an `sconv.conv`, or one stream of an
-/// `sconv.fused_conv`): out = conv(x, weights, bias, history).
-struct ConvInfo {
-  Stream stream = Stream::K;
-  int x = -1, weights = -1, bias = -1, out = -1; ///< Argument indices.
-  bool residual = true;
-  bool silu = false;
-};
-
-/// One sconv op that reads or writes a step (replay unit).
-struct OpInfo {
-  std::string name;            ///< e.g. "sconv.conv".
-  std::vector<Stream> streams; ///< In operand order.
-  bool writesCache = false;    ///< insert, insert_packed, and_insert.
-  std::vector<int> outputs;    ///< Output arguments.
-  std::vector<int> arguments;  ///< Every argument the op (with its bind
-                               ///< and step) reads or writes.
-  std::string location;        ///< file:line:col.
-};
-
-/// The entry function's interface, discovered from its sconv ops.
-struct LayerSignature {
-  std::string function;
-  std::string location; ///< of the function, for messages
-  Layout layout;
-  int64_t pageBytes = 0;   ///< `page_bytes` of the bind (the block stride).
-  int64_t crossLayers = 1; ///< `layers` of the bind: pages per block stride.
-  int64_t blockStride = 0; ///< Elements between blocks.
-  std::vector<ArgInfo> args;
-  int cache = -1, queryStartLoc = -1, numComputed = -1, blockTable = -1,
-      slotMapping = -1, status = -1, tokenSeq = -1;
-  /// The input argument of each stream (-1: the stream is not used).
-  std::array<int, kNumStreams> input{{-1, -1, -1, -1}};
-  /// Streams whose inputs are stored into the cache by some op.
-  std::array<bool, kNumStreams> inserted{};
-  std::vector<ConvInfo> convs;
-  std::vector<OpInfo> ops;
-  /// The module's `inkling.num_layers` attribute, if present.
-  std::optional<int64_t> numLayers;
-};
-
-/// A memref argument: data pointer, offset, sizes and strides (elements).
-struct MemRefArg {
-  void *data = nullptr;
-  int64_t offset = 0;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-};
 
 struct CompileOptions {
   /// Run-time checks of slot and block ids (sconv-lower-to-loops checked).
@@ -170,13 +80,6 @@ struct KernelFiles {
   std::string manifest;
   std::map<std::string, std::string> objects;
 };
-
-/// What a checked kernel's status words [count, kind, token, value, limit]
-/// report (the kinds of sconv.step's description): "rejected N accesses
-/// (first: slot V of token T, limit L)"; for a slot that is not the token's
-/// own, the limit is that slot ("..., not its own slot block_table[b][p / N]
-/// * N + p % N = L)").
-std::string describeCheckedStatus(const int64_t status[5]);
 
 class LayerProgram {
 public:
@@ -226,19 +129,9 @@ public:
   bool compileKernels(const CompileOptions &options, const KernelTarget &target,
                       KernelFiles &bundle, std::string &error);
 
-  /// Checks `args` against the signature, as every caller of invoke()
-  /// should first: one entry per argument, of its rank, sizes >= 0 and
-  /// equal to the type's static sizes, strides and offset equal to its
-  /// static ones, and a data pointer 16-byte aligned for the cache and the
-  /// bf16 tensors (the kernels' alignment contract: their 16-byte vector
-  /// accesses assume it), element-aligned for the metadata. The error names
-  /// the argument, its type and the value.
-  bool checkArguments(const std::vector<MemRefArg> &args,
-                      std::string &error) const;
-
   /// Calls the compiled function; `args` has one entry per argument of the
-  /// signature, with as many sizes and strides as the argument's rank (see
-  /// checkArguments).
+  /// signature and must have passed validateArguments (LayerAbi.h), and the
+  /// metadata validateStepMetadata.
   void invoke(const std::vector<MemRefArg> &args);
 
 private:

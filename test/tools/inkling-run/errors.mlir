@@ -39,7 +39,7 @@
 //
 // One buffer in two roles.
 // RUN: not inkling-run %t/aliased.mlir 2>&1 | FileCheck %s --check-prefix=ALIASED
-// ALIASED: inkling-run: {{.*}}aliased.mlir:{{[0-9]+}}:{{[0-9]+}}: error: argument 5 of @layer is both the k input and the v input; inkling-run needs one buffer per role
+// ALIASED: inkling-run: {{.*}}aliased.mlir:{{[0-9]+}}:{{[0-9]+}}: error: argument 5 of @layer is both the k input and the v input; a layer call takes one buffer per role
 //
 // A conv whose stream is never inserted.
 // RUN: not inkling-run %t/noinsert.mlir 2>&1 | FileCheck %s --check-prefix=NOINSERT

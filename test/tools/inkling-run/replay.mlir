@@ -88,7 +88,7 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/bad_slots.npy,x=%t/x.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=SLOT
-// SLOT: inkling-run: sconv.insert (op 1): the checked kernel rejected 1 accesses (first: slot 396 of token 1, limit 32); no output written
+// SLOT: inkling-run: argument 4 (slot_mapping)[1] = 396: not -1 or a slot of the cache (8 blocks of 4)
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=9 \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=INDEX
 // INDEX: inkling-run: --replay=9: @small_layer has 8 sconv ops (0..7)
@@ -118,7 +118,7 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt_u4.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=UNSIGNED32
-// UNSIGNED32: inkling-run: block_table: entry 4294967295 does not fit int32
+// UNSIGNED32: inkling-run: block_table[0] is 4294967295: does not fit int32
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=0 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_u8.npy,x=%t/x.npy,weights=%t/w.npy \
@@ -128,7 +128,7 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_repeated.npy,x=%t/x.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=REPEATED
-// REPEATED: inkling-run: slot_mapping: slot 14 appears for tokens 1 and 2 (each token stores its own row)
+// REPEATED: inkling-run: argument 4 (slot_mapping): slot 14 appears for tokens 1 and 2 (each token stores its own row)
 // RUN: not inkling-run %inkling_src/examples/small_layer.mlir --replay=1 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots_not_own.npy,x=%t/x.npy \
@@ -144,17 +144,17 @@
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=STATIC40
-// STATIC40: inkling-run: argument 5 of @small_layer (k input, memref<40x2x8xbf16>): size 0 is 5, the type says 40
+// STATIC40: inkling-run: argument 5 (input_k): shape [5, 2, 8], expected [40, 2, 8] (memref<40x2x8xbf16>)
 // RUN: not inkling-run %t/static3.mlir --replay=0 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=STATIC3
-// STATIC3: inkling-run: argument 5 of @small_layer (k input, memref<3x2x8xbf16>): size 0 is 5, the type says 3
+// STATIC3: inkling-run: argument 5 (input_k): shape [5, 2, 8], expected [3, 2, 8] (memref<3x2x8xbf16>)
 // RUN: not inkling-run %t/bt2.mlir --replay=0 \
 // RUN:   --inputs=cache=%t/cache.npy,query_start_loc=%t/qsl.npy,num_computed=%t/nc.npy \
 // RUN:   --inputs=block_table=%t/bt.npy,slot_mapping=%t/slots.npy,x=%t/x.npy,weights=%t/w.npy \
 // RUN:   --outputs=%t/bad 2>&1 | FileCheck %s --check-prefix=BT2
-// BT2: inkling-run: argument 3 of @small_layer (block_table, memref<?x3xi32>): size 1 is 2, the type says 3
+// BT2: inkling-run: argument 3 (block_table): shape [2, 2], expected [?, 3] (memref<?x3xi32>)
 // A static token stride that no buffer can have (T * stride would overflow
 // int64 in serving).
 // RUN: sed 's/memref<?x2x8xbf16>/memref<?x2x8xbf16, strided<[100000000000000000, 8, 1]>>/g' %inkling_src/examples/small_layer.mlir > %t/huge.mlir

@@ -22,6 +22,6 @@
 // ONE: 1 thread{{$}}
 // ONE: mismatches 0 ({{[1-9][0-9]*}} outputs and {{[1-9][0-9]*}} cache values checked
 
-// NEGATIVE: inkling-run: --threads=-1: expected 0 (every core) to 4096
-// HUGE: inkling-run: --threads=5000: expected 0 (every core) to 4096
+// NEGATIVE: inkling-run: --threads=-1: expected 0 (every core) to 1024
+// HUGE: inkling-run: --threads=5000: expected 0 (every core) to 1024
 // MINITER: inkling-run: --min-parallel-iterations=-3: expected >= 0
