@@ -12,6 +12,7 @@
 #ifndef INKLING_KERNELBUNDLE_H
 #define INKLING_KERNELBUNDLE_H
 
+#include "inkling/CompiledKernels.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -28,42 +29,22 @@
 
 namespace inkling {
 
-/// One serialized kernel of a bundle.
-struct KernelObject {
-  /// File name in the manifest (`<kernel>.ptx`, `.cubin` or `.fatbin`).
-  std::string file;
-  /// The PTX text, or the cubin/fatbin bytes.
-  std::string bytes;
-};
-
-/// The kernels of one layer, and the manifest that describes them.
-struct KernelBundle {
-  /// The cache key this bundle was compiled under.
-  std::string key;
-  /// `manifest.json` (format: docs/gpu.md).
-  std::string manifest;
-  /// One object per distinct kernel, in manifest order of first use.
-  std::vector<KernelObject> objects;
-
-  /// The object of `file`, or null.
-  const KernelObject *find(llvm::StringRef file) const;
-};
-
 /// `inkling-lower-to-nvvm`'s options (`LowerToNVVMOptions`) as plain values.
-struct KernelCompilerOptions {
-  /// Checked against LLVM's NVPTX backend (compile() fails on an unknown
-  /// one).
-  std::string chip = "sm_90";
-  /// Empty: +ptx80 up to sm_90, the backend's default for newer chips.
-  std::string features;
-  int optLevel = 3;
-  /// isa (PTX, no tool needed), bin (cubin, needs ptxas) or fatbin.
-  std::string format = "isa";
+struct KernelCompilerOptions : KernelTarget {
   bool checked = false;
   /// The sconv-fuse strategy run first (the pipeline's `fusion` option).
   sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
-  std::string toolkit;
 };
+
+/// The one compile of a layer to kernels: `inkling-lower-to-nvvm` on a clone
+/// of `layer`, then the bundle serialized in memory by
+/// `inkling-gpu-write-kernels`' own code (byte for byte what the tool
+/// writes). Failures are reported as diagnostics on the context (the
+/// caller's handler words them); the target must have passed
+/// checkKernelTarget. KernelCompiler (cached) and LayerProgram::compileKernels
+/// call it.
+mlir::FailureOr<KernelBundle>
+compileKernelBundle(mlir::ModuleOp layer, const KernelCompilerOptions &options);
 
 /// Compiles layers (modules of sconv IR) to kernel bundles, with a cache.
 /// Thread-safe; one compilation at a time.

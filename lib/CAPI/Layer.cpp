@@ -96,11 +96,11 @@ inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
     exec::KernelTarget target;
     target.chip =
         options.chip && *options.chip ? options.chip : options.cuda->chip;
-    exec::KernelFiles files;
+    KernelBundle files;
     if (!program->compileKernels(compile, target, files, error))
       return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
     auto bundle = cuda::KernelBundle::load(*options.cuda->driver,
-                                           files.manifest, files.objects);
+                                           files.manifest, files.files());
     if (!bundle) {
       error = "cannot load the kernels (" + target.chip +
               ") on the device: " + bundle.status().message();

@@ -21,11 +21,38 @@
 
 using namespace inkling;
 
-const KernelObject *KernelBundle::find(llvm::StringRef file) const {
-  for (const KernelObject &object : objects)
-    if (object.file == file)
-      return &object;
-  return nullptr;
+std::string inkling::checkKernelTarget(const KernelTarget &target) {
+  if (!gpu::isKnownNVPTXChip(target.chip))
+    return "GPU target " + target.chip +
+           ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
+  return "";
+}
+
+mlir::FailureOr<KernelBundle>
+inkling::compileKernelBundle(mlir::ModuleOp layer,
+                             const KernelCompilerOptions &options) {
+  mlir::OwningOpRef<mlir::ModuleOp> clone(layer.clone());
+  mlir::PassManager pm(layer.getContext(), mlir::ModuleOp::getOperationName());
+  LowerToNVVMOptions nvvm;
+  nvvm.chip = options.chip;
+  nvvm.features = options.features.empty()
+                      ? gpu::defaultPTXFeatures(options.chip)
+                      : options.features;
+  nvvm.optLevel = options.optLevel;
+  nvvm.format = options.format;
+  nvvm.checked = options.checked;
+  nvvm.fusion = options.fusion;
+  nvvm.toolkit = options.toolkit;
+  buildLowerToNVVMPipeline(pm, nvvm);
+  KernelBundle bundle;
+  if (mlir::failed(pm.run(*clone)) ||
+      mlir::failed(gpu::serializeKernelBundle(
+          *clone, bundle.manifest,
+          [&](llvm::StringRef file, llvm::StringRef bytes) {
+            bundle.objects.push_back({file.str(), bytes.str()});
+          })))
+    return mlir::failure();
+  return bundle;
 }
 
 KernelCompiler::KernelCompiler(mlir::MLIRContext &context,
@@ -62,40 +89,20 @@ KernelCompiler::compile(mlir::ModuleOp layer) {
   }
   ++missCount;
 
-  if (!gpu::isKnownNVPTXChip(options.chip))
-    return llvm::createStringError("GPU target " + options.chip +
-                                   ": not a chip LLVM's NVPTX backend knows "
-                                   "(e.g. sm_80, sm_90)");
-  mlir::OwningOpRef<mlir::ModuleOp> clone(layer.clone());
+  if (std::string bad = checkKernelTarget(options); !bad.empty())
+    return llvm::createStringError(bad);
   std::string diagnostics;
   llvm::raw_string_ostream diagOs(diagnostics);
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     diagOs << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
-
-  mlir::PassManager pm(&context, mlir::ModuleOp::getOperationName());
-  LowerToNVVMOptions nvvm;
-  nvvm.chip = options.chip;
-  nvvm.features = options.features.empty()
-                      ? gpu::defaultPTXFeatures(options.chip)
-                      : options.features;
-  nvvm.optLevel = options.optLevel;
-  nvvm.format = options.format;
-  nvvm.checked = options.checked;
-  nvvm.fusion = options.fusion;
-  nvvm.toolkit = options.toolkit;
-  buildLowerToNVVMPipeline(pm, nvvm);
-  auto bundle = std::make_shared<KernelBundle>();
-  bundle->key = key;
-  if (mlir::failed(pm.run(*clone)) ||
-      mlir::failed(gpu::serializeKernelBundle(
-          *clone, bundle->manifest,
-          [&](llvm::StringRef file, llvm::StringRef bytes) {
-            bundle->objects.push_back({file.str(), bytes.str()});
-          })))
+  mlir::FailureOr<KernelBundle> compiled = compileKernelBundle(layer, options);
+  if (mlir::failed(compiled))
     return llvm::createStringError("inkling-lower-to-nvvm failed:\n" +
                                    diagnostics);
+  auto bundle = std::make_shared<KernelBundle>(std::move(*compiled));
+  bundle->key = key;
   cache.emplace(std::move(key), bundle);
   return bundle;
 }

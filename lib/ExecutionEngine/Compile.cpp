@@ -11,6 +11,7 @@
 
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/KernelBundle.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Target/GPU/Passes.h"
 
@@ -162,43 +163,28 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
 
 bool LayerProgram::compileKernels(const CompileOptions &options,
                                   const KernelTarget &target,
-                                  KernelFiles &bundle, std::string &error) {
+                                  KernelBundle &bundle, std::string &error) {
   Impl &impl = *impl_;
-  mlir::MLIRContext &ctx = context();
-  FirstError diag(ctx);
-  if (!gpu::isKnownNVPTXChip(target.chip)) {
-    error = "GPU target " + target.chip +
-            ": not a chip LLVM's NVPTX backend knows (e.g. sm_80, sm_90)";
+  FirstError diag(context());
+  if (error = checkKernelTarget(target); !error.empty())
     return false;
-  }
   std::optional<sconv::FusionStrategy> strategy;
   if (!impl.prepareLowering(options, strategy, error))
     return false;
-
   // The GPU lowering with the same fusion as the CPU path (both pipelines
-  // default to conv-insert). A clone is lowered: the module stays sconv IR.
-  mlir::OwningOpRef<mlir::ModuleOp> clone(impl.module->clone());
-  mlir::PassManager pm(&ctx);
-  LowerToNVVMOptions nvvm;
+  // default to conv-insert). The module stays sconv IR.
+  KernelCompilerOptions nvvm;
+  static_cast<KernelTarget &>(nvvm) = target;
   if (strategy)
     nvvm.fusion = *strategy;
-  nvvm.chip = target.chip;
-  nvvm.features = target.features.empty() ? gpu::defaultPTXFeatures(target.chip)
-                                          : target.features;
-  nvvm.format = target.format;
-  nvvm.toolkit = target.toolkit;
   nvvm.checked = options.checked;
-  buildLowerToNVVMPipeline(pm, nvvm);
-  bundle = KernelFiles();
-  if (mlir::failed(pm.run(*clone)) ||
-      mlir::failed(gpu::serializeKernelBundle(
-          *clone, bundle.manifest,
-          [&](llvm::StringRef file, llvm::StringRef bytes) {
-            bundle.objects[file.str()] = bytes.str();
-          }))) {
+  mlir::FailureOr<KernelBundle> compiled =
+      compileKernelBundle(*impl.module, nvvm);
+  if (mlir::failed(compiled)) {
     error = diag.message.empty() ? impl.path + ": inkling-lower-to-nvvm failed"
                                  : diag.message;
     return false;
   }
+  bundle = std::move(*compiled);
   return true;
 }

@@ -50,9 +50,9 @@ public:
   GpuExecutor(exec::LayerProgram &program, std::unique_ptr<cuda::Driver> driver)
       : sig_(program.signature()), driver_(std::move(driver)) {}
 
-  Status load(const exec::KernelFiles &files) {
+  Status load(const KernelBundle &files) {
     auto bundle =
-        cuda::KernelBundle::load(*driver_, files.manifest, files.objects);
+        cuda::KernelBundle::load(*driver_, files.manifest, files.files());
     if (!bundle)
       return bundle.status();
     bundle_ = std::move(*bundle);
@@ -251,7 +251,7 @@ private:
 };
 
 /// Writes the bundle into `dir` (created) as `inkling-gpu-write-kernels` would.
-bool writeBundle(const exec::KernelFiles &files, const std::string &dir,
+bool writeBundle(const KernelBundle &files, const std::string &dir,
                  std::string &error) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     error = "--kernels-dir=" + dir + ": " + ec.message();
@@ -269,14 +269,14 @@ bool writeBundle(const exec::KernelFiles &files, const std::string &dir,
       os << bytes;
     return !ec;
   };
-  for (const auto &[file, bytes] : files.objects)
-    if (!write(file, bytes))
+  for (const KernelObject &object : files.objects)
+    if (!write(object.file, object.bytes))
       return false;
   return write("manifest.json", files.manifest);
 }
 
 /// Reads the bundle in `dir`: manifest.json and every file it names.
-bool readBundle(const std::string &dir, exec::KernelFiles &files,
+bool readBundle(const std::string &dir, KernelBundle &files,
                 std::string &error) {
   auto read = [&](const std::string &file, std::string &bytes) {
     llvm::SmallString<256> path(dir);
@@ -300,9 +300,11 @@ bool readBundle(const std::string &dir, exec::KernelFiles &files,
   }
   for (const KernelSpec &kernel : manifest->kernels)
     for (const std::string &file : {kernel.file, kernel.hostForm})
-      if (!file.empty() && !files.objects.count(file) &&
-          !read(file, files.objects[file]))
-        return false;
+      if (!file.empty() && !files.find(file)) {
+        files.objects.push_back({file, ""});
+        if (!read(file, files.objects.back().bytes))
+          return false;
+      }
   return true;
 }
 
@@ -321,7 +323,7 @@ run::createGpuExecutor(exec::LayerProgram &program,
   target.chip =
       options.chip.empty() ? "sm_" + std::to_string(capability) : options.chip;
 
-  exec::KernelFiles files;
+  KernelBundle files;
   if (!options.kernelsFrom.empty()
           ? !readBundle(options.kernelsFrom, files, error)
           : !program.compileKernels(options.compile, target, files, error))

@@ -276,12 +276,15 @@ int Replayer::readMetadata() {
     return fail(error_);
   B_ = std::max<int64_t>(0, static_cast<int64_t>(qsl_.size()) - 1);
   M_ = inputs_["block_table"].shape[1];
-  // Tokens at or past qsl[B] are padding: the inputs may have more rows.
-  int64_t T = qsl_.empty() ? 0 : std::max<int64_t>(0, qsl_.back());
+  // T: the rows of the inputs (tokens at or past qsl[B] are padding);
+  // without an input, qsl[B]. The metadata's agreement with it is the
+  // ABI's check.
+  int64_t T = -1;
   for (const auto &[name, array] : inputs_)
-    if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty() &&
-        array.shape[0] > T)
-      T = array.shape[0];
+    if ((name == "x" || name.rfind("x_", 0) == 0) && !array.shape.empty())
+      T = std::max(T, array.shape[0]);
+  if (T < 0)
+    T = qsl_.empty() ? 0 : std::max<int64_t>(0, qsl_.back());
   T_ = T;
   if (names_.count("token_seq")) {
     std::vector<int64_t> entries;

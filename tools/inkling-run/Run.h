@@ -62,6 +62,11 @@ struct ServeOptions {
   /// Testing the checker: "input:STEP", "output:STEP" or "cache:STEP"
   /// corrupts one value.
   std::string injectFault;
+  /// Testing the layer ABI's validator in serving: "STEP:NAME[I]=V" writes V
+  /// into entry I of the step metadata argument NAME (query_start_loc,
+  /// num_computed, block_table (flat), slot_mapping, token_seq) before the
+  /// step's first layer call.
+  std::string corruptMetadata;
 };
 
 class Executor;

@@ -3,6 +3,8 @@
 #include "StepIO.h"
 #include "Serving.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -230,11 +232,52 @@ void StepIO::describe(size_t i, int64_t layer, int64_t B, int64_t T) {
   }
 }
 
+namespace {
+
+/// --corrupt-metadata=STEP:NAME[I]=V, parsed; false if malformed.
+struct MetadataCorruption {
+  int64_t step = -1, index = 0, value = 0;
+  std::string name;
+  static bool parse(llvm::StringRef text, MetadataCorruption &c) {
+    auto [stepText, rest] = text.split(':');
+    auto [name, entry] = rest.split('[');
+    auto [index, value] = entry.split("]=");
+    c.name = name.str();
+    return !stepText.getAsInteger(10, c.step) &&
+           !index.getAsInteger(10, c.index) &&
+           !value.getAsInteger(10, c.value) && c.step >= 0 && c.index >= 0;
+  }
+};
+
+} // namespace
+
+void StepIO::corruptMetadata(int64_t layer, int64_t step) {
+  MetadataCorruption c;
+  if (opt_.corruptMetadata.empty() || layer != 0 ||
+      !MetadataCorruption::parse(opt_.corruptMetadata, c) || c.step != step)
+    return;
+  for (size_t i = 0; i < sig_.args.size(); ++i) {
+    if (sig_.argName(i) != c.name || sig_.args[i].stream)
+      continue;
+    MemRefArg &m = call_[i];
+    int64_t count = 1;
+    for (int64_t size : m.sizes)
+      count *= size;
+    if (c.index >= count)
+      return;
+    if (sig_.args[i].element == ElementKind::I64)
+      static_cast<int64_t *>(m.data)[c.index] = c.value;
+    else
+      static_cast<int32_t *>(m.data)[c.index] = static_cast<int32_t>(c.value);
+  }
+}
+
 bool StepIO::invokeLayer(int64_t layer, const StepInfo &info, int64_t step,
                          std::string &failure) {
   // Kernels see the padded token dimension.
   for (size_t i = 0; i < sig_.args.size(); ++i)
     describe(i, layer, info.numSequences, info.numPaddedTokens);
+  corruptMetadata(layer, step);
   if (!executorOk(exec_, step, "the layer", exec_.invoke(call_)))
     return false;
   if (sig_.status >= 0 && status_[0] != 0 && failure.empty()) {

@@ -111,6 +111,8 @@ private:
   int allocateStream(size_t i);
   /// The descriptor of argument i for `layer` and B rows, T tokens.
   void describe(size_t i, int64_t layer, int64_t B, int64_t T);
+  /// --corrupt-metadata at its step, before layer 0's call.
+  void corruptMetadata(int64_t layer, int64_t step);
 
   const exec::LayerSignature &sig_;
   Executor &exec_;

@@ -210,6 +210,12 @@ cl::opt<std::string>
                          "--pad-tokens): corrupt one value (tests the "
                          "checker)"));
 
+cl::opt<std::string> corruptMetadata(
+    "corrupt-metadata", cl::Hidden,
+    cl::desc("STEP:NAME[I]=V: write V into entry I of the step metadata "
+             "argument NAME before the step's first layer call (tests the "
+             "layer ABI's validator in serving)"));
+
 cl::opt<int64_t> replayOp("replay", cl::init(-1), cl::cat(replayCat),
                           cl::desc("Run the OP-th sconv op (see --list-ops) "
                                    "on --inputs and write --outputs"),
@@ -423,6 +429,7 @@ run::ServeOptions serveOptions(int64_t numLayers, int threads) {
   options.json = json;
   options.progress = !noProgress;
   options.injectFault = injectFault;
+  options.corruptMetadata = corruptMetadata;
   return options;
 }
 

@@ -25,6 +25,7 @@
 #ifndef INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
 #define INKLING_EXECUTIONENGINE_LAYERPROGRAM_H
 
+#include "inkling/CompiledKernels.h"
 #include "inkling/ExecutionEngine/LayerAbi.h"
 
 #include <array>
@@ -62,24 +63,7 @@ struct CompileOptions {
 };
 
 /// The GPU target of `compileKernels` (the `inkling-lower-to-nvvm` options).
-struct KernelTarget {
-  /// A chip LLVM's NVPTX backend knows (checked).
-  std::string chip = "sm_90";
-  /// Empty: +ptx80 up to sm_90, the backend's default for newer chips.
-  std::string features;
-  /// "isa" (PTX, which the driver JIT-compiles for its device), "bin"
-  /// (cubin, needs ptxas) or "fatbin".
-  std::string format = "isa";
-  /// CUDA toolkit for bin/fatbin and libdevice (empty: MLIR's lookup).
-  std::string toolkit;
-};
-
-/// A kernel bundle in memory (what `inkling-gpu-write-kernels` would write):
-/// manifest.json's text and the bytes of each file it names.
-struct KernelFiles {
-  std::string manifest;
-  std::map<std::string, std::string> objects;
-};
+using KernelTarget = inkling::KernelTarget;
 
 class LayerProgram {
 public:
@@ -127,7 +111,7 @@ public:
   /// signature's arguments (checked mode may add a Status argument, as for
   /// compile). The module itself is not lowered: compile() may still follow.
   bool compileKernels(const CompileOptions &options, const KernelTarget &target,
-                      KernelFiles &bundle, std::string &error);
+                      KernelBundle &bundle, std::string &error);
 
   /// Calls the compiled function; `args` has one entry per argument of the
   /// signature and must have passed validateArguments (LayerAbi.h), and the
