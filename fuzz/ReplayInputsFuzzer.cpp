@@ -68,10 +68,10 @@ bool writeFile(const std::string &path, const uint8_t *data, size_t size) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
-  std::string error;
-  auto program = exec::LayerProgram::load(INKLING_FUZZ_MODEL, "", error);
-  if (!program)
+  auto loaded = exec::LayerProgram::load(INKLING_FUZZ_MODEL, "");
+  if (!loaded)
     violation("the embedded model does not load");
+  std::unique_ptr<exec::LayerProgram> program = std::move(*loaded);
   const exec::LayerSignature &sig = program->signature();
   int64_t opIndex = data[0] % sig.ops.size();
   const exec::OpInfo &op = sig.ops[opIndex];

@@ -11,7 +11,7 @@ build="${INKLING_ASAN_BUILD_DIR:-$root/build-asan}"
 seconds="${1:-60}"
 work="$build/fuzz-work"
 mkdir -p "$work/ir-corpus" "$work/runtime-corpus" "$work/manifest-corpus" \
-  "$work/replay-corpus" "$work/artifacts"
+  "$work/replay-corpus" "$work/layer-call-corpus" "$work/artifacts"
 
 python3 "$root/fuzz/make_ir_corpus.py" "$root/test" "$work/ir-corpus"
 python3 "$root/fuzz/make_npy_corpus.py" "$root/test" "$work/replay-corpus"
@@ -31,7 +31,7 @@ run() {
   "$build/bin/$name" -max_total_time="$seconds" -timeout=20 \
     -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/$name-" "$@" 2>&1 |
-    grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|INFO: Loaded|==[0-9]+==|SUMMARY|IR fuzzer|runtime fuzzer|manifest fuzzer|replay fuzzer)|cov:" |
+    grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|INFO: Loaded|==[0-9]+==|SUMMARY|IR fuzzer|runtime fuzzer|manifest fuzzer|replay fuzzer|layer-call fuzzer)|cov:" |
     tail -n 6
   return "${PIPESTATUS[0]}"
 }
@@ -43,3 +43,4 @@ run inkling-fuzz-manifest -dict="$root/fuzz/manifest.dict" -max_len=65536 \
   "$work/manifest-corpus"
 # -close_fd_mask=1: replay prints a line per output it writes.
 run inkling-fuzz-replay -max_len=65536 -close_fd_mask=1 "$work/replay-corpus"
+run inkling-fuzz-layer-call -max_len=4096 "$work/layer-call-corpus"

@@ -55,4 +55,4 @@ finish_step "stage 2: ASan+UBSan ctest"
 
 echo "== stage 2: fuzzing (${INKLING_FUZZ_SECONDS:-60}s per target)"
 INKLING_ASAN_BUILD_DIR="$asan" "$root/scripts/fuzz.sh" "${INKLING_FUZZ_SECONDS:-60}"
-finish_step "stage 2: fuzzing (4 targets)"
+finish_step "stage 2: fuzzing (5 targets)"

@@ -74,11 +74,10 @@ std::string validate(const LayerSignature &sig,
 class LayerAbiTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::string error;
-    program = LayerProgram::load(std::string(INKLING_SOURCE_DIR) +
-                                     "/examples/small_layer.mlir",
-                                 "", error);
-    ASSERT_TRUE(program) << error;
+    auto loaded = LayerProgram::load(
+        std::string(INKLING_SOURCE_DIR) + "/examples/small_layer.mlir", "");
+    ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+    program = std::move(*loaded);
   }
   const LayerSignature &sig() const { return program->signature(); }
   std::unique_ptr<LayerProgram> program;
@@ -224,10 +223,9 @@ func.func @packed(%buffer: memref<?xi8>, %qsl: memref<?xi32>,
 )mlir";
 
 TEST(LayerAbiPacked, InterleavedOutputsOfOneBufferPass) {
-  std::string error;
-  auto program =
-      LayerProgram::fromSource(kPackedOutputs, "packed.mlir", "", error);
-  ASSERT_TRUE(program) << error;
+  auto loaded = LayerProgram::fromSource(kPackedOutputs, "packed.mlir", "");
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  std::unique_ptr<LayerProgram> program = std::move(*loaded);
   const LayerSignature &sig = program->signature();
   SmallLayerArgs packed(sig);
   const ConvInfo &k = sig.convs[0], &v = sig.convs[1];

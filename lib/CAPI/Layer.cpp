@@ -73,11 +73,15 @@ struct inkling_layer {
 
 namespace {
 
-inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
-                        const inkling_layer_options_t &options,
-                        inkling_layer_t **out, std::string &error) {
-  if (!program)
+inkling_status_t
+create(llvm::Expected<std::unique_ptr<exec::LayerProgram>> loaded,
+       const inkling_layer_options_t &options, inkling_layer_t **out,
+       std::string &error) {
+  if (!loaded) {
+    error = llvm::toString(loaded.takeError());
     return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
+  }
+  std::unique_ptr<exec::LayerProgram> program = std::move(*loaded);
   auto layer = std::make_unique<inkling_layer>();
   size_t declared = program->signature().args.size();
   exec::CompileOptions compile;
@@ -89,16 +93,21 @@ inkling_status_t create(std::unique_ptr<exec::LayerProgram> program,
   }
   compile.threads = options.threads;
   if (!options.cuda) {
-    if (!program->compile(compile, error))
+    if (llvm::Error e = program->compile(compile)) {
+      error = llvm::toString(std::move(e));
       return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
+    }
   } else {
     layer->cuda = options.cuda;
     exec::KernelTarget target;
     target.chip =
         options.chip && *options.chip ? options.chip : options.cuda->chip;
-    KernelBundle files;
-    if (!program->compileKernels(compile, target, files, error))
+    auto compiled = program->compileKernels(compile, target);
+    if (!compiled) {
+      error = llvm::toString(compiled.takeError());
       return static_cast<inkling_status_t>(StatusCode::InvalidArgument);
+    }
+    const KernelBundle &files = *compiled;
     auto bundle = cuda::KernelBundle::load(*options.cuda->driver,
                                            files.manifest, files.files());
     if (!bundle) {
@@ -198,8 +207,8 @@ inkling_status_t inkling_layer_create(const char *ir, size_t irLength,
   std::string name = sourceName && *sourceName ? sourceName : "<layer>";
   std::lock_guard<std::mutex> lock(compileMutex());
   std::string message;
-  auto program = exec::LayerProgram::fromSource(
-      std::string(ir, irLength), name, o.entry ? o.entry : "", message);
+  auto program = exec::LayerProgram::fromSource(std::string(ir, irLength), name,
+                                                o.entry ? o.entry : "");
   inkling_status_t status = create(std::move(program), o, out, message);
   if (status != INKLING_OK)
     return fail(error, errorCapacity, static_cast<StatusCode>(status), message);
@@ -215,8 +224,7 @@ inkling_status_t inkling_layer_create_from_file(
   inkling_layer_options_t o = optionsOrDefault(options);
   std::lock_guard<std::mutex> lock(compileMutex());
   std::string message;
-  auto program =
-      exec::LayerProgram::load(path, o.entry ? o.entry : "", message);
+  auto program = exec::LayerProgram::load(path, o.entry ? o.entry : "");
   inkling_status_t status = create(std::move(program), o, out, message);
   if (status != INKLING_OK)
     return fail(error, errorCapacity, static_cast<StatusCode>(status), message);

@@ -188,3 +188,20 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
   bundle = std::move(*compiled);
   return true;
 }
+
+llvm::Error LayerProgram::compile(const CompileOptions &options) {
+  std::string error;
+  if (!compile(options, error))
+    return llvm::createStringError(error);
+  return llvm::Error::success();
+}
+
+llvm::Expected<KernelBundle>
+LayerProgram::compileKernels(const CompileOptions &options,
+                             const KernelTarget &target) {
+  std::string error;
+  KernelBundle bundle;
+  if (!compileKernels(options, target, bundle, error))
+    return llvm::createStringError(error);
+  return bundle;
+}

@@ -74,11 +74,23 @@ std::unique_ptr<LayerProgram> LayerProgram::load(const std::string &path,
   return fromBuffer(std::move(*file), path, entry, error);
 }
 
-std::unique_ptr<LayerProgram>
+llvm::Expected<std::unique_ptr<LayerProgram>>
+LayerProgram::load(const std::string &path, const std::string &entry) {
+  std::string error;
+  if (auto program = load(path, entry, error))
+    return program;
+  return llvm::createStringError(error);
+}
+
+llvm::Expected<std::unique_ptr<LayerProgram>>
 LayerProgram::fromSource(const std::string &source, const std::string &name,
-                         const std::string &entry, std::string &error) {
-  return fromBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), name,
-                    entry, error);
+                         const std::string &entry) {
+  std::string error;
+  if (auto program =
+          fromBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), name,
+                     entry, error))
+    return program;
+  return llvm::createStringError(error);
 }
 
 std::unique_ptr<LayerProgram>

@@ -123,3 +123,17 @@ bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
   }
   return impl.analyze(error);
 }
+
+llvm::Error LayerProgram::keepOnlyOp(int64_t index) {
+  std::string error;
+  if (!keepOnlyOp(index, error))
+    return llvm::createStringError(error);
+  return llvm::Error::success();
+}
+
+llvm::Error LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers) {
+  std::string error;
+  if (!setCacheGeometry(blockSize, layers, error))
+    return llvm::createStringError(error);
+  return llvm::Error::success();
+}

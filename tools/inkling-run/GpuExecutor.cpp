@@ -324,10 +324,17 @@ run::createGpuExecutor(exec::LayerProgram &program,
       options.chip.empty() ? "sm_" + std::to_string(capability) : options.chip;
 
   KernelBundle files;
-  if (!options.kernelsFrom.empty()
-          ? !readBundle(options.kernelsFrom, files, error)
-          : !program.compileKernels(options.compile, target, files, error))
-    return nullptr;
+  if (!options.kernelsFrom.empty()) {
+    if (!readBundle(options.kernelsFrom, files, error))
+      return nullptr;
+  } else {
+    auto compiled = program.compileKernels(options.compile, target);
+    if (!compiled) {
+      error = llvm::toString(compiled.takeError());
+      return nullptr;
+    }
+    files = std::move(*compiled);
+  }
   if (!options.kernelsDir.empty() &&
       !writeBundle(files, options.kernelsDir, error))
     return nullptr;

@@ -193,8 +193,8 @@ int Replayer::run() {
   compile.addStatus = true;
   compile.fusion = options_.fusion.empty() ? "none" : options_.fusion;
   compile.threads = options_.threads;
-  if (!program_.compile(compile, error_))
-    return fail(error_);
+  if (llvm::Error e = program_.compile(compile))
+    return fail(llvm::toString(std::move(e)));
   if (int rc = bindArguments())
     return rc;
   if (int rc = invoke())
@@ -204,8 +204,8 @@ int Replayer::run() {
 
 int Replayer::selectOp() {
   const LayerSignature &before = program_.signature();
-  if (!program_.keepOnlyOp(options_.opIndex, error_))
-    return fail(error_);
+  if (llvm::Error e = program_.keepOnlyOp(options_.opIndex))
+    return fail(llvm::toString(std::move(e)));
   op_ = before.ops[options_.opIndex];
   sig_ = &program_.signature();
   H_ = sig_->layout.headsPerRank;

@@ -358,9 +358,9 @@ int resolveLayers(LayerProgram &program, int64_t &resolved) {
     return run::fail(modelPath +
                      ": inkling.num_layers = " + std::to_string(resolved) +
                      ": expected an integer in [1, 1024] (or pass --layers)");
-  std::string error;
-  if (crossLayer && !program.setCacheGeometry(0, resolved, error))
-    return run::fail("--cross-layer: " + error);
+  if (crossLayer)
+    if (llvm::Error e = program.setCacheGeometry(0, resolved))
+      return run::fail("--cross-layer: " + llvm::toString(std::move(e)));
   return 0;
 }
 
@@ -449,7 +449,9 @@ int compileAndServe(LayerProgram &program, run::ServeOptions &options,
     gpuOptions.chip = gpuChip;
     gpuOptions.compile = options.compile;
     executor = run::createGpuExecutor(program, gpuOptions, error);
-  } else if (program.compile(options.compile, error)) {
+  } else if (llvm::Error e = program.compile(options.compile)) {
+    error = llvm::toString(std::move(e));
+  } else {
     executor = run::createCpuExecutor(program);
     options.cpuThreads =
         threads > 0 ? int(threads) : LayerProgram::defaultThreadCount();
@@ -489,16 +491,17 @@ int main(int argc, char **argv) {
 
   if (int rc = checkToolOptions(threads))
     return rc;
-  std::string error;
-  auto program = LayerProgram::load(modelPath, entry, error);
-  if (!program)
-    return run::fail(error);
+  auto loaded = LayerProgram::load(modelPath, entry);
+  if (!loaded)
+    return run::fail(llvm::toString(loaded.takeError()));
+  std::unique_ptr<LayerProgram> program = std::move(*loaded);
   if (blockSize < 0)
     return run::fail("--block-size=" + std::to_string(blockSize) +
                      ": expected a block size >= 1");
-  if (blockSize > 0 && !program->setCacheGeometry(blockSize, 0, error))
-    return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
-                     error);
+  if (blockSize > 0)
+    if (llvm::Error e = program->setCacheGeometry(blockSize, 0))
+      return run::fail("--block-size=" + std::to_string(blockSize) + ": " +
+                       llvm::toString(std::move(e)));
   if (listOps)
     return listModel(program->signature());
   if (replayOp >= 0)

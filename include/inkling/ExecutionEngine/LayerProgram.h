@@ -28,6 +28,8 @@
 #include "inkling/CompiledKernels.h"
 #include "inkling/ExecutionEngine/LayerAbi.h"
 
+#include "llvm/Support/Error.h"
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -70,17 +72,16 @@ public:
   ~LayerProgram();
 
   /// Parses `path` and analyzes `entry` (empty: the only function with a
-  /// body). Returns null with a one-line `error` (starting with the file
-  /// name or the location) when the file cannot be read or parsed, or the
-  /// function cannot be driven.
-  static std::unique_ptr<LayerProgram>
-  load(const std::string &path, const std::string &entry, std::string &error);
+  /// body). The error is one line (starting with the file name or the
+  /// location) when the file cannot be read or parsed, or the function
+  /// cannot be driven.
+  static llvm::Expected<std::unique_ptr<LayerProgram>>
+  load(const std::string &path, const std::string &entry);
   /// The same from IR text in memory; `name` stands for the file in
   /// messages and locations.
-  static std::unique_ptr<LayerProgram> fromSource(const std::string &source,
-                                                  const std::string &name,
-                                                  const std::string &entry,
-                                                  std::string &error);
+  static llvm::Expected<std::unique_ptr<LayerProgram>>
+  fromSource(const std::string &source, const std::string &name,
+             const std::string &entry);
 
   const LayerSignature &signature() const;
 
@@ -90,7 +91,7 @@ public:
 
   /// Removes every sconv op of the function but `ops[index]` (before
   /// compile). The signature keeps every argument; the others are unused.
-  bool keepOnlyOp(int64_t index, std::string &error);
+  llvm::Error keepOnlyOp(int64_t index);
 
   /// Rewrites the cache geometry before compile: block size N (0: the
   /// layout's) in every layout and cache type of the function, and with
@@ -98,11 +99,11 @@ public:
   /// pages; the host passes layer l the allocation from byte l * page on;
   /// 1: a page per block; 0: as the IR's bind says). A layer's page keeps
   /// its padding. The signature is analyzed again. Errors name the value.
-  bool setCacheGeometry(int64_t blockSize, int64_t layers, std::string &error);
+  llvm::Error setCacheGeometry(int64_t blockSize, int64_t layers);
 
   /// Lowers and JIT-compiles the function (once). May add a Status argument
   /// (see CompileOptions::addStatus).
-  bool compile(const CompileOptions &options, std::string &error);
+  llvm::Error compile(const CompileOptions &options);
 
   /// Lowers the function to CUDA kernels: the fusion of `options` (default:
   /// the CPU pipeline's), then `inkling-lower-to-nvvm`; `bundle` gets the
@@ -110,8 +111,8 @@ public:
   /// manifest's host function is the signature's function with the
   /// signature's arguments (checked mode may add a Status argument, as for
   /// compile). The module itself is not lowered: compile() may still follow.
-  bool compileKernels(const CompileOptions &options, const KernelTarget &target,
-                      KernelBundle &bundle, std::string &error);
+  llvm::Expected<KernelBundle> compileKernels(const CompileOptions &options,
+                                              const KernelTarget &target);
 
   /// Calls the compiled function; `args` has one entry per argument of the
   /// signature and must have passed validateArguments (LayerAbi.h), and the
@@ -120,6 +121,15 @@ public:
 
 private:
   LayerProgram();
+  // The implementations, with a one-line `error`; the public calls wrap
+  // them in llvm::Error (docs/Design.md section 9).
+  static std::unique_ptr<LayerProgram>
+  load(const std::string &path, const std::string &entry, std::string &error);
+  bool keepOnlyOp(int64_t index, std::string &error);
+  bool setCacheGeometry(int64_t blockSize, int64_t layers, std::string &error);
+  bool compile(const CompileOptions &options, std::string &error);
+  bool compileKernels(const CompileOptions &options, const KernelTarget &target,
+                      KernelBundle &bundle, std::string &error);
   static std::unique_ptr<LayerProgram>
   fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
              const std::string &path, const std::string &entry,
