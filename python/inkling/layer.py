@@ -271,6 +271,9 @@ class Layer(Closing):
         else:
             if ir is None:
                 raise _bad("ir", "no IR given (text, or Layer.from_file)")
+            if not isinstance(ir, (str, bytes, bytearray, memoryview)):
+                raise _bad("ir", "a %s; expected the IR as str or bytes"
+                           % type(ir).__name__)
             text = ir.encode() if isinstance(ir, str) else bytes(ir)
             _call(self._lib.inkling_layer_create, text, len(text),
                   name.encode(), ctypes.byref(options), ctypes.byref(handle))
@@ -336,6 +339,11 @@ class Layer(Closing):
                                           strides_array)
         if stream is not None and hasattr(stream, "cuda_stream"):
             stream = stream.cuda_stream
+        if stream is not None and (isinstance(stream, bool) or
+                                   not isinstance(stream, int) or
+                                   not 0 <= stream < 2**64):
+            raise _bad("stream", "%r: expected a CUstream as an int, an "
+                       "object with .cuda_stream, or None" % (stream,))
         with self._lock:
             if not self._handle:
                 raise _error(FAILED_PRECONDITION, "the layer is closed")

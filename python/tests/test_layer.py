@@ -443,6 +443,10 @@ class LayerCpuTest(unittest.TestCase):
         self.assertBad("takes 18 arguments, got 19", *values, values[0])
         self.assertBad("cache: given by position and by name", values[0],
                        cache=values[0])
+        self.assertBad("stream: 'x': expected a CUstream", stream="x",
+                       **self.f.args)
+        self.assertBad("stream: -1: expected a CUstream", stream=-1,
+                       **self.f.args)
 
     def test_bad_ir(self):
         with self.assertRaises(inkling.InklingError) as caught:
@@ -457,6 +461,13 @@ class LayerCpuTest(unittest.TestCase):
         self.assertIn("--fusion=bogus", str(caught.exception))
         # The thread range (0 to 1024) before libomp sees a count it cannot
         # create, or ctypes truncates one to 32 bits.
+        with self.assertRaises(inkling.InklingError) as caught:
+            inkling.Layer(12)
+        self.assertIn("ir: a int; expected the IR as str or bytes",
+                      str(caught.exception))
+        with self.assertRaises(inkling.InklingError) as caught:
+            inkling.Layer(read(SMALL_LAYER), fusion=3)
+        self.assertIn("fusion: 3: expected a str", str(caught.exception))
         for threads in (-2, 1025, 100000, 2**32 + 1, 1.5, True):
             with self.assertRaises(inkling.InklingError) as caught:
                 inkling.Layer(read(SMALL_LAYER), threads=threads)
