@@ -112,7 +112,7 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  mlir::MLIRContext &ctx = context();
+  mlir::MLIRContext &ctx = impl.context();
   FirstError diag(ctx);
 
   if (Status s = checkThreadCount(options.threads); !s) {
@@ -165,7 +165,7 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
                                   const KernelTarget &target,
                                   KernelBundle &bundle, std::string &error) {
   Impl &impl = *impl_;
-  FirstError diag(context());
+  FirstError diag(impl.context());
   if (error = checkKernelTarget(target); !error.empty())
     return false;
   std::optional<sconv::FusionStrategy> strategy;

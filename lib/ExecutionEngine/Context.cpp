@@ -1,8 +1,9 @@
 //===- Context.cpp - The MLIR context and diagnostics of LayerProgram -----===//
 //
-// The process's one MLIRContext (every dialect of the CPU and GPU
-// pipelines) and the helpers that turn its diagnostics, locations and types
-// into the one-line messages LayerProgram returns.
+// The MLIRContext the live programs share (every dialect of the CPU and
+// GPU pipelines; freed with the last program) and the helpers that turn its
+// diagnostics, locations and types into the one-line messages LayerProgram
+// returns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,19 +13,25 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
+#include <mutex>
+
 using namespace inkling;
 using namespace inkling::exec;
 
-mlir::MLIRContext &exec::context() {
-  static mlir::MLIRContext *ctx = [] {
-    mlir::DialectRegistry registry;
-    registerAllDialects(registry);
-    auto *c = new mlir::MLIRContext(registry);
-    c->loadAllAvailableDialects();
-    c->printOpOnDiagnostic(false);
-    return c;
-  }();
-  return *ctx;
+std::shared_ptr<mlir::MLIRContext> exec::sharedContext() {
+  static std::mutex mutex;
+  static std::weak_ptr<mlir::MLIRContext> shared;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (std::shared_ptr<mlir::MLIRContext> live = shared.lock())
+    return live;
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  auto ctx = std::make_shared<mlir::MLIRContext>(registry);
+  ctx->loadAllAvailableDialects();
+  ctx->printOpOnDiagnostic(false);
+  shared = ctx;
+  return ctx;
 }
 
 std::string exec::locationString(mlir::Location loc) {

@@ -97,7 +97,8 @@ std::unique_ptr<LayerProgram>
 LayerProgram::fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
                          const std::string &path, const std::string &entry,
                          std::string &error) {
-  mlir::MLIRContext &ctx = context();
+  std::shared_ptr<mlir::MLIRContext> shared = sharedContext();
+  mlir::MLIRContext &ctx = *shared;
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   FirstError diag(ctx);
@@ -110,6 +111,7 @@ LayerProgram::fromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
   }
   std::unique_ptr<LayerProgram> program(new LayerProgram());
   Impl &impl = *program->impl_;
+  impl.ctx = shared; // kept here too: `diag` outlives a failed program
   impl.path = path;
   impl.module = std::move(module);
   impl.func = findEntry(*impl.module, path, entry, error);

@@ -24,9 +24,9 @@
 
 namespace inkling::exec {
 
-/// One context for the process, never destroyed: JIT-ed code and the
-/// modules of every program live until exit.
-mlir::MLIRContext &context();
+/// The MLIRContext the live programs share (every dialect of the CPU and GPU
+/// pipelines): made by the first program, freed with the last.
+std::shared_ptr<mlir::MLIRContext> sharedContext();
 
 /// "file:line:col" for a file location, else the location as printed.
 std::string locationString(mlir::Location loc);
@@ -40,6 +40,9 @@ struct FirstError {
 };
 
 struct LayerProgram::Impl {
+  /// First: destroyed after the module and the engine that use it.
+  std::shared_ptr<mlir::MLIRContext> ctx;
+  mlir::MLIRContext &context() { return *ctx; }
   std::string path;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;

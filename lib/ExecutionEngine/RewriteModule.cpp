@@ -109,13 +109,13 @@ bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
   replacer.recursivelyReplaceElementsIn(impl.func, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,
                                         /*replaceTypes=*/true);
-  mlir::Builder builder(&context());
+  mlir::Builder builder(&impl.context());
   bind.setPageBytesAttr(builder.getI64IntegerAttr(pageBytes));
   if (layers > 1)
     bind.setLayersAttr(builder.getI64IntegerAttr(layers));
   else
     bind.removeLayersAttr();
-  FirstError diag(context());
+  FirstError diag(impl.context());
   if (mlir::failed(mlir::verify(impl.func))) {
     error = impl.path + ": the IR at block size " + std::to_string(blockSize) +
             " does not verify: " + diag.message;
