@@ -105,7 +105,7 @@ private:
   void oneCall() {
     Snapshot before = Snapshot::take(manager, sequences);
     inkling_status_t status = INKLING_OK;
-    switch (data.ConsumeIntegralInRange<int>(0, 12)) {
+    switch (data.ConsumeIntegralInRange<int>(0, 19)) {
     case 0: {
       std::vector<int32_t> prompt = tokens(6 * blockSize);
       int64_t start = 0;
@@ -179,6 +179,83 @@ private:
     case 12: {
       inkling_sequence_info_t info;
       status = inkling_sequence_info(manager, pickSequence(), &info);
+      break;
+    }
+    case 13: {
+      inkling_admission_t admission;
+      status = inkling_admission(manager, smallCount(), smallCount(),
+                                 smallCount(), &admission);
+      if (status == INKLING_OK)
+        require(admission.needed_blocks >= 0 && admission.free_blocks >= 0 &&
+                    admission.reserved_blocks >= 0,
+                "admission counts are non-negative");
+      break;
+    }
+    case 14: {
+      // A step's lookups in one call; offsets sometimes out of order.
+      int64_t count = data.ConsumeIntegralInRange<int64_t>(0, 4);
+      std::vector<int32_t> all;
+      std::vector<int64_t> offsets{0}, maxLengths;
+      for (int64_t i = 0; i < count; ++i) {
+        std::vector<int32_t> prompt = tokens(4 * blockSize);
+        all.insert(all.end(), prompt.begin(), prompt.end());
+        offsets.push_back(static_cast<int64_t>(all.size()));
+        maxLengths.push_back(smallCount());
+      }
+      if (count > 0 && data.ConsumeIntegralInRange<int>(0, 7) == 0)
+        std::swap(offsets.front(), offsets.back());
+      std::vector<int64_t> lengths(count, -7);
+      status = inkling_longest_cached_prefix_batch(
+          manager, all.data(), offsets.data(), maxLengths.data(), count,
+          lengths.data());
+      if (status != INKLING_OK)
+        for (int64_t length : lengths)
+          require(length == -7, "a failed batch lookup writes nothing");
+      break;
+    }
+    case 15: {
+      const char *policies[] = {"window", "snapshots", "every-block", "bogus",
+                                nullptr};
+      status = inkling_manager_set_prefix_policy(
+          manager, policies[data.ConsumeIntegralInRange<int>(0, 4)],
+          smallCount());
+      break;
+    }
+    case 16:
+      status = inkling_manager_set_drop_last_matched_block(manager,
+                                                           data.ConsumeBool());
+      break;
+    case 17: {
+      // Cache points (increasing, sometimes not) and extra keys.
+      std::vector<int32_t> prompt = tokens(6 * blockSize);
+      std::vector<int64_t> points;
+      int64_t point = 0;
+      for (int n = data.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) {
+        point += data.ConsumeIntegralInRange<int64_t>(-1, 2 * blockSize);
+        points.push_back(point);
+      }
+      std::vector<uint8_t> keys =
+          data.ConsumeBytes<uint8_t>(data.ConsumeIntegralInRange<size_t>(0, 8));
+      int64_t id = 0;
+      status = inkling_add_sequence_with_keys(
+          manager, prompt.data(), static_cast<int64_t>(prompt.size()), 0,
+          points.data(), static_cast<int64_t>(points.size()), keys.data(),
+          static_cast<int64_t>(keys.size()), &id);
+      if (status == INKLING_OK) {
+        require(id > 0, "sequence ids are positive");
+        sequences.push_back(id);
+      }
+      break;
+    }
+    case 18:
+      status = inkling_schedule_ahead(manager, pickSequence(), smallCount());
+      break;
+    case 19: {
+      std::vector<int32_t> more = tokens(2 * blockSize);
+      status =
+          inkling_resume_with_tokens(manager, pickSequence(), more.data(),
+                                     static_cast<int64_t>(more.size()),
+                                     data.ConsumeBool() ? 0 : smallCount());
       break;
     }
     }
