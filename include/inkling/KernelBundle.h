@@ -32,6 +32,8 @@ namespace inkling {
 /// `inkling-lower-to-nvvm`'s options (`LowerToNVVMOptions`) as plain values.
 struct KernelCompilerOptions : KernelTarget {
   bool checked = false;
+  /// The engine's block size and cross-layer pages (0: the IR's).
+  int64_t blockSize = 0, crossLayers = 0;
   /// The sconv-fuse strategy run first (the pipeline's `fusion` option).
   sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
 };

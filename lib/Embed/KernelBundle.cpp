@@ -41,6 +41,8 @@ inkling::compileKernelBundle(mlir::ModuleOp layer,
   nvvm.optLevel = options.optLevel;
   nvvm.format = options.format;
   nvvm.checked = options.checked;
+  nvvm.blockSize = options.blockSize;
+  nvvm.crossLayers = options.crossLayers;
   nvvm.fusion = options.fusion;
   nvvm.toolkit = options.toolkit;
   buildLowerToNVVMPipeline(pm, nvvm);
@@ -68,7 +70,8 @@ std::string KernelCompiler::cacheKey(mlir::ModuleOp layer) const {
      << (options.features.empty() ? gpu::defaultPTXFeatures(options.chip)
                                   : options.features)
      << " opt-level=" << options.optLevel << " format=" << options.format
-     << " checked=" << options.checked
+     << " checked=" << options.checked << " block-size=" << options.blockSize
+     << " cross-layers=" << options.crossLayers
      << " fusion=" << static_cast<int>(options.fusion)
      << " toolkit=" << options.toolkit << "}\n";
   // Without locations (the default), with the generic attribute spelling

@@ -132,6 +132,8 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   lower.minParallelIterations = options.minParallelIterations;
   if (strategy)
     lower.fusion = *strategy;
+  lower.blockSize = impl.geometryBlockSize;
+  lower.crossLayers = impl.geometryLayers;
   buildLowerToCPUPipeline(pm, lower);
   if (mlir::failed(pm.run(*impl.module))) {
     error = diag.message.empty() ? impl.path + ": inkling-lower-to-cpu failed"
@@ -178,6 +180,8 @@ bool LayerProgram::compileKernels(const CompileOptions &options,
   if (strategy)
     nvvm.fusion = *strategy;
   nvvm.checked = options.checked;
+  nvvm.blockSize = impl.geometryBlockSize;
+  nvvm.crossLayers = impl.geometryLayers;
   mlir::FailureOr<KernelBundle> compiled =
       compileKernelBundle(*impl.module, nvvm);
   if (mlir::failed(compiled)) {

@@ -44,6 +44,9 @@ struct LayerProgram::Impl {
   std::shared_ptr<mlir::MLIRContext> ctx;
   mlir::MLIRContext &context() { return *ctx; }
   std::string path;
+  /// setCacheGeometry's choice (0: the IR's), the pipelines' block-size and
+  /// cross-layers options.
+  int64_t geometryBlockSize = 0, geometryLayers = 0;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   LayerSignature sig;

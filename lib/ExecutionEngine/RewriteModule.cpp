@@ -1,7 +1,8 @@
 //===- RewriteModule.cpp - Edits of the layer function before compile -----===//
 //
 // LayerProgram::keepOnlyOp (replay one op) and
-// LayerProgram::setCacheGeometry (another block size or cross-layer pages).
+// LayerProgram::setCacheGeometry (another block size or cross-layer pages:
+// the signature's, and the lowering's options; the IR is not rewritten).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,8 +11,7 @@
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 
-#include "mlir/IR/AttrTypeSubElements.h"
-#include "mlir/IR/Verifier.h"
+#include "inkling/Dialect/SConv/Transforms/CacheGeometry.h"
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -48,80 +48,34 @@ bool LayerProgram::setCacheGeometry(int64_t blockSize, int64_t layers,
     error = impl.path + ": @" + impl.sig.function + " has no sconv.bind";
     return false;
   }
-  sconv::LayoutAttr oldLayout = bind.getLayout();
-  inkling::Layout oldDerived = oldLayout.getDerived();
+  // 0 keeps what an earlier call chose; the IR itself is never changed.
   if (blockSize == 0)
-    blockSize = oldDerived.blockSize;
-  LayoutConfig config = oldLayout.getConfig();
-  config.blockSize = blockSize;
-  StatusOr<Layout> derived = Layout::derive(config);
-  if (blockSize < 1 || !derived) {
-    error = "block size (" + std::to_string(blockSize) + ") is not valid for " +
-            impl.path + "'s layout: " +
-            (derived ? std::string("block_size must be >= 1")
-                     : derived.status().message());
-    return false;
-  }
-  if (layers < 0 || layers > (int64_t(1) << 20)) {
-    error = "cross-layer page count (" + std::to_string(layers) +
-            ") must be in [0, 2^20]";
-    return false;
-  }
-  sconv::LayoutAttr newLayout = oldLayout.withBlockSize(blockSize);
-  // A layer's page keeps its padding; cross-layer pages put `layers` pages
-  // side by side in one block stride (0: as many as the IR's bind has).
-  int64_t oldLayers = bind.getLayers().value_or(1);
+    blockSize = impl.geometryBlockSize;
   if (layers == 0)
-    layers = oldLayers;
-  int64_t oldPage = static_cast<int64_t>(bind.getPageBytes()) / oldLayers;
-  int64_t pageBytes = derived->pageBytes() + (oldPage - oldDerived.pageBytes());
-  if (layers > 1 && __builtin_mul_overflow(pageBytes, layers, &pageBytes)) {
-    error = "cross-layer block stride overflows";
+    layers = impl.geometryLayers;
+  mlir::FailureOr<sconv::CacheGeometry> geometry =
+      sconv::planCacheGeometry(bind, blockSize, layers, error);
+  if (mlir::failed(geometry)) {
+    // Messages name the file (the pass's name the bind).
+    const std::string layout = "for the layout";
+    if (size_t at = error.find(layout); at != std::string::npos)
+      error.replace(at, layout.size(), "for " + impl.path + "'s layout");
     return false;
   }
-  if (StatusOr<int64_t> stride = derived->blockStrideForPageBytes(pageBytes);
-      !stride) {
-    error = "block size (" + std::to_string(blockSize) +
-            "): " + stride.status().message();
+  // The signature in the new geometry; compile() hands the same numbers to
+  // the pipeline (its block-size and cross-layers options).
+  impl.geometryBlockSize = blockSize;
+  impl.geometryLayers = layers;
+  impl.sig.layout = geometry->layout.getDerived();
+  impl.sig.pageBytes = geometry->pageBytes;
+  impl.sig.crossLayers = geometry->layers;
+  auto stride = impl.sig.layout.blockStrideForPageBytes(geometry->pageBytes);
+  if (!stride) {
+    error = stride.status().message();
     return false;
   }
-  mlir::MemRefType oldType = bind.getCache().getType();
-  mlir::MemRefType newType = sconv::BindOp::getCacheType(newLayout, pageBytes);
-  if (!oldType.isDynamicDim(0))
-    newType =
-        mlir::MemRefType::get({oldType.getDimSize(0), newType.getDimSize(1),
-                               newType.getDimSize(2), newType.getDimSize(3)},
-                              newType.getElementType(), newType.getLayout());
-  // Every use of the layout and of the cache type follows the bind.
-  mlir::AttrTypeReplacer replacer;
-  replacer.addReplacement(
-      [&](sconv::LayoutAttr attr) -> std::optional<mlir::Attribute> {
-        if (attr == oldLayout)
-          return newLayout;
-        return std::nullopt;
-      });
-  replacer.addReplacement(
-      [&](mlir::MemRefType type) -> std::optional<mlir::Type> {
-        if (type == oldType)
-          return newType;
-        return std::nullopt;
-      });
-  replacer.recursivelyReplaceElementsIn(impl.func, /*replaceAttrs=*/true,
-                                        /*replaceLocs=*/false,
-                                        /*replaceTypes=*/true);
-  mlir::Builder builder(&impl.context());
-  bind.setPageBytesAttr(builder.getI64IntegerAttr(pageBytes));
-  if (layers > 1)
-    bind.setLayersAttr(builder.getI64IntegerAttr(layers));
-  else
-    bind.removeLayersAttr();
-  FirstError diag(impl.context());
-  if (mlir::failed(mlir::verify(impl.func))) {
-    error = impl.path + ": the IR at block size " + std::to_string(blockSize) +
-            " does not verify: " + diag.message;
-    return false;
-  }
-  return impl.analyze(error);
+  impl.sig.blockStride = *stride;
+  return true;
 }
 
 llvm::Error LayerProgram::keepOnlyOp(int64_t index) {

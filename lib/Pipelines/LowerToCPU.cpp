@@ -31,6 +31,16 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   if (options.emitCInterface)
     pm.addPass(inkling::cpu::createEmitCInterfacePass());
 
+  // The engine's cache geometry, once, before anything reads the layout.
+  // After it: every bind, layout and cache type at the chosen block size
+  // and cross-layer page count.
+  if (options.blockSize != 0 || options.crossLayers != 0) {
+    inkling::sconv::SConvSetCacheGeometryOptions geometry;
+    geometry.blockSize = options.blockSize;
+    geometry.layers = options.crossLayers;
+    pm.addPass(inkling::sconv::createSConvSetCacheGeometry(geometry));
+  }
+
   // 0. Fusion (sconv -> sconv): with the default conv-insert strategy a
   //    decoder layer's 4 convs + 4 inserts become one fused_conv per group
   //    of convs that are ready together (3 nests when attention and the MLP

@@ -45,6 +45,16 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   target.format = options.format;
   pm.addPass(gpu::createCheckTargetPass(target));
 
+  // The engine's cache geometry, once, before anything reads the layout.
+  // After it: every bind, layout and cache type at the chosen block size
+  // and cross-layer page count.
+  if (options.blockSize != 0 || options.crossLayers != 0) {
+    sconv::SConvSetCacheGeometryOptions geometry;
+    geometry.blockSize = options.blockSize;
+    geometry.layers = options.crossLayers;
+    pm.addPass(sconv::createSConvSetCacheGeometry(geometry));
+  }
+
   // 0b. Fusion (sconv -> sconv), as in the CPU pipeline: with conv-insert a
   //     decoder layer's ops that are ready together become one fused_conv
   //     that also inserts (one kernel instead of 8); `none` keeps one

@@ -32,6 +32,18 @@ inline llvm::cl::ValuesClass fusionStrategyValues() {
 
 /// Options of `inkling-lower-to-cpu`.
 struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
+  Option<int64_t> blockSize{
+      *this, "block-size",
+      llvm::cl::desc("The engine's tokens per cache block N, applied first "
+                     "(sconv-set-cache-geometry): 0 (default), the "
+                     "layout's"),
+      llvm::cl::init(0)};
+  Option<int64_t> crossLayers{
+      *this, "cross-layers",
+      llvm::cl::desc("Pages of this many layers side by side in one block "
+                     "stride, applied first (sconv-set-cache-geometry): 0 "
+                     "(default), as the IR's bind says; 1, a page per block"),
+      llvm::cl::init(0)};
   Option<bool> checked{
       *this, "checked",
       llvm::cl::desc("Guard slot and block ids at run time (the "
@@ -118,6 +130,18 @@ inline void registerPipelines() { registerLowerToCPUPipeline(); }
 
 /// Options of `inkling-lower-to-nvvm`.
 struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
+  Option<int64_t> blockSize{
+      *this, "block-size",
+      llvm::cl::desc("The engine's tokens per cache block N, applied first "
+                     "(sconv-set-cache-geometry): 0 (default), the "
+                     "layout's"),
+      llvm::cl::init(0)};
+  Option<int64_t> crossLayers{
+      *this, "cross-layers",
+      llvm::cl::desc("Pages of this many layers side by side in one block "
+                     "stride, applied first (sconv-set-cache-geometry): 0 "
+                     "(default), as the IR's bind says; 1, a page per block"),
+      llvm::cl::init(0)};
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target GPU (sm_90: H100/H200)"),
                            llvm::cl::init("sm_90")};

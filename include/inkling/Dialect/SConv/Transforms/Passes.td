@@ -135,4 +135,35 @@ def SConvFuseEpilogues : Pass<"sconv-fuse-epilogues"> {
   let dependentDialects = ["::inkling::sconv::SConvDialect"];
 }
 
+def SConvSetCacheGeometry : Pass<"sconv-set-cache-geometry"> {
+  let summary = "Give every sconv.bind the engine's block size or cross-layer pages";
+  let description = [{
+    The IR's `#sconv.layout` carries the model's default block size N and its
+    `sconv.bind` a page per block; the serving engine may choose another N
+    (vLLM's page unifier scales it to the attention page) or pages of several
+    layers side by side in one block stride. This pass applies that choice
+    once, at the start of a lowering: each bind's layout gets the block size
+    (`block-size`, 0: unchanged), its `page_bytes` the new page (a padded
+    page keeps its padding) times the cross-layer count (`layers`, 0:
+    unchanged, 1: a page per block), and every use of the old layout and
+    cache type in the bind's function follows. A geometry the layout cannot
+    take is an error on the bind. Both options 0: nothing changes. The
+    pipelines run it first when their `block-size` / `cross-layers` options
+    are set; `planCacheGeometry` (CacheGeometry.h) is the same computation
+    for a host that needs the geometry before lowering.
+
+    ```
+    inkling-opt examples/small_layer.mlir         --sconv-set-cache-geometry=block-size=16 layers=3
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"0",
+           "Tokens per cache block N (0: the layout's)">,
+    Option<"layers", "layers", "int64_t", /*default=*/"0",
+           "Pages side by side in one block stride, the cross-layer "
+           "allocation (0: the bind's; 1: a page per block)">,
+  ];
+  let dependentDialects = ["::inkling::sconv::SConvDialect"];
+}
+
 #endif // INKLING_DIALECT_SCONV_TRANSFORMS_PASSES_TD
