@@ -16,13 +16,8 @@ ModelChecker::ModelChecker(const ModelConfig &config)
     : config_(config), n_(config.n()), rng_(config.seed),
       buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
       simulator_(config.numBlocks, config.n(), config.kernel) {
-  SequenceManagerConfig managerConfig;
-  managerConfig.layout = testLayout(config.kernel, config.n());
-  managerConfig.numBlocks = config.numBlocks;
-  managerConfig.lookahead = config.lookahead;
-  managerConfig.prefixPolicy = config.policy;
-  managerConfig.snapshotEvery = config.snapshotEvery;
-  manager_ = std::move(*SequenceManager::create(managerConfig));
+  manager_ = makeManager(config.kernel, config.n(), config.numBlocks,
+                         config.lookahead, config.policy, config.snapshotEvery);
   step_ = std::make_unique<StepBuffers>(
       std::move(*manager_->bindStepBuffers(buffers_.spec)));
   for (auto &base : bases_)

@@ -157,9 +157,7 @@ TEST(SequenceParityTest, EagleDropsTheLastMatchedBlock) {
 TEST(SequenceParityTest, EagleWithHistoryAcrossBlocks) {
   // N = 2 < W-1 = 3: a plain hit needs 2 blocks, EAGLE 3. A 12-token
   // prompt computed a token a step caches its blocks 0..5.
-  EngineOptions options;
-  options.blockSize = 2;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(2));
   std::vector<int32_t> prompt = iota(12);
   SequenceId id = *engine.add(prompt);
   for (int i = 0; i < 12; ++i)

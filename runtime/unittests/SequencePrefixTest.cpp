@@ -36,9 +36,7 @@ TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
 
 TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
   // N = 2, W = 4: a resume at p reads [p-3, p), blocks p/2 - 2 and p/2 - 1.
-  EngineOptions options;
-  options.blockSize = 2;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(2));
   std::vector<int32_t> prompt = iota(12);
   SequenceId first = *engine.add(prompt);
   ASSERT_EQ(engine.step({{first, 12}}), ""); // stores [9, 12)
@@ -67,9 +65,7 @@ TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
 }
 
 TEST(SequenceManagerTest, PrefixHitAtNOneNeedsThreeBlocks) {
-  EngineOptions options;
-  options.blockSize = 1;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(1));
   std::vector<int32_t> prompt = iota(8);
   SequenceId first = *engine.add(prompt);
   ASSERT_EQ(engine.step({{first, 8}}), ""); // stores [5, 8)
