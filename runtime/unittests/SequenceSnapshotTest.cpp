@@ -57,8 +57,7 @@ TEST_P(SnapshotIntervalTest, HitsLieExactlyOnTheGrid) {
     for (int64_t b : param.stored)
       if (b <= max)
         want = std::max(want, b);
-    EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 62, max),
-              want)
+    EXPECT_EQ(longestHit(engine, prompt, max, 62), want)
         << "S = " << param.every << ", max length " << max;
   }
   // A resume at each stored boundary reads its own prefix's history.
