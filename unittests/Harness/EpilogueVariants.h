@@ -1,9 +1,9 @@
-//===- EpilogueVariants.h - The epilogue tests' compile variants -*- C++
-//-*-===//
+//===- EpilogueVariants.h - The epilogue tests' variants -------*- C++ -*-===//
 //
 // The fusion strategies and thread counts every epilogue JIT test
 // (EpilogueTest.cpp, HiddenRowTest.cpp) compiles its layer with, and the
-// CompileOptions of each, so that both files test the same variants.
+// CompileOptions of each, so that both files test the same variants; and
+// the op counts each strategy's fusion must leave.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +14,14 @@
 
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 
+#include "gtest/gtest.h"
+
+#include <array>
 #include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace inkling::harness {
 
@@ -40,6 +47,26 @@ inline constexpr EpilogueVariant kEpilogueVariants[] = {
     {"none", sconv::FusionStrategy::None},
     {"conv-insert/threads=2,always", sconv::FusionStrategy::ConvInsert, 2, 1},
 };
+
+/// Per op name, its count after the sconv-fuse passes of conv-insert,
+/// packed-inserts and none.
+using OpCounts = std::vector<std::pair<std::string, std::array<int, 3>>>;
+
+/// The fusion of `source` under each strategy leaves the counts `want`.
+inline void expectOpCounts(const std::string &source, const OpCounts &want) {
+  const sconv::FusionStrategy strategies[] = {
+      sconv::FusionStrategy::ConvInsert, sconv::FusionStrategy::PackedInserts,
+      sconv::FusionStrategy::None};
+  for (int i = 0; i < 3; ++i) {
+    std::string error;
+    std::map<std::string, int> ops =
+        countOpsAfterFusion(source, strategies[i], error);
+    ASSERT_TRUE(error.empty()) << error;
+    for (const auto &[op, counts] : want)
+      EXPECT_EQ(ops[op], counts[i])
+          << op << " under " << kEpilogueVariants[i].name;
+  }
+}
 
 } // namespace inkling::harness
 
