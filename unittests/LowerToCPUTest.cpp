@@ -43,6 +43,11 @@ using namespace inkling::harness;
 
 namespace {
 
+/// A kernel's C interface: the cache and the step's metadata, then `Rest`.
+template <typename... Rest>
+using KernelFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                          Rest...);
+
 //===----------------------------------------------------------------------===//
 // A layout under test and its kernels
 //===----------------------------------------------------------------------===//
@@ -290,8 +295,7 @@ protected:
 LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            void *, void *, void *, void *);
+  using InsertFn = KernelFn<void *, void *, void *, void *>;
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "insert_all", insert); !found)
     return found;
@@ -329,8 +333,7 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
 LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          void *, Mem2 *, Mem1 *, void *);
+  using ConvFn = KernelFn<void *, Mem2 *, Mem1 *, void *>;
   int64_t blockStride = c.pageBytes / 2;
   for (Stream s : kAllStreams) {
     for (const ConvVariant &v : kVariants) {
@@ -401,10 +404,8 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
   Compiled &c = compiled();
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            MemI32 *, void *, void *, void *, void *);
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          MemI32 *, void *, Mem2 *, Mem1 *, void *);
+  using InsertFn = KernelFn<MemI32 *, void *, void *, void *, void *>;
+  using ConvFn = KernelFn<MemI32 *, void *, Mem2 *, Mem1 *, void *>;
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "padded_insert_all", insert); !found)
     return found;
@@ -515,10 +516,8 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   Compiled &c = compiled(/*checked=*/true);
   ASSERT_TRUE(c.checkedEngine);
   const Layout &layout = c.layout;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            MemI64 *, void *);
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          MemI64 *, void *, Mem2 *, void *);
+  using InsertFn = KernelFn<MemI64 *, void *>;
+  using ConvFn = KernelFn<MemI64 *, void *, Mem2 *, void *>;
   auto insert = lookup<InsertFn>(*c.checkedEngine, "checked_insert_k");
   auto conv = lookup<ConvFn>(*c.checkedEngine, "checked_conv_k");
   ASSERT_TRUE(insert && conv);
