@@ -172,7 +172,7 @@ protected:
   struct Compiled : TestLayout {
     std::string source;
     int64_t kvBlockStride = 0;
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    VariantEngines engines;
   };
 
   Compiled &compiled(const Variant *variant) {
@@ -189,13 +189,7 @@ protected:
     }
     if (!variant)
       return *slot;
-    auto &engine = slot->engines[variant->name];
-    if (!engine) {
-      std::string error;
-      engine = harness::compile(slot->source, variant->options(), error);
-      if (!engine)
-        ADD_FAILURE() << variant->name << ": " << error;
-    }
+    variantEngine(slot->engines, slot->source, *variant);
     return *slot;
   }
 

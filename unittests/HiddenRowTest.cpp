@@ -118,14 +118,37 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
   return os.str();
 }
 
+/// The rows program's random operands over a step of `tokens` (padding
+/// included): its inputs, the residual, the norms' weights and the cache
+/// (drawn in this order).
+struct RowOperands {
+  RowOperands(std::mt19937_64 &rng, const Layout &layout, const Step &step,
+              int64_t tokens, int64_t row, int64_t pageBytes)
+      : attn(rng, layout, Stream::Attn, tokens, row),
+        mlp(rng, layout, Stream::Mlp, tokens, row), residual(tokens, row),
+        n1(row, 0), n2(row, 0), cache0(fill(rng, layout, step, pageBytes)) {}
+  ConvInputs attn, mlp;
+  StreamData residual;
+  AlignedBuffer<uint16_t> n1, n2, cache0;
+
+private:
+  // The residual and the norms' weights, then the cache.
+  AlignedBuffer<uint16_t> fill(std::mt19937_64 &rng, const Layout &layout,
+                               const Step &step, int64_t pageBytes) {
+    fillRandom(residual.buffer, rng, 8.0f);
+    fillRandom(n1, rng, 2.0f);
+    fillRandom(n2, rng, 2.0f);
+    return makeCache(rng, layout, step, pageBytes / 2, kPoison);
+  }
+};
+
 /// Runs the module's `rows` on the operands (cache updated in place): its
 /// four outputs h1, the MLP's input, h2 and the next layer's input, or
 /// none when `engine` has no `rows`.
 std::vector<std::unique_ptr<StreamData>>
 runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
-        ConvInputs &attn, ConvInputs &mlp, StreamData &residual,
-        AlignedBuffer<uint16_t> &n1, AlignedBuffer<uint16_t> &n2,
-        AlignedBuffer<uint16_t> &cache, int64_t cacheBytes, StepMetadata meta) {
+        RowOperands &in, AlignedBuffer<uint16_t> &cache, int64_t cacheBytes,
+        StepMetadata meta) {
   std::vector<std::unique_ptr<StreamData>> outs;
   void *address = lookupFunction(engine, "rows");
   if (!address)
@@ -140,10 +163,10 @@ runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
     return harness::descriptor<uint16_t, 2>(
         const_cast<uint16_t *>(d.buffer.data), {tokens, row}, {row, 1});
   };
-  Mem2 ad = flat(attn.x), md = flat(mlp.x), rd = flat(residual);
-  Mem2 wa = attn.weightsDescriptor(), wm = mlp.weightsDescriptor();
-  Mem1 n1d = harness::descriptor<uint16_t, 1>(n1.data, {row}, {1});
-  Mem1 n2d = harness::descriptor<uint16_t, 1>(n2.data, {row}, {1});
+  Mem2 ad = flat(in.attn.x), md = flat(in.mlp.x), rd = flat(in.residual);
+  Mem2 wa = in.attn.weightsDescriptor(), wm = in.mlp.weightsDescriptor();
+  Mem1 n1d = harness::descriptor<uint16_t, 1>(in.n1.data, {row}, {1});
+  Mem1 n2d = harness::descriptor<uint16_t, 1>(in.n2.data, {row}, {1});
   Call call = makeCall(cache.data, cacheBytes, meta);
   reinterpret_cast<RowsFn>(address)(
       &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &ad, &md, &wa,
@@ -155,7 +178,7 @@ class HiddenRowTest : public ::testing::TestWithParam<RowCase> {
 protected:
   struct Compiled : TestLayout {
     std::string source;
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    VariantEngines engines;
   };
 
   Compiled &compiled(const Variant *variant) {
@@ -167,13 +190,7 @@ protected:
       slot->source = buildModule(slot->layout, slot->pageBytes);
     if (!variant)
       return *slot;
-    auto &engine = slot->engines[variant->name];
-    if (!engine) {
-      std::string error;
-      engine = harness::compile(slot->source, variant->options(), error);
-      if (!engine)
-        ADD_FAILURE() << variant->name << ": " << error;
-    }
+    variantEngine(slot->engines, slot->source, *variant);
     return *slot;
   }
 };
@@ -202,15 +219,8 @@ TEST_P(HiddenRowTest, MatchesReference) {
         step.meta.slotMapping.push_back(
             static_cast<int64_t>(rng() % (step.numBlocks * layout.blockSize)));
       int64_t tokens = real + padding;
-      ConvInputs attn(rng, layout, Stream::Attn, tokens, row);
-      ConvInputs mlp(rng, layout, Stream::Mlp, tokens, row);
-      StreamData residual(tokens, row);
-      fillRandom(residual.buffer, rng, 8.0f);
-      AlignedBuffer<uint16_t> n1(row, 0), n2(row, 0);
-      fillRandom(n1, rng, 2.0f);
-      fillRandom(n2, rng, 2.0f);
-      AlignedBuffer<uint16_t> cache0 =
-          makeCache(rng, layout, step, c.pageBytes / 2, kPoison);
+      RowOperands in(rng, layout, step, tokens, row, c.pageBytes);
+      auto &[attn, mlp, residual, n1, n2, cache0] = in;
 
       // The reference.
       int64_t blockStride = c.pageBytes / 2;
@@ -237,8 +247,8 @@ TEST_P(HiddenRowTest, MatchesReference) {
       AlignedBuffer<uint16_t> cache(cache0.size, 0);
       std::copy(cache0.data, cache0.data + cache0.size, cache.data);
       std::vector<std::unique_ptr<StreamData>> outs =
-          runRows(*c.engines[variant.name], tokens, row, attn, mlp, residual,
-                  n1, n2, cache, step.numBlocks * c.pageBytes, step.meta);
+          runRows(*c.engines[variant.name], tokens, row, in, cache,
+                  step.numBlocks * c.pageBytes, step.meta);
       ASSERT_EQ(outs.size(), 4u) << "no rows function";
 
       std::string what =
@@ -273,15 +283,8 @@ TEST(HiddenRowOrderTest, ChangedHeadOrderIsSeen) {
   std::mt19937_64 rng(5);
   Step step = randomStep(rng, layout, 2048);
   int64_t tokens = step.meta.numTokens();
-  ConvInputs attn(rng, layout, Stream::Attn, tokens, row);
-  ConvInputs mlp(rng, layout, Stream::Mlp, tokens, row);
-  StreamData residual(tokens, row);
-  fillRandom(residual.buffer, rng, 8.0f);
-  AlignedBuffer<uint16_t> n1(row, 0), n2(row, 0);
-  fillRandom(n1, rng, 2.0f);
-  fillRandom(n2, rng, 2.0f);
-  AlignedBuffer<uint16_t> cache0 =
-      makeCache(rng, layout, step, pageBytes / 2, kPoison);
+  RowOperands in(rng, layout, step, tokens, row, pageBytes);
+  auto &[attn, mlp, residual, n1, n2, cache0] = in;
   AlignedBuffer<uint16_t> cache(cache0.size, 0);
   std::copy(cache0.data, cache0.data + cache0.size, cache.data);
   CacheBuffer history{cache0.data, pageBytes / 2, step.numBlocks};
@@ -305,9 +308,8 @@ TEST(HiddenRowOrderTest, ChangedHeadOrderIsSeen) {
       mutant[t * row + i] = floatToBf16(scaled * bf16ToFloat(n1.data[i]));
     }
   }
-  std::vector<std::unique_ptr<StreamData>> outs =
-      runRows(*engine, tokens, row, attn, mlp, residual, n1, n2, cache,
-              step.numBlocks * pageBytes, step.meta);
+  std::vector<std::unique_ptr<StreamData>> outs = runRows(
+      *engine, tokens, row, in, cache, step.numBlocks * pageBytes, step.meta);
   ASSERT_EQ(outs.size(), 4u) << "no rows function";
   ASSERT_TRUE(sameBits(in1.buffer.data, outs[1]->buffer.data, tokens * row, 0,
                        "the stated order: the MLP's input"));

@@ -14,11 +14,14 @@
 
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+
 #include "gtest/gtest.h"
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +50,25 @@ inline constexpr EpilogueVariant kEpilogueVariants[] = {
     {"none", sconv::FusionStrategy::None},
     {"conv-insert/threads=2,always", sconv::FusionStrategy::ConvInsert, 2, 1},
 };
+
+/// The engines of a layer's variants, by name.
+using VariantEngines =
+    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>>;
+
+/// `variant`'s engine of `source` in `engines`, compiled on first use (null
+/// and a test failure when it does not compile).
+inline mlir::ExecutionEngine *variantEngine(VariantEngines &engines,
+                                            const std::string &source,
+                                            const EpilogueVariant &variant) {
+  auto &engine = engines[variant.name];
+  if (!engine) {
+    std::string error;
+    engine = compile(source, variant.options(), error);
+    if (!engine)
+      ADD_FAILURE() << variant.name << ": " << error;
+  }
+  return engine.get();
+}
 
 /// Per op name, its count after the sconv-fuse passes of conv-insert,
 /// packed-inserts and none.
