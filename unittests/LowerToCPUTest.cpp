@@ -226,6 +226,30 @@ protected:
     }
   }
 
+  /// An insert's call: the cache for `step` (poisoned, random history), the
+  /// inputs of every stream, the reference's cache after inserting them, and
+  /// the step's descriptors.
+  struct InsertRun {
+    InsertRun(std::mt19937_64 &rng, const Layout &layout, Step &step,
+              int64_t blockStride)
+        : cache(makeCache(rng, layout, step, blockStride, kPoison)),
+          expected(cache.data, cache.data + cache.size) {}
+    AlignedBuffer<uint16_t> cache;
+    std::vector<uint16_t> expected;
+    InsertInputs in;
+    Call call;
+  };
+  std::unique_ptr<InsertRun> prepareInsert(std::mt19937_64 &rng,
+                                           const Compiled &c, Step &step,
+                                           int64_t tokens) {
+    auto run =
+        std::make_unique<InsertRun>(rng, c.layout, step, c.pageBytes / 2);
+    randomInsertInputs(rng, c, step, tokens, run->expected, run->in);
+    run->call =
+        makeCall(run->cache.data, step.numBlocks * c.pageBytes, step.meta);
+    return run;
+  }
+
   /// One conv variant's random operands, the reference's output over
   /// `cache` and the descriptors of the call (y is poisoned).
   struct ConvRun {
@@ -299,17 +323,12 @@ LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "insert_all", insert); !found)
     return found;
-  int64_t blockStride = c.pageBytes / 2;
   for (int seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(1000 + seed);
     Step step = randomStep(rng, layout);
-    int64_t tokens = step.meta.numTokens();
-    AlignedBuffer<uint16_t> cache =
-        makeCache(rng, layout, step, blockStride, kPoison);
-    std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    InsertInputs in;
-    randomInsertInputs(rng, c, step, tokens, expected, in);
-    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+    std::unique_ptr<InsertRun> run =
+        prepareInsert(rng, c, step, step.meta.numTokens());
+    auto &[cache, expected, in, call] = *run;
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, in.args[0],
            in.args[1], in.args[2], in.args[3]);
     if (corrupt == Corrupt::Cache)
@@ -403,7 +422,6 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
 ::testing::AssertionResult LowerToCPUTest::paddedMatchesReference(int seeds) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  int64_t blockStride = c.pageBytes / 2;
   using InsertFn = KernelFn<MemI32 *, void *, void *, void *, void *>;
   using ConvFn = KernelFn<MemI32 *, void *, Mem2 *, Mem1 *, void *>;
   InsertFn insert = nullptr;
@@ -416,12 +434,11 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
     std::vector<int32_t> tokenSeq = padStep(rng, layout, step);
     int64_t tokens = step.meta.paddedTokens;
     MemI32 seqDesc = descriptor<int32_t, 1>(tokenSeq.data(), {tokens}, {1});
-    AlignedBuffer<uint16_t> cache =
-        makeCache(rng, layout, step, blockStride, kPoison);
-    std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    InsertInputs in;
-    randomInsertInputs(rng, c, step, tokens, expected, in);
-    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+    std::unique_ptr<InsertRun> inserted = prepareInsert(rng, c, step, tokens);
+    AlignedBuffer<uint16_t> &cache = inserted->cache;
+    const std::vector<uint16_t> &expected = inserted->expected;
+    const InsertInputs &in = inserted->in;
+    Call &call = inserted->call;
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
            in.args[0], in.args[1], in.args[2], in.args[3]);
     if (auto same = sameBits(expected.data(), cache.data, cache.size, 0,
