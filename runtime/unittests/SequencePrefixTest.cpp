@@ -27,8 +27,7 @@ TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
       << "block 2 was never fully stored: only [13, 16) were";
   SequenceId second = 0;
   ASSERT_EQ(addAtHit(engine, longer, 16, second), (std::vector<int32_t>{3}));
-  ASSERT_EQ(engine.step({{second, 3}}), "");
-  ASSERT_EQ(engine.decode(second, 6), "");
+  ASSERT_EQ(engine.run(second, 3, 6), "");
 }
 
 TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
@@ -52,8 +51,7 @@ TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
   SequenceId second = 0;
   ASSERT_EQ(addAtHit(engine, all, 14, second), (std::vector<int32_t>{5, 6}));
   // The hit blocks are shared with the cache: the step reads them.
-  ASSERT_EQ(engine.step({{second, 3}}), "");
-  ASSERT_EQ(engine.decode(second, 5), "");
+  ASSERT_EQ(engine.run(second, 3, 5), "");
 }
 
 TEST(SequenceManagerTest, PrefixHitAtNOneNeedsThreeBlocks) {
@@ -78,8 +76,7 @@ TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
   TestEngine engine(options);
   std::vector<int32_t> prompt = iota(5);
   SequenceId id = *engine.add(prompt);
-  ASSERT_EQ(engine.step({{id, 5}}), "");
-  ASSERT_EQ(engine.decode(id, 8), "");
+  ASSERT_EQ(engine.run(id, 5, 8), "");
   std::vector<int32_t> all = engine.tokens(id);
   ASSERT_TRUE(engine.manager().finish(id).isOk());
   // Blocks ending at 8 and 12 were completed by decoding.
@@ -87,8 +84,7 @@ TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
   EXPECT_EQ(longestHit(engine, all, 11), 8);
   // Fill the pool with an unrelated sequence: the oldest cached block goes.
   SequenceId other = *engine.add(iota(40, 1000));
-  ASSERT_EQ(engine.step({{other, 40}}), "");
-  ASSERT_EQ(engine.decode(other, 12), "");
+  ASSERT_EQ(engine.run(other, 40, 12), "");
   EXPECT_EQ(longestHit(engine, all, 11), 0);
   EXPECT_EQ(engine.manager().addSequence(all, 8).status().code(),
             StatusCode::NotFound);
@@ -132,8 +128,7 @@ TEST(SequenceManagerTest, AsyncDecodeCachesBlocksWhenTheirTokensArrive) {
 TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
   TestEngine engine;
   SequenceId id = *engine.add(iota(7));
-  ASSERT_EQ(engine.step({{id, 7}}), "");
-  ASSERT_EQ(engine.decode(id, 6), ""); // c = 13, block [8, 12) cached
+  ASSERT_EQ(engine.run(id, 7, 6), ""); // c = 13, block [8, 12) cached
   ASSERT_TRUE(engine.manager().preempt(id).isOk());
   EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 0);
   const std::vector<int32_t> &tokens = engine.tokens(id);
@@ -154,8 +149,7 @@ TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
             StatusCode::InvalidArgument);
   ASSERT_TRUE(engine.manager().resume(id, tokens, hit).isOk());
   EXPECT_EQ(engine.manager().sequenceInfo(id)->blocks.size(), 1u);
-  ASSERT_EQ(engine.step({{id, 2}}), "");
-  ASSERT_EQ(engine.decode(id, 4), "");
+  ASSERT_EQ(engine.run(id, 2, 4), "");
 }
 
 TEST(SequenceManagerTest, ChunkWithGapIsNotCachedBelowItsWindow) {
@@ -219,8 +213,7 @@ TEST(SequenceManagerTest, SnapshotsMakeTheChunkEndResumable) {
     std::vector<int32_t> other = prompt;
     other.push_back(77);
     SequenceId second = *engine.add(other, hit);
-    ASSERT_EQ(engine.step({{second, 3}}), "");
-    ASSERT_EQ(engine.decode(second, 5), "");
+    ASSERT_EQ(engine.run(second, 3, 5), "");
   }
 }
 

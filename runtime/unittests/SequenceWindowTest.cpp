@@ -176,8 +176,7 @@ TEST(SequenceManagerTest, ChunkedPrefillReadsThePreviousChunk) {
   ASSERT_EQ(engine.step({{id, 6}}), "");
   ASSERT_EQ(engine.step({{id, 1}}), "");
   ASSERT_EQ(engine.step({{id, 9}}), "");
-  ASSERT_EQ(engine.step({{id, 7}}), "");
-  ASSERT_EQ(engine.decode(id, 5), "");
+  ASSERT_EQ(engine.run(id, 7, 5), "");
 }
 
 TEST(SequenceManagerTest, BatchRowsMoveBetweenSequences) {

@@ -181,6 +181,13 @@ public:
     return "";
   }
 
+  /// A step of `chunk` tokens of `id`, then `count` decode steps.
+  std::string run(SequenceId id, int64_t chunk, int64_t count) {
+    if (std::string err = step({{id, chunk}}); !err.empty())
+      return err;
+    return decode(id, count);
+  }
+
   const StepInfo &lastInfo() const { return lastInfo_; }
 
 private:
