@@ -178,8 +178,7 @@ protected:
   Compiled &compiled(const Variant *variant) {
     const EpilogueCase &ec = GetParam();
     bool made;
-    Compiled *slot =
-        &testCaseState<Compiled>(ec.name, ec.config, ec.pagePaddingBytes, made);
+    Compiled *slot = &caseState<Compiled>(ec, made);
     if (made) {
       slot->kvBlockStride = ec.kvBlockSize * slot->layout.headsPerRank *
                                 slot->layout.config.headDim +

@@ -182,10 +182,8 @@ protected:
   };
 
   Compiled &compiled(const Variant *variant) {
-    const RowCase &rc = GetParam();
     bool made;
-    Compiled *slot =
-        &testCaseState<Compiled>(rc.name, rc.config, rc.pagePaddingBytes, made);
+    Compiled *slot = &caseState<Compiled>(GetParam(), made);
     if (made)
       slot->source = buildModule(slot->layout, slot->pageBytes);
     if (!variant)

@@ -400,9 +400,11 @@ struct UnifiedPair {
 };
 
 /// Unifies the sconv layer of `config` with an attention layer of
-/// `attentionBlock` tokens (8 KV heads of 128, 2-byte, K and V per page).
+/// `attentionBlock` tokens (8 KV heads of 128, 2-byte, K and V per page),
+/// which must give pages of `page` bytes.
 void unifyWithAttention(const inkling_layout_config_t &config,
-                        int64_t attentionBlock, UnifiedPair &pair) {
+                        int64_t attentionBlock, int64_t page,
+                        UnifiedPair &pair) {
   ASSERT_EQ(
       inkling_cache_spec_sconv(&config, "sconv", &pair.specs[0], nullptr, 0),
       INKLING_OK);
@@ -412,13 +414,13 @@ void unifyWithAttention(const inkling_layout_config_t &config,
   ASSERT_EQ(
       inkling_unify_page_sizes(pair.specs, 2, pair.out, &pair.page, nullptr, 0),
       INKLING_OK);
+  ASSERT_EQ(pair.page, page);
 }
 
 TEST(CApiStandaloneTest, PageUnification) {
   inkling_layout_config_t config = layoutConfig();
   UnifiedPair pair;
-  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 16, pair));
-  EXPECT_EQ(pair.page, 131072);
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 16, 131072, pair));
   EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_UNCHANGED);
   EXPECT_EQ(pair.out[1].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
   EXPECT_EQ(pair.out[1].block_size, 32);
@@ -442,8 +444,7 @@ TEST(CApiStandaloneTest, BlockSizeFromTheUnifierMakesTheManager) {
   // derives the layout and creates the manager at the unifier's N.
   inkling_layout_config_t config = layoutConfig();
   UnifiedPair pair;
-  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 64, pair));
-  EXPECT_EQ(pair.page, 262144);
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 64, 262144, pair));
   EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
   EXPECT_EQ(pair.out[0].block_size, 8);
   config.block_size = pair.out[0].block_size;

@@ -10,6 +10,7 @@
 #ifndef INKLING_UNITTESTS_HARNESS_EPILOGUEVARIANTS_H
 #define INKLING_UNITTESTS_HARNESS_EPILOGUEVARIANTS_H
 
+#include "JitFixture.h"
 #include "JitHarness.h"
 
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
@@ -50,6 +51,13 @@ inline constexpr EpilogueVariant kEpilogueVariants[] = {
     {"none", sconv::FusionStrategy::None},
     {"conv-insert/threads=2,always", sconv::FusionStrategy::ConvInsert, 2, 1},
 };
+
+/// The per-process state of the test case `c` (its name, config and page
+/// padding; see testCaseState); `made` says whether this call made it.
+template <typename State, typename Case>
+State &caseState(const Case &c, bool &made) {
+  return testCaseState<State>(c.name, c.config, c.pagePaddingBytes, made);
+}
 
 /// The engines of a layer's variants, by name.
 using VariantEngines =
