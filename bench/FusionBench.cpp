@@ -47,6 +47,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/JitHarness.h"
+#include "Harness/StreamParams.h"
 #include "inkling/Runtime/Layout.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -87,14 +88,10 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
     os << "func.func @" << name << "(" << LayerText::metadataParams(true);
     if (tokenSeq)
       os << ", %token_seq: memref<?xi32>" << na;
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s) << na;
-    if (convs) {
-      for (Stream s : kAllStreams)
-        os << ", %w_" << streamName(s) << ": " << text.weightsType(s) << na;
-      for (Stream s : kAllStreams)
-        os << ", %y_" << streamName(s) << ": " << xType(s) << na;
-    }
+    auto weights = [&](Stream s) { return text.weightsType(s); };
+    os << streamParams("x_", xType, na);
+    if (convs)
+      os << streamParams("w_", weights, na) << streamParams("y_", xType, na);
     os << ") {\n" << text.bindAndStep(false, tokenSeq);
   };
   os << "module {\n";

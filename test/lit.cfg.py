@@ -43,6 +43,13 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas_executable))
+else:
+    # Said in the run's output, so that a summary without ptxas is not read
+    # as one with the PTX assembled.
+    lit_config.note(
+        "ptxas tests skipped: ptxas not found (%r); the tests that REQUIRE "
+        "ptxas are UNSUPPORTED" % (config.ptxas_executable or "not configured")
+    )
 
 # inkling-run --device=gpu without a GPU: the runtime's fake CUDA driver
 # (host memory, arguments checked; with LLVM, kernels executed from their

@@ -172,14 +172,13 @@ protected:
   struct Compiled : TestLayout {
     std::string source;
     int64_t kvBlockStride = 0;
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    VariantEngines engines;
   };
 
   Compiled &compiled(const Variant *variant) {
     const EpilogueCase &ec = GetParam();
     bool made;
-    Compiled *slot =
-        &testCaseState<Compiled>(ec.name, ec.config, ec.pagePaddingBytes, made);
+    Compiled *slot = &caseState<Compiled>(ec, made);
     if (made) {
       slot->kvBlockStride = ec.kvBlockSize * slot->layout.headsPerRank *
                                 slot->layout.config.headDim +
@@ -189,13 +188,7 @@ protected:
     }
     if (!variant)
       return *slot;
-    auto &engine = slot->engines[variant->name];
-    if (!engine) {
-      std::string error;
-      engine = harness::compile(slot->source, variant->options(), error);
-      if (!engine)
-        ADD_FAILURE() << variant->name << ": " << error;
-    }
+    variantEngine(slot->engines, slot->source, *variant);
     return *slot;
   }
 
@@ -338,22 +331,13 @@ protected:
 /// conv-insert and packed-inserts leave one fused_conv_kv_write (and_insert
 /// for conv-insert) and no y buffer; none keeps every op.
 TEST_P(EpilogueTest, StrategiesFuse) {
-  Compiled &c = compiled(nullptr);
-  for (FusionStrategy strategy :
-       {FusionStrategy::ConvInsert, FusionStrategy::PackedInserts,
-        FusionStrategy::None}) {
-    std::string error;
-    std::map<std::string, int> ops =
-        countOpsAfterFusion(c.source, strategy, error);
-    ASSERT_TRUE(error.empty()) << error;
-    bool fused = strategy != FusionStrategy::None;
-    EXPECT_EQ(ops["sconv.fused_conv_kv_write"], fused ? 1 : 0);
-    EXPECT_EQ(ops["sconv.fused_conv_kv_write and_insert"],
-              strategy == FusionStrategy::ConvInsert ? 1 : 0);
-    EXPECT_EQ(ops["sconv.rms_norm"], fused ? 0 : 1);
-    EXPECT_EQ(ops["sconv.kv_write"], fused ? 0 : 2);
-    EXPECT_EQ(ops["memref.alloc"], fused ? 0 : 3);
-  }
+  // Under conv-insert, packed-inserts, none.
+  expectOpCounts(compiled(nullptr).source,
+                 {{"sconv.fused_conv_kv_write", {1, 1, 0}},
+                  {"sconv.fused_conv_kv_write and_insert", {1, 0, 0}},
+                  {"sconv.rms_norm", {0, 0, 1}},
+                  {"sconv.kv_write", {0, 0, 2}},
+                  {"memref.alloc", {0, 0, 3}}});
 }
 
 TEST_P(EpilogueTest, MatchesReference) {

@@ -22,6 +22,7 @@
 #include "Harness/Compare.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
+#include "Harness/StreamParams.h"
 #include "inkling/Runtime/Reference.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -113,16 +114,12 @@ std::string buildModule(const FusionCase &fc, const Layout &layout,
   };
   auto signature = [&](const std::string &name, bool convs) {
     os << "func.func @" << name << "(" << LayerText::metadataParams(true);
-    for (Stream s : kAllStreams)
-      os << ", %x_" << streamName(s) << ": " << xType(s) << na;
-    if (convs) {
-      for (Stream s : kAllStreams)
-        os << ", %w_" << streamName(s) << ": " << text.weightsType(s) << na;
-      for (Stream s : kAllStreams)
-        os << ", %b_" << streamName(s) << ": " << text.biasType(s) << na;
-      for (Stream s : kAllStreams)
-        os << ", %y_" << streamName(s) << ": " << xType(s) << na;
-    }
+    auto weights = [&](Stream s) { return text.weightsType(s); };
+    auto bias = [&](Stream s) { return text.biasType(s); };
+    os << streamParams("x_", xType, na);
+    if (convs)
+      os << streamParams("w_", weights, na) << streamParams("b_", bias, na)
+         << streamParams("y_", xType, na);
     os << ") {\n" << text.bindAndStep();
   };
   os << "module {\n";

@@ -118,49 +118,88 @@ std::string buildModule(const Layout &layout, int64_t pageBytes) {
   return os.str();
 }
 
+/// The rows program's random operands over a step of `tokens` (padding
+/// included): its inputs, the residual, the norms' weights and the cache
+/// (drawn in this order).
+struct RowOperands {
+  RowOperands(std::mt19937_64 &rng, const Layout &layout, const Step &step,
+              int64_t tokens, int64_t row, int64_t pageBytes)
+      : attn(rng, layout, Stream::Attn, tokens, row),
+        mlp(rng, layout, Stream::Mlp, tokens, row), residual(tokens, row),
+        n1(row, 0), n2(row, 0), cache0(fill(rng, layout, step, pageBytes)) {}
+  ConvInputs attn, mlp;
+  StreamData residual;
+  AlignedBuffer<uint16_t> n1, n2, cache0;
+
+private:
+  // The residual and the norms' weights, then the cache.
+  AlignedBuffer<uint16_t> fill(std::mt19937_64 &rng, const Layout &layout,
+                               const Step &step, int64_t pageBytes) {
+    fillRandom(residual.buffer, rng, 8.0f);
+    fillRandom(n1, rng, 2.0f);
+    fillRandom(n2, rng, 2.0f);
+    return makeCache(rng, layout, step, pageBytes / 2, kPoison);
+  }
+};
+
+/// Runs the module's `rows` on the operands (cache updated in place): its
+/// four outputs h1, the MLP's input, h2 and the next layer's input, or
+/// none when `engine` has no `rows`.
+std::vector<std::unique_ptr<StreamData>>
+runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
+        RowOperands &in, AlignedBuffer<uint16_t> &cache, int64_t cacheBytes,
+        StepMetadata meta) {
+  std::vector<std::unique_ptr<StreamData>> outs;
+  void *address = lookupFunction(engine, "rows");
+  if (!address)
+    return outs;
+  std::vector<Mem2> descs;
+  for (int i = 0; i < 4; ++i) {
+    outs.push_back(std::make_unique<StreamData>(tokens, row));
+    descs.push_back(harness::descriptor<uint16_t, 2>(outs.back()->buffer.data,
+                                                     {tokens, row}, {row, 1}));
+  }
+  auto flat = [&](const StreamData &d) {
+    return harness::descriptor<uint16_t, 2>(
+        const_cast<uint16_t *>(d.buffer.data), {tokens, row}, {row, 1});
+  };
+  Mem2 ad = flat(in.attn.x), md = flat(in.mlp.x), rd = flat(in.residual);
+  Mem2 wa = in.attn.weightsDescriptor(), wm = in.mlp.weightsDescriptor();
+  Mem1 n1d = harness::descriptor<uint16_t, 1>(in.n1.data, {row}, {1});
+  Mem1 n2d = harness::descriptor<uint16_t, 1>(in.n2.data, {row}, {1});
+  Call call = makeCall(cache.data, cacheBytes, meta);
+  reinterpret_cast<RowsFn>(address)(
+      &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &ad, &md, &wa,
+      &wm, &rd, &n1d, &n2d, &descs[0], &descs[1], &descs[2], &descs[3]);
+  return outs;
+}
+
 class HiddenRowTest : public ::testing::TestWithParam<RowCase> {
 protected:
   struct Compiled : TestLayout {
     std::string source;
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+    VariantEngines engines;
   };
 
   Compiled &compiled(const Variant *variant) {
-    const RowCase &rc = GetParam();
     bool made;
-    Compiled *slot =
-        &testCaseState<Compiled>(rc.name, rc.config, rc.pagePaddingBytes, made);
+    Compiled *slot = &caseState<Compiled>(GetParam(), made);
     if (made)
       slot->source = buildModule(slot->layout, slot->pageBytes);
     if (!variant)
       return *slot;
-    auto &engine = slot->engines[variant->name];
-    if (!engine) {
-      std::string error;
-      engine = harness::compile(slot->source, variant->options(), error);
-      if (!engine)
-        ADD_FAILURE() << variant->name << ": " << error;
-    }
+    variantEngine(slot->engines, slot->source, *variant);
     return *slot;
   }
 };
 
 TEST_P(HiddenRowTest, StrategiesFuse) {
-  Compiled &c = compiled(nullptr);
-  for (FusionStrategy strategy :
-       {FusionStrategy::ConvInsert, FusionStrategy::PackedInserts,
-        FusionStrategy::None}) {
-    std::string error;
-    std::map<std::string, int> ops =
-        countOpsAfterFusion(c.source, strategy, error);
-    ASSERT_TRUE(error.empty()) << error;
-    bool fused = strategy != FusionStrategy::None;
-    EXPECT_EQ(ops["sconv.fused_conv_add_norm"], fused ? 2 : 0);
-    EXPECT_EQ(ops["sconv.fused_conv_add_norm and_insert"],
-              strategy == FusionStrategy::ConvInsert ? 2 : 0);
-    EXPECT_EQ(ops["sconv.add_rms_norm"], fused ? 0 : 2);
-    EXPECT_EQ(ops["memref.alloc"], fused ? 0 : 2);
-  }
+  // Under conv-insert, packed-inserts, none.
+  expectOpCounts(compiled(nullptr).source,
+                 {{"sconv.fused_conv_add_norm", {2, 2, 0}},
+                  {"sconv.fused_conv_add_norm and_insert", {2, 0, 0}},
+                  {"sconv.add_rms_norm", {0, 0, 2}},
+                  {"memref.alloc", {0, 0, 2}}});
 }
 
 TEST_P(HiddenRowTest, MatchesReference) {
@@ -178,15 +217,8 @@ TEST_P(HiddenRowTest, MatchesReference) {
         step.meta.slotMapping.push_back(
             static_cast<int64_t>(rng() % (step.numBlocks * layout.blockSize)));
       int64_t tokens = real + padding;
-      ConvInputs attn(rng, layout, Stream::Attn, tokens, row);
-      ConvInputs mlp(rng, layout, Stream::Mlp, tokens, row);
-      StreamData residual(tokens, row);
-      fillRandom(residual.buffer, rng, 8.0f);
-      AlignedBuffer<uint16_t> n1(row, 0), n2(row, 0);
-      fillRandom(n1, rng, 2.0f);
-      fillRandom(n2, rng, 2.0f);
-      AlignedBuffer<uint16_t> cache0 =
-          makeCache(rng, layout, step, c.pageBytes / 2, kPoison);
+      RowOperands in(rng, layout, step, tokens, row, c.pageBytes);
+      auto &[attn, mlp, residual, n1, n2, cache0] = in;
 
       // The reference.
       int64_t blockStride = c.pageBytes / 2;
@@ -212,29 +244,10 @@ TEST_P(HiddenRowTest, MatchesReference) {
       // The program.
       AlignedBuffer<uint16_t> cache(cache0.size, 0);
       std::copy(cache0.data, cache0.data + cache0.size, cache.data);
-      std::vector<std::unique_ptr<StreamData>> outs;
-      std::vector<Mem2> outDescs;
-      for (int i = 0; i < 4; ++i) {
-        outs.push_back(std::make_unique<StreamData>(tokens, row));
-        outDescs.push_back(harness::descriptor<uint16_t, 2>(
-            outs.back()->buffer.data, {tokens, row}, {row, 1}));
-      }
-      auto flat = [&](const StreamData &d) {
-        return harness::descriptor<uint16_t, 2>(
-            const_cast<uint16_t *>(d.buffer.data), {tokens, row}, {row, 1});
-      };
-      Mem2 ad = flat(attn.x), md = flat(mlp.x), rd = flat(residual);
-      Mem2 wa = attn.weightsDescriptor(), wm = mlp.weightsDescriptor();
-      Mem1 n1d = harness::descriptor<uint16_t, 1>(n1.data, {row}, {1});
-      Mem1 n2d = harness::descriptor<uint16_t, 1>(n2.data, {row}, {1});
-      StepMetadata meta = step.meta;
-      Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, meta);
-      void *address = lookupFunction(*c.engines[variant.name], "rows");
-      ASSERT_NE(address, nullptr);
-      reinterpret_cast<RowsFn>(address)(
-          &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &ad, &md,
-          &wa, &wm, &rd, &n1d, &n2d, &outDescs[0], &outDescs[1], &outDescs[2],
-          &outDescs[3]);
+      std::vector<std::unique_ptr<StreamData>> outs =
+          runRows(*c.engines[variant.name], tokens, row, in, cache,
+                  step.numBlocks * c.pageBytes, step.meta);
+      ASSERT_EQ(outs.size(), 4u) << "no rows function";
 
       std::string what =
           std::string(variant.name) + ", seed " + std::to_string(seed);
@@ -268,15 +281,8 @@ TEST(HiddenRowOrderTest, ChangedHeadOrderIsSeen) {
   std::mt19937_64 rng(5);
   Step step = randomStep(rng, layout, 2048);
   int64_t tokens = step.meta.numTokens();
-  ConvInputs attn(rng, layout, Stream::Attn, tokens, row);
-  ConvInputs mlp(rng, layout, Stream::Mlp, tokens, row);
-  StreamData residual(tokens, row);
-  fillRandom(residual.buffer, rng, 8.0f);
-  AlignedBuffer<uint16_t> n1(row, 0), n2(row, 0);
-  fillRandom(n1, rng, 2.0f);
-  fillRandom(n2, rng, 2.0f);
-  AlignedBuffer<uint16_t> cache0 =
-      makeCache(rng, layout, step, pageBytes / 2, kPoison);
+  RowOperands in(rng, layout, step, tokens, row, pageBytes);
+  auto &[attn, mlp, residual, n1, n2, cache0] = in;
   AlignedBuffer<uint16_t> cache(cache0.size, 0);
   std::copy(cache0.data, cache0.data + cache0.size, cache.data);
   CacheBuffer history{cache0.data, pageBytes / 2, step.numBlocks};
@@ -300,28 +306,9 @@ TEST(HiddenRowOrderTest, ChangedHeadOrderIsSeen) {
       mutant[t * row + i] = floatToBf16(scaled * bf16ToFloat(n1.data[i]));
     }
   }
-  std::vector<std::unique_ptr<StreamData>> outs;
-  std::vector<Mem2> descs;
-  for (int i = 0; i < 4; ++i) {
-    outs.push_back(std::make_unique<StreamData>(tokens, row));
-    descs.push_back(harness::descriptor<uint16_t, 2>(outs.back()->buffer.data,
-                                                     {tokens, row}, {row, 1}));
-  }
-  auto flat = [&](const StreamData &d) {
-    return harness::descriptor<uint16_t, 2>(
-        const_cast<uint16_t *>(d.buffer.data), {tokens, row}, {row, 1});
-  };
-  Mem2 ad = flat(attn.x), md = flat(mlp.x), rd = flat(residual);
-  Mem2 wa = attn.weightsDescriptor(), wm = mlp.weightsDescriptor();
-  Mem1 n1d = harness::descriptor<uint16_t, 1>(n1.data, {row}, {1});
-  Mem1 n2d = harness::descriptor<uint16_t, 1>(n2.data, {row}, {1});
-  StepMetadata meta = step.meta;
-  Call call = makeCall(cache.data, step.numBlocks * pageBytes, meta);
-  void *address = lookupFunction(*engine, "rows");
-  ASSERT_NE(address, nullptr);
-  reinterpret_cast<RowsFn>(address)(
-      &call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &ad, &md, &wa,
-      &wm, &rd, &n1d, &n2d, &descs[0], &descs[1], &descs[2], &descs[3]);
+  std::vector<std::unique_ptr<StreamData>> outs = runRows(
+      *engine, tokens, row, in, cache, step.numBlocks * pageBytes, step.meta);
+  ASSERT_EQ(outs.size(), 4u) << "no rows function";
   ASSERT_TRUE(sameBits(in1.buffer.data, outs[1]->buffer.data, tokens * row, 0,
                        "the stated order: the MLP's input"));
   int64_t differing = 0;

@@ -43,6 +43,11 @@ using namespace inkling::harness;
 
 namespace {
 
+/// A kernel's C interface: the cache and the step's metadata, then `Rest`.
+template <typename... Rest>
+using KernelFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
+                          Rest...);
+
 //===----------------------------------------------------------------------===//
 // A layout under test and its kernels
 //===----------------------------------------------------------------------===//
@@ -221,6 +226,30 @@ protected:
     }
   }
 
+  /// An insert's call: the cache for `step` (poisoned, random history), the
+  /// inputs of every stream, the reference's cache after inserting them, and
+  /// the step's descriptors.
+  struct InsertRun {
+    InsertRun(std::mt19937_64 &rng, const Layout &layout, Step &step,
+              int64_t blockStride)
+        : cache(makeCache(rng, layout, step, blockStride, kPoison)),
+          expected(cache.data, cache.data + cache.size) {}
+    AlignedBuffer<uint16_t> cache;
+    std::vector<uint16_t> expected;
+    InsertInputs in;
+    Call call;
+  };
+  std::unique_ptr<InsertRun> prepareInsert(std::mt19937_64 &rng,
+                                           const Compiled &c, Step &step,
+                                           int64_t tokens) {
+    auto run =
+        std::make_unique<InsertRun>(rng, c.layout, step, c.pageBytes / 2);
+    randomInsertInputs(rng, c, step, tokens, run->expected, run->in);
+    run->call =
+        makeCall(run->cache.data, step.numBlocks * c.pageBytes, step.meta);
+    return run;
+  }
+
   /// One conv variant's random operands, the reference's output over
   /// `cache` and the descriptors of the call (y is poisoned).
   struct ConvRun {
@@ -290,22 +319,16 @@ protected:
 LowerToCPUTest::insertMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            void *, void *, void *, void *);
+  using InsertFn = KernelFn<void *, void *, void *, void *>;
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "insert_all", insert); !found)
     return found;
-  int64_t blockStride = c.pageBytes / 2;
   for (int seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(1000 + seed);
     Step step = randomStep(rng, layout);
-    int64_t tokens = step.meta.numTokens();
-    AlignedBuffer<uint16_t> cache =
-        makeCache(rng, layout, step, blockStride, kPoison);
-    std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    InsertInputs in;
-    randomInsertInputs(rng, c, step, tokens, expected, in);
-    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+    std::unique_ptr<InsertRun> run =
+        prepareInsert(rng, c, step, step.meta.numTokens());
+    auto &[cache, expected, in, call] = *run;
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, in.args[0],
            in.args[1], in.args[2], in.args[3]);
     if (corrupt == Corrupt::Cache)
@@ -329,8 +352,7 @@ TEST_P(LowerToCPUTest, InsertMatchesReference) {
 LowerToCPUTest::convMatchesReference(int seeds, Corrupt corrupt) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          void *, Mem2 *, Mem1 *, void *);
+  using ConvFn = KernelFn<void *, Mem2 *, Mem1 *, void *>;
   int64_t blockStride = c.pageBytes / 2;
   for (Stream s : kAllStreams) {
     for (const ConvVariant &v : kVariants) {
@@ -400,11 +422,8 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
 ::testing::AssertionResult LowerToCPUTest::paddedMatchesReference(int seeds) {
   Compiled &c = compiled();
   const Layout &layout = c.layout;
-  int64_t blockStride = c.pageBytes / 2;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            MemI32 *, void *, void *, void *, void *);
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          MemI32 *, void *, Mem2 *, Mem1 *, void *);
+  using InsertFn = KernelFn<MemI32 *, void *, void *, void *, void *>;
+  using ConvFn = KernelFn<MemI32 *, void *, Mem2 *, Mem1 *, void *>;
   InsertFn insert = nullptr;
   if (auto found = findFunction(c.engine, "padded_insert_all", insert); !found)
     return found;
@@ -415,12 +434,11 @@ std::vector<int32_t> padStep(std::mt19937_64 &rng, const Layout &layout,
     std::vector<int32_t> tokenSeq = padStep(rng, layout, step);
     int64_t tokens = step.meta.paddedTokens;
     MemI32 seqDesc = descriptor<int32_t, 1>(tokenSeq.data(), {tokens}, {1});
-    AlignedBuffer<uint16_t> cache =
-        makeCache(rng, layout, step, blockStride, kPoison);
-    std::vector<uint16_t> expected(cache.data, cache.data + cache.size);
-    InsertInputs in;
-    randomInsertInputs(rng, c, step, tokens, expected, in);
-    Call call = makeCall(cache.data, step.numBlocks * c.pageBytes, step.meta);
+    std::unique_ptr<InsertRun> inserted = prepareInsert(rng, c, step, tokens);
+    AlignedBuffer<uint16_t> &cache = inserted->cache;
+    const std::vector<uint16_t> &expected = inserted->expected;
+    const InsertInputs &in = inserted->in;
+    Call &call = inserted->call;
     insert(&call.cache, &call.qsl, &call.nc, &call.bt, &call.slots, &seqDesc,
            in.args[0], in.args[1], in.args[2], in.args[3]);
     if (auto same = sameBits(expected.data(), cache.data, cache.size, 0,
@@ -515,10 +533,8 @@ TEST_P(LowerToCPUTest, CheckedReportsOutOfRangeIds) {
   Compiled &c = compiled(/*checked=*/true);
   ASSERT_TRUE(c.checkedEngine);
   const Layout &layout = c.layout;
-  using InsertFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                            MemI64 *, void *);
-  using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
-                          MemI64 *, void *, Mem2 *, void *);
+  using InsertFn = KernelFn<MemI64 *, void *>;
+  using ConvFn = KernelFn<MemI64 *, void *, Mem2 *, void *>;
   auto insert = lookup<InsertFn>(*c.checkedEngine, "checked_insert_k");
   auto conv = lookup<ConvFn>(*c.checkedEngine, "checked_conv_k");
   ASSERT_TRUE(insert && conv);

@@ -6,7 +6,9 @@ the build tree's package, or by hand:
     PYTHONPATH=build/python python3 -m unittest discover -s python/tests
 """
 
+import json
 import os
+import subprocess
 import sys
 import threading
 import unittest
@@ -228,13 +230,42 @@ class LayerCpuTest(unittest.TestCase):
                 Fixture.run_once(self, layer, np.random.default_rng(7))
 
     def test_thread_counts_give_the_same_bits(self):
-        # The layer's own fixture is small; a 2-thread layer forks only from
-        # 64 (token, head) pairs, so compare on the same data anyway: the
-        # results must be the reference's whatever the count.
+        # A layer of 2 threads forks a nest from 64 (token, head) pairs: 32
+        # padded tokens x 2 heads reach it (the default fixture's 16 do
+        # not). Each count runs in a fresh process, where the fork is
+        # observed: libomp starts its worker at the first parallel region,
+        # so the process gains a thread; 1 thread gains none. The outputs
+        # and the cache are the reference's and the same bits either way.
+        script = (
+            "import json, os, sys, unittest\n"
+            "import numpy as np\n"
+            "sys.path.insert(0, %r)\n"
+            "import inkling, test_layer as t\n"
+            "threads = int(sys.argv[1])\n"
+            "with inkling.Layer.from_file(t.SMALL_LAYER, threads=threads)"
+            " as layer:\n"
+            "    f = t.Fixture(layer, np.random.default_rng(11), T=32)\n"
+            "    f.snapshot()\n"
+            "    before = len(os.listdir('/proc/self/task'))\n"
+            "    layer(**f.args)\n"
+            "    after = len(os.listdir('/proc/self/task'))\n"
+            "    f.check(unittest.TestCase(), layer)\n"
+            "    bits = {n: np.asarray(v).tobytes().hex() for n, v in"
+            " f.args.items() if n.startswith('output_') or n == 'cache'}\n"
+            "    f.close()\n"
+            "print(json.dumps({'threads': after - before, 'bits': bits}))\n"
+            % os.path.dirname(os.path.abspath(__file__)))
+        results = {}
         for threads in (1, 2):
-            with inkling.Layer.from_file(SMALL_LAYER,
-                                         threads=threads) as layer:
-                Fixture.run_once(self, layer, np.random.default_rng(11))
+            run = subprocess.run([sys.executable, "-c", script, str(threads)],
+                                 capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="2"))
+            self.assertEqual(run.returncode, 0, run.stderr)
+            results[threads] = json.loads(run.stdout.splitlines()[-1])
+        self.assertEqual(results[1]["threads"], 0, "1 thread forked")
+        self.assertGreater(results[2]["threads"], 0,
+                           "2 threads did not fork: below 64 pairs?")
+        self.assertEqual(results[1]["bits"], results[2]["bits"])
 
     def test_token_seq_operand(self):
         # The step builder's token_seq: the reference's results, and padding

@@ -12,6 +12,7 @@
 #ifndef INKLING_RUNTIME_BENCH_WINDOWTRACE_H
 #define INKLING_RUNTIME_BENCH_WINDOWTRACE_H
 
+#include "RealLayout.h"
 #include "inkling/Runtime/SequenceManager.h"
 
 #include <algorithm>
@@ -52,13 +53,7 @@ struct TraceResult {
 
 /// The real layout (kernel 4) at block size N (0: the kernel).
 inline Layout traceLayout(int64_t blockSize = 0) {
-  LayoutConfig config;
-  config.kvHeads = 8;
-  config.headDim = 128;
-  config.hidden = 4096;
-  config.kernel = 4;
-  config.blockSize = blockSize;
-  return *Layout::derive(config);
+  return testing::realLayout(blockSize);
 }
 
 /// The baseline: logical block -> block for every position ever scheduled,

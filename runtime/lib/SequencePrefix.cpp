@@ -257,8 +257,11 @@ StatusOr<int64_t> SequenceManager::longestCachedPrefix(
     int64_t needs = INKLING_MUTANT("eagle-plain-minus-block")
                         ? (j + 1) * blockSize_
                         : point;
-    if (point > 0 && runStart <= firstHistoryBlock(needs))
+    if (point > 0 && runStart <= firstHistoryBlock(needs)) {
       best = point;
+      if (INKLING_MUTANT("shortest-hit")) // the first hit, not the longest
+        break;
+    }
   }
   return best;
 }

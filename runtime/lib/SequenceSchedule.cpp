@@ -124,12 +124,18 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
   // The snapshot cap applies to the others only (docs/runtime.md).
   std::vector<int64_t> &bounds = boundScratch_;
   bounds.clear();
-  if (config_.prefixPolicy == PrefixPolicy::EveryBlock) {
-    for (int64_t b = top; b > c; b -= blockSize_)
+  // Mutants (the hit model must catch them): snapshots stored as
+  // every-block, every other boundary of every-block, S ignored.
+  if (config_.prefixPolicy == PrefixPolicy::EveryBlock ||
+      INKLING_MUTANT("snapshots-as-every-block")) {
+    int64_t step = INKLING_MUTANT("half-the-boundaries") ? 2 : 1;
+    for (int64_t b = top; b > c; b -= step * blockSize_)
       bounds.push_back(2 * b);
   } else {
     bounds.push_back(2 * top); // the chunk's end
-    int64_t every = config_.snapshotEvery * blockSize_;
+    int64_t every =
+        (INKLING_MUTANT("snapshot-every-ignored") ? 8 : config_.snapshotEvery) *
+        blockSize_;
     for (int64_t b = top - top % every; b > c; b -= every)
       bounds.push_back(2 * b);
     // Below S*N, boundaries at N * 2^k: a shared prompt shorter than S

@@ -62,6 +62,15 @@ protected:
         << inkling_manager_last_error(manager);
     return id;
   }
+  /// Adds `prompt`, computes it in one step and commits it with `sampled`.
+  int64_t prefill(std::vector<int32_t> prompt, int32_t sampled) {
+    int64_t id = add(prompt);
+    int64_t n = prompt.size();
+    EXPECT_EQ(inkling_schedule(manager, id, n), INKLING_OK);
+    EXPECT_EQ(inkling_commit(manager, id, n, &sampled, 1), INKLING_OK)
+        << inkling_manager_last_error(manager);
+    return id;
+  }
   inkling_step_info_t build(std::vector<int64_t> ids, int64_t rows = 0,
                             int64_t tokens = 0) {
     inkling_step_info_t info{};
@@ -219,10 +228,7 @@ TEST_F(CApiTest, OneEngineStep) {
 }
 
 TEST_F(CApiTest, SpeculativeStepAndRejectionBeyondTheLookahead) {
-  int64_t id = add({1, 2, 3, 4, 5});
-  ASSERT_EQ(inkling_schedule(manager, id, 5), INKLING_OK);
-  int32_t sampled = 6;
-  ASSERT_EQ(inkling_commit(manager, id, 5, &sampled, 1), INKLING_OK);
+  int64_t id = prefill({1, 2, 3, 4, 5}, 6);
   // 1 + 3 drafts; accept 2 (the real token and one draft) + bonus token.
   ASSERT_EQ(inkling_schedule(manager, id, 4), INKLING_OK);
   build({id});
@@ -244,10 +250,7 @@ TEST_F(CApiTest, SpeculativeStepAndRejectionBeyondTheLookahead) {
 
 TEST_F(CApiTest, PrefixHitAndFork) {
   std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};
-  int64_t first = add(prompt);
-  ASSERT_EQ(inkling_schedule(manager, first, 8), INKLING_OK);
-  int32_t sampled = 13;
-  ASSERT_EQ(inkling_commit(manager, first, 8, &sampled, 1), INKLING_OK);
+  int64_t first = prefill(prompt, 13);
   int64_t hit = -1;
   ASSERT_EQ(inkling_longest_cached_prefix(manager, prompt.data(), 8, 8, &hit),
             INKLING_OK);
@@ -260,6 +263,7 @@ TEST_F(CApiTest, PrefixHitAndFork) {
 
   // Fork inside a block: the first writer gets a copy-on-write page.
   ASSERT_EQ(inkling_schedule(manager, first, 1), INKLING_OK);
+  int32_t sampled = 13;
   ASSERT_EQ(inkling_commit(manager, first, 1, &sampled, 1), INKLING_OK);
   int64_t child = -1;
   ASSERT_EQ(inkling_fork(manager, first, &child), INKLING_OK);
@@ -281,10 +285,7 @@ TEST_F(CApiTest, PrefixHitAndFork) {
 // before any is answered), the admission query, the EAGLE rule.
 TEST_F(CApiTest, LookupBatchAdmissionAndEagle) {
   std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};
-  int64_t first = add(prompt);
-  ASSERT_EQ(inkling_schedule(manager, first, 8), INKLING_OK);
-  int32_t sampled = 13;
-  ASSERT_EQ(inkling_commit(manager, first, 8, &sampled, 1), INKLING_OK);
+  int64_t first = prefill(prompt, 13);
   // Entry 0: the prompt (hit 8); entry 1: its first 7 tokens (0); entry 2:
   // empty.
   std::vector<int32_t> tokens = prompt;
@@ -339,9 +340,8 @@ TEST_F(CApiTest, LookupBatchAdmissionAndEagle) {
 
 TEST_F(CApiTest, ResumeWithAndWithoutTokenIds) {
   std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  int64_t seq = add(std::vector<int32_t>(tokens.begin(), tokens.end() - 1));
-  ASSERT_EQ(inkling_schedule(manager, seq, 8), INKLING_OK);
-  ASSERT_EQ(inkling_commit(manager, seq, 8, &tokens[8], 1), INKLING_OK);
+  int64_t seq =
+      prefill(std::vector<int32_t>(tokens.begin(), tokens.end() - 1), 9);
   ASSERT_EQ(inkling_preempt(manager, seq), INKLING_OK);
   int64_t hit = -1;
   ASSERT_EQ(inkling_sequence_longest_cached_prefix(manager, seq, 100, &hit),
@@ -400,9 +400,11 @@ struct UnifiedPair {
 };
 
 /// Unifies the sconv layer of `config` with an attention layer of
-/// `attentionBlock` tokens (8 KV heads of 128, 2-byte, K and V per page).
+/// `attentionBlock` tokens (8 KV heads of 128, 2-byte, K and V per page),
+/// which must give pages of `page` bytes.
 void unifyWithAttention(const inkling_layout_config_t &config,
-                        int64_t attentionBlock, UnifiedPair &pair) {
+                        int64_t attentionBlock, int64_t page,
+                        UnifiedPair &pair) {
   ASSERT_EQ(
       inkling_cache_spec_sconv(&config, "sconv", &pair.specs[0], nullptr, 0),
       INKLING_OK);
@@ -412,13 +414,13 @@ void unifyWithAttention(const inkling_layout_config_t &config,
   ASSERT_EQ(
       inkling_unify_page_sizes(pair.specs, 2, pair.out, &pair.page, nullptr, 0),
       INKLING_OK);
+  ASSERT_EQ(pair.page, page);
 }
 
 TEST(CApiStandaloneTest, PageUnification) {
   inkling_layout_config_t config = layoutConfig();
   UnifiedPair pair;
-  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 16, pair));
-  EXPECT_EQ(pair.page, 131072);
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 16, 131072, pair));
   EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_UNCHANGED);
   EXPECT_EQ(pair.out[1].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
   EXPECT_EQ(pair.out[1].block_size, 32);
@@ -442,8 +444,7 @@ TEST(CApiStandaloneTest, BlockSizeFromTheUnifierMakesTheManager) {
   // derives the layout and creates the manager at the unifier's N.
   inkling_layout_config_t config = layoutConfig();
   UnifiedPair pair;
-  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 64, pair));
-  EXPECT_EQ(pair.page, 262144);
+  ASSERT_NO_FATAL_FAILURE(unifyWithAttention(config, 64, 262144, pair));
   EXPECT_EQ(pair.out[0].adjustment, INKLING_PAGE_SCALED_BLOCK_SIZE);
   EXPECT_EQ(pair.out[0].block_size, 8);
   config.block_size = pair.out[0].block_size;

@@ -2,6 +2,8 @@
 
 #include "inkling/Runtime/CachePlan.h"
 
+#include "RealLayout.h"
+
 #include <gtest/gtest.h>
 
 using namespace inkling;
@@ -10,16 +12,9 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-/// The real layout: kv_heads 8, head_dim 128, hidden 4096, kernel 4, so
-/// D = 2048 and the page at N = 4 is 8 * 4 * 2048 * 2 = 131072 bytes.
+/// The real layout (RealLayout.h): the page at N = 4 is 131072 bytes.
 Layout inklingLayout(int64_t blockSize = 0) {
-  LayoutConfig config;
-  config.kvHeads = 8;
-  config.headDim = 128;
-  config.hidden = 4096;
-  config.kernel = 4;
-  config.blockSize = blockSize;
-  return *Layout::derive(config);
+  return inkling::testing::realLayout(blockSize);
 }
 
 AttentionLayerSpec attention(int64_t blockSize, int64_t heads = 8,

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "inkling/Runtime/Cuda.h"
+#include "FakeCudaKernel.h"
 #include "ManifestFixture.h"
 
 #include <gtest/gtest.h>
@@ -205,12 +206,7 @@ TEST(CudaFakeDriver, LoadsTheBuiltKernelBundle) {
 // =0); FakeCudaEmulatorTest.cpp runs kernels.
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<Driver> fakeDriver() {
-  setenv("INKLING_FAKE_CUDA_EXECUTE", "0", 1);
-  auto driver = Driver::load(INKLING_FAKE_CUDA_LIBRARY);
-  EXPECT_TRUE(driver) << driver.status().toString();
-  return driver ? std::move(*driver) : nullptr;
-}
+std::unique_ptr<Driver> fakeDriver() { return loadFakeDriver(false); }
 
 TEST(CudaFakeDriver, CopiesStayInsideAllocations) {
   auto driver = fakeDriver();
@@ -290,26 +286,10 @@ std::string kernelPtx(const std::string &params,
          params + "\n)\n" + directives + "\n{\n" + body + "\tret;\n}\n";
 }
 
-struct FakeLaunch {
-  std::unique_ptr<Driver> driver;
-  void *module = nullptr;
-  void *function = nullptr;
-  explicit FakeLaunch(const std::string &ptx) : driver(fakeDriver()) {
-    if (!driver)
-      return;
-    auto m = driver->loadModule(ptx);
-    EXPECT_TRUE(m) << m.status().toString();
-    if (!m)
-      return;
-    module = *m;
-    auto f = driver->function(module, "k");
-    EXPECT_TRUE(f) << f.status().toString();
-    function = f ? *f : nullptr;
-  }
-  ~FakeLaunch() {
-    if (module)
-      (void)driver->unloadModule(module);
-  }
+/// Kernel `k` of `ptx` in the fake driver, checked but not executed.
+struct FakeLaunch : FakeKernel {
+  explicit FakeLaunch(const std::string &ptx)
+      : FakeKernel(ptx, "k", /*execute=*/false) {}
   Status launch(void **params, std::array<int64_t, 3> block = {32, 1, 1}) {
     return driver->launch(function, {2, 1, 1}, block, params);
   }

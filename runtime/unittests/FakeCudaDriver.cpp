@@ -49,10 +49,13 @@
 //                                block (default shuffle: seeded per launch)
 //   INKLING_FAKE_CUDA_SEED=N     the shuffle's seed (default 1)
 //   INKLING_FAKE_CUDA_RACECHECK=0  no race check (faster, less memory)
+//   INKLING_FAKE_CUDA_LAUNCH_LOG=FILE  appends where each launch's `.ptr`
+//                                arguments point (allocation, offset)
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaDriverApi.h"
+#include "FakeCudaDriverInternal.h"
 #include "FakeCudaEmulator.h"
 
 #include <algorithm>
@@ -73,35 +76,13 @@
 namespace {
 
 using namespace inkling::cuda::driver;
-constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
-                   kNoDevice = 100, kInvalidDevice = 101, kInvalidImage = 200,
-                   kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500,
-                   kIllegalAddress = 700, kMisalignedAddress = 716,
-                   kLaunchFailed = 719;
-constexpr int kComputeCapability = 90;
-
-struct Param {
-  int bytes = 8;
-  bool pointer = false;
-  uint64_t align = 1;  ///< The declared `.align` (pointers).
-  uint64_t access = 0; ///< Widest global access through it, in bytes.
-};
-struct Function {
-  std::string name;
-  /// The kernel's host form, once attached (owned by its Module).
-  const inkling::fakecuda::HostKernel *host = nullptr;
-  std::vector<Param> params;
-  uint64_t maxThreads = 1024;            ///< `.maxntid` (product).
-  std::array<unsigned, 3> required = {}; ///< `.reqntid`, or zeros.
-};
-struct Module {
-  std::map<std::string, std::unique_ptr<Function>> functions;
-  std::unique_ptr<inkling::fakecuda::HostModule> host;
-};
+using namespace inkling::fakecuda::driver;
 
 struct State {
   std::mutex mutex;
   std::map<uint64_t, size_t> allocations; // address -> bytes
+  std::map<uint64_t, uint64_t> ordinals;  // address -> allocation number
+  uint64_t numAllocations = 0;
   std::map<void *, std::unique_ptr<Module>> modules;
   int events = 0;
   uint64_t launches = 0;
@@ -116,13 +97,6 @@ State &state() {
 /// cuGetErrorString says, so that the caller's status names it.
 thread_local std::string lastReason;
 thread_local CUresult lastCode = kSuccess;
-
-CUresult reject(CUresult code, const std::string &why) {
-  std::fprintf(stderr, "fake-cuda: %s\n", why.c_str());
-  lastReason = "fake-cuda: " + why;
-  lastCode = code;
-  return code;
-}
 
 /// An environment variable, or `otherwise`.
 std::string env(const char *name, const char *otherwise) {
@@ -166,172 +140,30 @@ CUresult checkRange(const char *call, uint64_t address, size_t bytes) {
                                    ") is not inside one allocation");
 }
 
-/// Records, for every `.ptr` parameter of `function`, the widest global
-/// access whose address derives from it in `body`.
-void findAccessWidths(const std::string &body,
-                      const std::map<std::string, int> &paramIndex,
-                      Function &function) {
-  // Statements: "[@pred] opcode operands;".
-  struct Statement {
-    std::string opcode;
-    std::vector<std::string> operands;
-  };
-  std::vector<Statement> statements;
-  static const std::regex register_(R"(%[A-Za-z_$][\w$]*)");
-  static const std::regex comment(R"(//[^\n]*)");
-  static const std::regex prefix(R"(^(\s|[{}]|[$\w]+:)+)");
-  std::string code = std::regex_replace(body, comment, "");
-  size_t start = 0;
-  while (start < code.size()) {
-    size_t end = code.find(';', start);
-    if (end == std::string::npos)
-      break;
-    // Without braces of inline blocks and labels.
-    std::string text =
-        std::regex_replace(code.substr(start, end - start), prefix, "");
-    start = end + 1;
-    std::istringstream in(text);
-    Statement st;
-    in >> st.opcode;
-    if (!st.opcode.empty() && st.opcode[0] == '@')
-      in >> st.opcode;
-    std::string rest;
-    std::getline(in, rest, '\0');
-    std::string operand;
-    for (char c : rest + ",") {
-      if (c == ',') {
-        st.operands.push_back(operand);
-        operand.clear();
-      } else if (c != ' ' && c != '\t' && c != '\n') {
-        operand += c;
-      }
-    }
-    statements.push_back(std::move(st));
-  }
-  auto startsWith = [](const std::string &text, const char *prefix) {
-    return text.rfind(prefix, 0) == 0;
-  };
-  // register -> the pointer parameters it derives from.
-  std::map<std::string, std::set<int>> taint;
-  for (const Statement &st : statements) {
-    if (!startsWith(st.opcode, "ld.param") || st.operands.size() != 2)
+/// INKLING_FAKE_CUDA_LAUNCH_LOG=FILE: appends one line per checked launch,
+/// "launch K NAME: pI=aA+OFFSET ..." for every `.ptr` parameter (allocation
+/// number A in allocation order, OFFSET bytes into it), so that a test can
+/// check where each argument points (the caller holds the state's lock).
+void logLaunch(const Function &function, void **params) {
+  std::string path = env("INKLING_FAKE_CUDA_LAUNCH_LOG", "");
+  if (path.empty())
+    return;
+  std::string line =
+      "launch " + std::to_string(state().launches) + " " + function.name + ":";
+  for (size_t i = 0; i < function.params.size(); ++i) {
+    if (!function.params[i].pointer)
       continue;
-    std::string name = st.operands[1];
-    if (name.size() > 2 && name.front() == '[' && name.back() == ']')
-      name = name.substr(1, name.size() - 2);
-    auto it = paramIndex.find(name);
-    if (it != paramIndex.end() && function.params[it->second].pointer)
-      taint[st.operands[0]].insert(it->second);
+    uint64_t address = 0;
+    std::memcpy(&address, params[i], sizeof(address));
+    auto it = std::prev(state().allocations.upper_bound(address));
+    line += " p" + std::to_string(i) + "=a" +
+            std::to_string(state().ordinals[it->first]) + "+" +
+            std::to_string(address - it->first);
   }
-  // Address arithmetic keeps a pointer a pointer; to a fixpoint (loops).
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Statement &st : statements) {
-      static const char *kPropagate[] = {"cvta.", "add.", "sub.",
-                                         "mad.",  "mov.", "selp."};
-      bool propagates = false;
-      for (const char *prefix : kPropagate)
-        propagates |= startsWith(st.opcode, prefix);
-      if (!propagates || st.operands.size() < 2)
-        continue;
-      std::set<int> &dst = taint[st.operands[0]];
-      size_t before = dst.size();
-      for (size_t i = 1; i < st.operands.size(); ++i) {
-        auto it = taint.find(st.operands[i]);
-        if (it != taint.end() && &it->second != &dst)
-          dst.insert(it->second.begin(), it->second.end());
-      }
-      changed |= dst.size() != before;
-    }
+  if (FILE *file = std::fopen(path.c_str(), "a")) {
+    std::fprintf(file, "%s\n", line.c_str());
+    std::fclose(file);
   }
-  static const std::regex access(
-      R"(^(ld|st|atom|red)\.global(\.[a-z0-9]+)*?(\.v(2|4))?\.[bsuf](8|16|32|64)$)");
-  for (const Statement &st : statements) {
-    std::smatch m;
-    if (!std::regex_match(st.opcode, m, access))
-      continue;
-    uint64_t width =
-        std::stoull(m[5]) / 8 * (m[4].matched ? std::stoull(m[4]) : 1);
-    for (const std::string &operand : st.operands) {
-      if (operand.empty() || operand.front() != '[')
-        continue;
-      std::smatch r;
-      if (!std::regex_search(operand, r, register_))
-        continue;
-      auto it = taint.find(r[0]);
-      if (it == taint.end())
-        continue;
-      for (int p : it->second)
-        function.params[p].access = std::max(function.params[p].access, width);
-    }
-  }
-}
-
-/// Parses the `.entry` declarations of a PTX module.
-CUresult parsePtx(const std::string &ptx, Module &module) {
-  std::smatch match;
-  static const std::regex target(R"(\.target\s+sm_(\d+))");
-  if (!std::regex_search(ptx, match, target))
-    return reject(kInvalidImage, "cuModuleLoadData: not PTX (no .target)");
-  if (std::stoi(match[1]) > kComputeCapability)
-    return reject(kNoBinaryForGpu, "cuModuleLoadData: PTX for sm_" +
-                                       match[1].str() + ", the device is sm_" +
-                                       std::to_string(kComputeCapability));
-  static const std::regex entry(
-      R"(\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)\{)");
-  static const std::regex param(
-      R"(\.param\s+(?:\.align\s+\d+\s+)?\.([usbf])(\d+)(\s+\.ptr)?(\s+\.(global|shared|const|local))?(\s+\.align\s+(\d+))?\s+([A-Za-z_$][\w$]*)\s*(\[)?)");
-  static const std::regex maxntid(
-      R"(\.maxntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
-  static const std::regex reqntid(
-      R"(\.reqntid\s+(\d+)(\s*,\s*(\d+))?(\s*,\s*(\d+))?)");
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry);
-       it != std::sregex_iterator(); ++it) {
-    auto function = std::make_unique<Function>();
-    function->name = (*it)[1];
-    std::string list = (*it)[2];
-    std::map<std::string, int> paramIndex;
-    for (auto p = std::sregex_iterator(list.begin(), list.end(), param);
-         p != std::sregex_iterator(); ++p) {
-      Param declared;
-      declared.bytes = std::stoi((*p)[2]) / 8;
-      declared.pointer = (*p)[3].matched;
-      if ((*p)[7].matched)
-        declared.align = std::stoull((*p)[7]);
-      if ((*p)[9].matched) // an array (a by-value struct)
-        declared.bytes = 1 << 20;
-      paramIndex[(*p)[8]] = static_cast<int>(function->params.size());
-      function->params.push_back(declared);
-    }
-    std::string directives = (*it)[3];
-    auto dims = [](const std::smatch &m) {
-      std::array<unsigned, 3> d = {static_cast<unsigned>(std::stoul(m[1])), 1,
-                                   1};
-      if (m[3].matched)
-        d[1] = static_cast<unsigned>(std::stoul(m[3]));
-      if (m[5].matched)
-        d[2] = static_cast<unsigned>(std::stoul(m[5]));
-      return d;
-    };
-    std::smatch d;
-    if (std::regex_search(directives, d, maxntid)) {
-      auto n = dims(d);
-      function->maxThreads = uint64_t(n[0]) * n[1] * n[2];
-    }
-    if (std::regex_search(directives, d, reqntid))
-      function->required = dims(d);
-    // The body: up to the next entry (over-approximates; fine for a check).
-    size_t bodyStart = it->position(0) + it->length(0);
-    size_t next = ptx.find(".entry", bodyStart);
-    findAccessWidths(ptx.substr(bodyStart, next == std::string::npos
-                                               ? std::string::npos
-                                               : next - bodyStart),
-                     paramIndex, *function);
-    module.functions[function->name] = std::move(function);
-  }
-  if (module.functions.empty())
-    return reject(kInvalidImage, "cuModuleLoadData: the PTX has no .entry");
-  return kSuccess;
 }
 
 /// Runs a checked launch (the caller holds the state's lock): the kernel's
@@ -377,6 +209,15 @@ CUresult execute(const Function &function, unsigned gridX, unsigned gridY,
 }
 
 } // namespace
+
+namespace inkling::fakecuda::driver {
+CUresult reject(CUresult code, const std::string &why) {
+  std::fprintf(stderr, "fake-cuda: %s\n", why.c_str());
+  lastReason = "fake-cuda: " + why;
+  lastCode = code;
+  return code;
+}
+} // namespace inkling::fakecuda::driver
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 // Every entry point the loader resolves, with its signature: a definition
@@ -444,6 +285,7 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);
   *address = reinterpret_cast<uintptr_t>(memory);
   state().allocations[*address] = bytes;
+  state().ordinals[*address] = state().numAllocations++;
   return kSuccess;
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr address) {
@@ -451,6 +293,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr address) {
   if (!state().allocations.erase(address))
     return reject(kInvalidValue,
                   "cuMemFree: " + hex(address) + " is not an allocation");
+  state().ordinals.erase(address);
   std::free(reinterpret_cast<void *>(address));
   return kSuccess;
 }
@@ -639,6 +482,7 @@ FAKE_API CUresult cuLaunchKernel(void *handle, unsigned gridX, unsigned gridY,
               ".." + std::to_string(static_cast<long long>(hi)) + " of " +
               std::to_string(element) + " bytes), not inside one allocation");
   }
+  logLaunch(*function, params);
   return execute(*function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                  params);
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaKernel.h"
 #include "inkling/Runtime/Cuda.h"
 
 #include <gtest/gtest.h>
@@ -73,26 +74,10 @@ define void @__inkling_emu_entry_copy(ptr %params) {
 )";
 }
 
-struct CopyLaunch {
-  explicit CopyLaunch(const std::string &hostForm) {
-    setenv("INKLING_FAKE_CUDA_EXECUTE", "1", 1);
-    auto loaded = Driver::load(INKLING_FAKE_CUDA_LIBRARY);
-    EXPECT_TRUE(loaded) << loaded.status().toString();
-    if (!loaded)
-      return;
-    driver = std::move(*loaded);
-    auto m = driver->loadModule(copyPtx());
-    EXPECT_TRUE(m) << m.status().toString();
-    module = m ? *m : nullptr;
-    attached = driver->attachHostForm(module, hostForm);
-    auto f = driver->function(module, "copy");
-    EXPECT_TRUE(f) << f.status().toString();
-    function = f ? *f : nullptr;
-  }
-  ~CopyLaunch() {
-    if (module)
-      (void)driver->unloadModule(module);
-  }
+/// The copy kernel in the fake driver, executed from `hostForm`.
+struct CopyLaunch : FakeKernel {
+  explicit CopyLaunch(const std::string &hostForm)
+      : FakeKernel(copyPtx(), "copy", /*execute=*/true, &hostForm) {}
 
   /// Copies `n` elements with `blocks` x 32 threads (n = 32 * blocks);
   /// x has one element more allocated than its descriptor holds, so a
@@ -126,10 +111,6 @@ struct CopyLaunch {
     return launched;
   }
 
-  std::unique_ptr<Driver> driver;
-  void *module = nullptr;
-  void *function = nullptr;
-  Status attached;
   std::vector<uint16_t> input, output;
 };
 

@@ -10,13 +10,7 @@ namespace {
 
 LayoutConfig config(int64_t kvHeads, int64_t headDim, int64_t hidden,
                     int64_t kernel, int64_t tp) {
-  LayoutConfig c;
-  c.kvHeads = kvHeads;
-  c.headDim = headDim;
-  c.hidden = hidden;
-  c.kernel = kernel;
-  c.tp = tp;
-  return c;
+  return LayoutConfig{kvHeads, headDim, hidden, kernel, tp, "bf16"};
 }
 
 // The reference computes D as 1 << (raw - 1).bit_length(); restated here.

@@ -44,7 +44,7 @@ std::string ModelChecker::checkAll() {
     return "held + free != capacity: a block leaked";
   if (distinct > pool.numUsableBlocks())
     return "capacity exceeded";
-  return "";
+  return checkHitModel();
 }
 
 // Sequence i against the model: its state, window, block bounds, snapshot
@@ -107,8 +107,10 @@ std::string ModelChecker::checkSequence(size_t i) {
     // maxSnapshotBlocks(): the window's bound plus a hit frontier, and
     // beyond that cap the pinned boundaries (the cache points and the
     // resubmit boundary), ceil((W-1)/N) blocks each.
-    int64_t snapBound = stepBound + (maxEvery_ + seq.cachePoints + 1) *
-                                        (span(history() + 1) - 1);
+    int64_t snapBound =
+        stepBound +
+        (maxEvery_ + static_cast<int64_t>(seq.cachePoints.size()) + 1) *
+            (span(history() + 1) - 1);
     if (config_.policy == PrefixPolicy::Snapshots && !everyBlockSeen_ &&
         static_cast<int64_t>(info.snapshotBlocks.size()) > snapBound)
       return name + " holds " + std::to_string(info.snapshotBlocks.size()) +

@@ -16,13 +16,8 @@ ModelChecker::ModelChecker(const ModelConfig &config)
     : config_(config), n_(config.n()), rng_(config.seed),
       buffers_(kMaxRows, kNumCols, kMaxTokens, kMaxRows),
       simulator_(config.numBlocks, config.n(), config.kernel) {
-  SequenceManagerConfig managerConfig;
-  managerConfig.layout = testLayout(config.kernel, config.n());
-  managerConfig.numBlocks = config.numBlocks;
-  managerConfig.lookahead = config.lookahead;
-  managerConfig.prefixPolicy = config.policy;
-  managerConfig.snapshotEvery = config.snapshotEvery;
-  manager_ = std::move(*SequenceManager::create(managerConfig));
+  manager_ = makeManager(config.kernel, config.n(), config.numBlocks,
+                         config.lookahead, config.policy, config.snapshotEvery);
   step_ = std::make_unique<StepBuffers>(
       std::move(*manager_->bindStepBuffers(buffers_.spec)));
   for (auto &base : bases_)
@@ -65,6 +60,8 @@ std::string ModelChecker::switchPolicy() {
       !err.empty())
     return err;
   maxEvery_ = std::max(maxEvery_, every);
+  policy_ = policy;
+  every_ = every;
   everyBlockSeen_ |= policy == PrefixPolicy::EveryBlock;
   return "";
 }
@@ -107,13 +104,12 @@ std::string ModelChecker::finishAny() {
   return seqs_.empty() ? "" : finish(uniform(0, seqs_.size() - 1));
 }
 
-// The EAGLE/MTP rule (vLLM's use_eagle) against the plain one, on the same
-// cache (no random draws: the other operations see the same stream): its
-// hit e is 0 or a multiple of N with the plain hit at e + N within the cap
-// (the blocks it needs include those of e + N), and never above the plain
-// hit.
+// The EAGLE/MTP rule (vLLM's use_eagle) against the hit model, on the same
+// cache (no random draws: the other operations see the same stream): the
+// hit e is the largest multiple of N whose history and block e/N are
+// recorded, with e + N within the cap (ModelCheckHits.cpp).
 std::string ModelChecker::checkEagleHit(const std::vector<int32_t> &prompt,
-                                        int64_t maxLength, int64_t plain) {
+                                        int64_t maxLength) {
   int64_t len = prompt.size();
   manager_->setDropLastMatchedBlock(true);
   StatusOr<int64_t> eagle =
@@ -122,20 +118,10 @@ std::string ModelChecker::checkEagleHit(const std::vector<int32_t> &prompt,
   if (!eagle)
     return "EAGLE lookup: " + eagle.status().toString();
   ++eagleChecks_;
-  int64_t e = *eagle;
-  if (e == 0)
-    return "";
-  std::string what = "EAGLE hit " + std::to_string(e) + " (plain " +
-                     std::to_string(plain) + ", max " +
-                     std::to_string(maxLength) + ")";
-  if (e % n_ != 0 || e + n_ > std::min(maxLength, len) || e + n_ > plain)
-    return what + " is not a block below a plain hit";
-  StatusOr<int64_t> above =
-      manager_->longestCachedPrefix(prompt.data(), len, e + n_);
-  StatusOr<int64_t> at = manager_->longestCachedPrefix(prompt.data(), len, e);
-  if (!above || *above != e + n_ || !at || *at != e)
-    return what + ": the plain rule does not find " + std::to_string(e + n_) +
-           " and " + std::to_string(e);
+  int64_t want = modelHit(prompt.data(), len, maxLength, /*drop=*/true);
+  if (*eagle != want)
+    return "EAGLE hit " + std::to_string(*eagle) + ", the hit model's " +
+           std::to_string(want) + " (max " + std::to_string(maxLength) + ")";
   return "";
 }
 
@@ -157,9 +143,12 @@ std::string ModelChecker::add() {
         manager_->longestCachedPrefix(prompt.data(), len, maxLength);
     if (!hit)
       return "longestCachedPrefix: " + hit.status().toString();
-    if (*hit > maxLength || *hit % n_ != 0)
-      return "bad prefix hit " + std::to_string(*hit);
-    if (std::string err = checkEagleHit(prompt, maxLength, *hit); !err.empty())
+    int64_t want = modelHit(prompt.data(), len, maxLength);
+    ++hitChecks_;
+    if (*hit != want)
+      return "prefix hit " + std::to_string(*hit) + ", the hit model's " +
+             std::to_string(want) + " (max " + std::to_string(maxLength) + ")";
+    if (std::string err = checkEagleHit(prompt, maxLength); !err.empty())
       return err;
     start = *hit;
     prefixHits_ += start > 0;
@@ -169,8 +158,7 @@ std::string ModelChecker::add() {
       code = StatusCode::InvalidArgument;
     else if (start > len)
       code = StatusCode::OutOfRange;
-    else if (*manager_->longestCachedPrefix(prompt.data(), start, start) !=
-             start)
+    else if (!storedAt(chainKeys(prompt.data(), start), start))
       code = StatusCode::NotFound;
   }
   // Cache points (snapshot policies): sorted positions in [1, len); now
@@ -207,7 +195,9 @@ std::string ModelChecker::add() {
     seq.id = *id;
     seq.computed = start;
     seq.tokens = prompt;
-    seq.cachePoints = static_cast<int64_t>(points.size());
+    seq.cachePoints = points;
+    seq.hitFrom = start;
+    seq.partial = freshPartial();
     seqs_.push_back(seq);
   }
   return "";
@@ -247,7 +237,8 @@ std::string ModelChecker::preempt() {
     return err;
   seq.state = State::Preempted;
   seq.computed = seq.scheduled = 0;
-  seq.pending = false; // the step (and its token) is dropped
+  seq.plan = StepPlan(); // a dropped step stores nothing
+  seq.pending = false;   // the step (and its token) is dropped
   return "";
 }
 
@@ -264,8 +255,15 @@ std::string ModelChecker::resume() {
     int64_t maxLength = uniform(0, seq.tokens.size());
     StatusOr<int64_t> hit = manager_->longestCachedPrefix(
         seq.tokens.data(), seq.tokens.size(), maxLength);
-    if (!hit || *hit > maxLength || *hit % n_ != 0)
-      return "bad prefix hit for a sequence";
+    if (!hit)
+      return "longestCachedPrefix: " + hit.status().toString();
+    int64_t want = modelHit(seq.tokens.data(), seq.tokens.size(), maxLength);
+    ++hitChecks_;
+    if (*hit != want)
+      return "prefix hit " + std::to_string(*hit) +
+             " for a sequence, the "
+             "hit model's " +
+             std::to_string(want);
     start = *hit;
     prefixHits_ += start > 0 && code == StatusCode::Ok;
   }
@@ -274,12 +272,16 @@ std::string ModelChecker::resume() {
     // Without token ids: a hit among the hashes the sequence still keeps.
     if (start > 0) {
       StatusOr<int64_t> kept = manager_->longestCachedPrefix(seq.id, start);
-      if (!kept || *kept > start || *kept % n_ != 0)
+      // The hashes are all kept while c < 32 blocks (they are dropped in
+      // batches of 32): then the hit is the model's.
+      if (!kept || *kept > start || *kept % n_ != 0 ||
+          (kMaxLength < 32 * n_ && *kept != start))
         return "bad kept-window prefix hit";
       start = *kept;
     }
     lastOp_ = "resume without tokens at " + std::to_string(start);
     err = expect(code, [&] { return manager_->resume(seq.id, start); });
+    seq.keptHashes |= err.empty() && code == StatusCode::Ok;
   } else {
     // The engine passes the sequence's token ids; sometimes wrong ones.
     std::vector<int32_t> tokens = seq.tokens;
@@ -292,12 +294,16 @@ std::string ModelChecker::resume() {
     }
     lastOp_ = "resume at " + std::to_string(start);
     err = expect(code, [&] { return manager_->resume(seq.id, tokens, start); });
+    if (err.empty() && code == StatusCode::Ok)
+      seq.keptHashes = false; // the chain is rebuilt from the tokens
   }
   if (!err.empty())
     return err;
   if (code == StatusCode::Ok) {
     seq.state = State::Idle;
     seq.computed = start;
+    seq.hitFrom = start;
+    seq.partial = freshPartial();
   }
   return "";
 }

@@ -15,13 +15,15 @@ int64_t ModelChecker::blocksNeeded(const ModelSeq &seq, int64_t n) {
   int64_t st = std::max(c, end - history() - config_.lookahead);
   int64_t first = st / n_, last = (end - 1) / n_;
   int64_t needed = last - first + 1;
-  SequenceInfo info = *manager_->sequenceInfo(seq.id);
-  if (!info.blocks.empty() && info.blocks.back().logical == first) {
-    int32_t block = info.blocks.back().physical;
-    bool shared = manager_->pool().refCount(block) > 1 ||
-                  manager_->pool().hasCacheTag(block);
-    if (!shared)
-      --needed; // written in place
+  // The held block of c (c % N != 0: a partial block, never cached) is
+  // written in place unless a live fork shares it (then copied).
+  if (c > 0 && (c - 1) / n_ == first) {
+    int64_t sharers = 0;
+    for (const ModelSeq &other : seqs_)
+      sharers +=
+          other.state != State::Preempted && other.partial == seq.partial;
+    if (sharers <= 1)
+      --needed;
   }
   return needed;
 }
@@ -61,6 +63,8 @@ std::string ModelChecker::schedule() {
   lastOp_ = std::string(ahead ? "schedule ahead" : "schedule") + " seq " +
             std::to_string(index) + " n " + std::to_string(n) + " at " +
             std::to_string(c);
+  int64_t freeBefore = manager_->pool().numFreeBlocks();
+  allocating_ = true;
   if (std::string err = expect(code,
                                [&] {
                                  return ahead
@@ -71,12 +75,13 @@ std::string ModelChecker::schedule() {
     return err;
   if (code != StatusCode::Ok)
     return "";
-  modelSchedule(seq, n);
+  modelSchedule(seq, n, freeBefore);
   seq.pending = c >= known;
   return "";
 }
 
-void ModelChecker::modelSchedule(ModelSeq &seq, int64_t n) {
+void ModelChecker::modelSchedule(ModelSeq &seq, int64_t n, int64_t freeBefore) {
+  planStep(seq, n, freeBefore);
   int64_t c = seq.computed, known = seq.tokens.size();
   seq.state = State::Scheduled;
   seq.scheduled = n;
@@ -143,6 +148,7 @@ std::string ModelChecker::scheduleBatch() {
     counts.push_back(1);
     code = StatusCode::InvalidArgument;
   }
+  allocating_ = true;
   if (std::string err = expect(code,
                                [&] {
                                  return manager_->scheduleBatch(
@@ -152,7 +158,7 @@ std::string ModelChecker::scheduleBatch() {
     return err;
   if (code == StatusCode::Ok)
     for (size_t k = 0; k < chosen.size(); ++k)
-      modelSchedule(seqs_[chosen[k]], counts[k]);
+      modelSchedule(seqs_[chosen[k]], counts[k], -1);
   return "";
 }
 
@@ -193,6 +199,8 @@ std::string ModelChecker::commitBatch() {
   for (size_t k = 0; k < ran.size(); ++k) {
     ModelSeq &seq = seqs_[ran[k]];
     seq.tokens.insert(seq.tokens.end(), appended[k].begin(), appended[k].end());
+    noteCommit(seq, accepted[k]);
+    seq.partial = freshPartial(); // a copy-on-write source is released
     seq.computed += accepted[k];
     seq.state = State::Idle;
     seq.scheduled = 0;
@@ -360,6 +368,8 @@ std::string ModelChecker::commit() {
   if (code != StatusCode::Ok)
     return "";
   seq.tokens.insert(seq.tokens.end(), fresh.begin(), fresh.end());
+  noteCommit(seq, k);
+  seq.partial = freshPartial(); // a copy-on-write source is released
   seq.computed = c + k;
   seq.state = State::Idle;
   seq.scheduled = 0;

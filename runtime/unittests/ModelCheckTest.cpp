@@ -63,6 +63,12 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   EXPECT_GT(checker.keyChecks(), 1000) << "cached blocks not checked";
   EXPECT_GE(checker.calls(), opsPerConfig());
   EXPECT_GT(checker.eagleChecks(), 100) << "EAGLE lookups not checked";
+  EXPECT_GT(checker.hitChecks(), 500) << "lookups not predicted";
+  // The hit model's must-store predictions need one-block histories.
+  const ModelConfig &config = GetParam();
+  if (config.policy != PrefixPolicy::Window &&
+      config.n() >= config.kernel - 1 && config.n() < 8)
+    EXPECT_GT(checker.mustChecks(), 0) << "no stored boundary predicted";
   if (GetParam().policy != PrefixPolicy::Window)
     EXPECT_GT(checker.snapshotChecks(), 20);
   else
@@ -73,7 +79,9 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
             << checker.prefixHits() << " prefix hits, " << checker.copies()
             << " copy-on-write copies, " << checker.snapshotChecks()
             << " checks with snapshot blocks, " << checker.keyChecks()
-            << " cached-block key checks, " << checker.arrivals()
+            << " cached-block key checks, " << checker.hitChecks()
+            << " predicted lookups, " << checker.mustChecks()
+            << " predicted stored boundaries, " << checker.arrivals()
             << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
@@ -121,16 +129,17 @@ TEST_P(ModelCheckMutantTest, TheModelCheckCatchesTheBug) {
                      << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Mutants, ModelCheckMutantTest,
-                         ::testing::Values("no-copy-on-write", "no-lookahead",
-                                           "leak-copy-source",
-                                           "snapshot-next-hash",
-                                           "eagle-plain-minus-block"),
-                         [](const ::testing::TestParamInfo<const char *> &i) {
-                           std::string name = i.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Mutants, ModelCheckMutantTest,
+    ::testing::Values("no-copy-on-write", "no-lookahead", "leak-copy-source",
+                      "snapshot-next-hash", "eagle-plain-minus-block",
+                      "shortest-hit", "half-the-boundaries",
+                      "snapshot-every-ignored", "snapshots-as-every-block"),
+    [](const ::testing::TestParamInfo<const char *> &i) {
+      std::string name = i.param;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 #endif // INKLING_RUNTIME_MUTANTS
 

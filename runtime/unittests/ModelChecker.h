@@ -25,7 +25,9 @@
 // The checker is split by job: ModelCheckOperations.cpp (the run, and the
 // operations on whole sequences), ModelCheckSteps.cpp (schedule, run the
 // step, commit), ModelCheckInvariants.cpp (the checks after every call);
-// ModelCheckTest.cpp holds the configurations and the tests.
+// ModelCheckHits.cpp (the hit model: its record of the cached keys, checked
+// against the prefix policy, and the lookups it predicts); ModelCheckTest.cpp
+// holds the configurations and the tests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +97,14 @@ public:
 
 private:
   enum class State { Idle, Scheduled, Preempted };
+  /// The hit model's view of a scheduled step (ModelCheckHits.cpp): the
+  /// boundaries its policy may store, and the block keys it must store.
+  struct StepPlan {
+    int64_t from = 0, end = 0; // the chunk [from, end)
+    bool everyBlock = false;
+    std::vector<int64_t> allowed;                    // boundaries
+    std::vector<std::pair<int64_t, PrefixKey>> must; // (boundary, key)
+  };
   struct ModelSeq {
     SequenceId id = 0;
     State state = State::Idle;
@@ -108,7 +118,11 @@ private:
         identities.push_back(last = mixToken(last, tokens[q]));
       return identities;
     }
-    int64_t cachePoints = 0; // the engine's, each pins one snapshot
+    std::vector<int64_t> cachePoints; // the engine's, each pins a snapshot
+    int64_t hitFrom = 0;              // the start of the last add or resume
+    bool keptHashes = false; // resumed without token ids: hashes may be gone
+    int64_t partial = 0;     // names the physical block of c (shared by forks)
+    StepPlan plan;           // what the scheduled step's policy stores
     int64_t scheduled = 0;
     bool ran = false;     // the scheduled step's kernels ran
     bool pending = false; // scheduled ahead: the first token not yet given
@@ -160,15 +174,40 @@ private:
   /// Blocks a schedule of n tokens needs, computed from the model's window.
   int64_t blocksNeeded(const ModelSeq &seq, int64_t n);
 
+  // --- The hit model (ModelCheckHits.cpp) ----------------------------------
+
+  /// The first block of the history a resume at p reads.
+  int64_t firstHistoryBlock(int64_t p) const {
+    return std::max<int64_t>(0, p - history()) / n_;
+  }
+  /// The chain keys of the whole blocks of tokens[0, len).
+  std::vector<PrefixKey> chainKeys(const int32_t *tokens, int64_t len) const;
+  /// Whether the model's record holds the history of a resume at p.
+  bool storedAt(const std::vector<PrefixKey> &keys, int64_t p) const;
+  /// The longest hit the model's record gives (with `drop`, the EAGLE rule).
+  int64_t modelHit(const int32_t *tokens, int64_t len, int64_t maxLength,
+                   bool drop = false) const;
+  /// Records what the policy may and must store in the step just scheduled
+  /// (`freeBefore` < 0: no must-store prediction).
+  void planStep(ModelSeq &seq, int64_t n, int64_t freeBefore);
+  /// A commit of k tokens: its plan's keys join the step's predictions.
+  void noteCommit(const ModelSeq &seq, int64_t k);
+  /// The manager's cached keys against the predictions, then the record.
+  std::string checkHitModel();
+  /// A fresh name for a sequence's block of c.
+  int64_t freshPartial() { return ++partials_; }
+
   // --- Operations ----------------------------------------------------------
 
   std::string switchPolicy();
   std::string randomOperation();
   std::string add();
   std::string checkEagleHit(const std::vector<int32_t> &prompt,
-                            int64_t maxLength, int64_t plain);
+                            int64_t maxLength);
   std::string schedule();
-  void modelSchedule(ModelSeq &seq, int64_t n);
+  /// The model's side of a successful schedule (`freeBefore`: the free
+  /// blocks before it, < 0 when unknown).
+  void modelSchedule(ModelSeq &seq, int64_t n, int64_t freeBefore);
 
   /// The sampled token of a step scheduled ahead arrives. Before it does,
   /// building or committing the step fails and changes nothing.
@@ -237,6 +276,16 @@ private:
   int64_t keyChecks_ = 0;
   int64_t eagleChecks_ = 0;
   int64_t maxEvery_ = config_.snapshotEvery;
+  // The hit model: the cached keys (validated after every call), the
+  // policy in force, and the predictions of the calls since the last check.
+  std::unordered_map<PrefixKey, int32_t, KeyHash> stored_;
+  PrefixPolicy policy_ = config_.policy;
+  int64_t every_ = config_.snapshotEvery;
+  std::vector<PrefixKey> mayAdd_;
+  std::vector<std::pair<int64_t, PrefixKey>> mustHold_;
+  bool allocating_ = false; // the calls since the last check may evict
+  int64_t partials_ = 0;
+  int64_t hitChecks_ = 0, mustChecks_ = 0;
   bool everyBlockSeen_ = false;
 
 public:
@@ -245,6 +294,10 @@ public:
   int64_t eagleChecks() const { return eagleChecks_; }
   /// Cached blocks whose tag was checked against their tokens' key.
   int64_t keyChecks() const { return keyChecks_; }
+  /// Lookups whose answer the hit model predicted.
+  int64_t hitChecks() const { return hitChecks_; }
+  /// Keys the hit model predicted a commit must store, found stored.
+  int64_t mustChecks() const { return mustChecks_; }
 };
 
 } // namespace inkling::modelcheck

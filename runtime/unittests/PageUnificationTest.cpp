@@ -2,6 +2,8 @@
 
 #include "inkling/Runtime/PageUnification.h"
 
+#include "RealLayout.h"
+
 #include <gtest/gtest.h>
 
 using namespace inkling;
@@ -9,13 +11,7 @@ using namespace inkling;
 namespace {
 
 Layout inklingLayout(int64_t tp = 1) {
-  LayoutConfig config;
-  config.kvHeads = 8;
-  config.headDim = 128;
-  config.hidden = 4096;
-  config.kernel = 4;
-  config.tp = tp;
-  return *Layout::derive(config);
+  return inkling::testing::realLayout(0, tp);
 }
 
 TEST(PageUnificationTest, AttentionScalesItsBlockSizeToTheSconvPage) {

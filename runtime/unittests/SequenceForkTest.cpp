@@ -36,9 +36,7 @@ TEST(SequenceManagerTest, SpeculativeDecodingEveryAcceptanceLength) {
 }
 
 TEST(SequenceManagerTest, RejectingMoreThanTheLookaheadIsAnError) {
-  EngineOptions options;
-  options.lookahead = 2;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(0, 2));
   SequenceId id = *engine.add(iota(9));
   ASSERT_EQ(engine.step({{id, 9}}), "");
   ASSERT_TRUE(engine.manager().schedule(id, 4).isOk());

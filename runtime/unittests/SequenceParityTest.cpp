@@ -51,8 +51,7 @@ TEST(SequenceParityTest, CachePointSurvivesTheSnapshotCap) {
   std::vector<int32_t> next = iota(501);
   std::vector<int32_t> suffix = iota(300, 5000);
   next.insert(next.end(), suffix.begin(), suffix.end());
-  int64_t hit =
-      *engine.manager().longestCachedPrefix(next.data(), next.size(), 800);
+  int64_t hit = longestHit(engine, next, 800);
   EXPECT_EQ(hit, 500);
   // Its resume reads the right history (the simulator checks every tap).
   SequenceId second = *engine.add(next, hit);
@@ -80,7 +79,7 @@ TEST(SequenceParityTest, CachePointsAreStillDroppedWhenThePoolRunsShort) {
   ASSERT_EQ(engine.step({{id, 200}}), "");
   std::vector<int32_t> next = iota(150);
   // One free block: the highest cache point's one history block fits.
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(next.data(), 150, 150), 148);
+  EXPECT_EQ(longestHit(engine, next, 150, 150), 148);
 }
 
 TEST(SequenceParityTest, ResubmittedPromptHitsLikeEveryBlock) {
@@ -112,8 +111,7 @@ TEST(SequenceParityTest, ResubmittedPromptAfterChunkedPrefill) {
   SequenceId id = *engine.add(prompt);
   ASSERT_EQ(engine.step({{id, 100}}), "");
   ASSERT_EQ(engine.step({{id, 156}}), "");
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 256, 255),
-            252);
+  EXPECT_EQ(longestHit(engine, prompt, 255, 256), 252);
 }
 
 TEST(SequenceParityTest, EagleDropsTheLastMatchedBlock) {
@@ -157,9 +155,7 @@ TEST(SequenceParityTest, EagleDropsTheLastMatchedBlock) {
 TEST(SequenceParityTest, EagleWithHistoryAcrossBlocks) {
   // N = 2 < W-1 = 3: a plain hit needs 2 blocks, EAGLE 3. A 12-token
   // prompt computed a token a step caches its blocks 0..5.
-  EngineOptions options;
-  options.blockSize = 2;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(2));
   std::vector<int32_t> prompt = iota(12);
   SequenceId id = *engine.add(prompt);
   for (int i = 0; i < 12; ++i)

@@ -22,61 +22,47 @@ TEST(SequenceManagerTest, PrefixHitResumesWithOneBlock) {
 
   std::vector<int32_t> longer = prompt;
   longer.insert(longer.end(), {90, 91, 92});
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(longer.data(), 19, 100), 16);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(longer.data(), 19, 15), 0)
+  EXPECT_EQ(longestHit(engine, longer, 100, 19), 16);
+  EXPECT_EQ(longestHit(engine, longer, 15, 19), 0)
       << "block 2 was never fully stored: only [13, 16) were";
-  SequenceId second = *engine.add(longer, 16);
-  SequenceInfo info = *engine.manager().sequenceInfo(second);
-  EXPECT_EQ(info.numComputed, 16);
-  ASSERT_EQ(info.blocks.size(), 1u);
-  EXPECT_EQ(info.blocks[0].logical, 3);
-  ASSERT_EQ(engine.step({{second, 3}}), "");
-  ASSERT_EQ(engine.decode(second, 6), "");
+  SequenceId second = 0;
+  ASSERT_EQ(addAtHit(engine, longer, 16, second), (std::vector<int32_t>{3}));
+  ASSERT_EQ(engine.run(second, 3, 6), "");
 }
 
 TEST(SequenceManagerTest, PrefixHitTakesEveryHistoryBlockWhenNIsSmall) {
   // N = 2, W = 4: a resume at p reads [p-3, p), blocks p/2 - 2 and p/2 - 1.
-  EngineOptions options;
-  options.blockSize = 2;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(2));
   std::vector<int32_t> prompt = iota(12);
   SequenceId first = *engine.add(prompt);
   ASSERT_EQ(engine.step({{first, 12}}), ""); // stores [9, 12)
   // Block 4 = [8, 10) holds only 9: not cacheable (8 was never stored).
   // Block 5 = [10, 12) is, but a resume at 12 also needs position 9.
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 12, 12), 0);
+  EXPECT_EQ(longestHit(engine, prompt, 12, 12), 0);
   ASSERT_EQ(engine.decode(first, 4), ""); // blocks 6 and 7 complete
   std::vector<int32_t> all = engine.tokens(first);
   ASSERT_TRUE(engine.manager().finish(first).isOk());
   // Resumes at 14 (blocks 5, 6) and 16 (blocks 6, 7) have every block.
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 99),
-            16);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 15),
-            14);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 13),
-            0);
+  EXPECT_EQ(longestHit(engine, all, 99), 16);
+  EXPECT_EQ(longestHit(engine, all, 15), 14);
+  EXPECT_EQ(longestHit(engine, all, 13), 0);
   EXPECT_EQ(engine.manager().addSequence(all, 12).status().code(),
             StatusCode::NotFound);
-  SequenceId second = *engine.add(all, 14);
-  SequenceInfo info = *engine.manager().sequenceInfo(second);
-  EXPECT_EQ(info.numComputed, 14);
-  EXPECT_EQ(logicals(info), (std::vector<int32_t>{5, 6}));
+  SequenceId second = 0;
+  ASSERT_EQ(addAtHit(engine, all, 14, second), (std::vector<int32_t>{5, 6}));
   // The hit blocks are shared with the cache: the step reads them.
-  ASSERT_EQ(engine.step({{second, 3}}), "");
-  ASSERT_EQ(engine.decode(second, 5), "");
+  ASSERT_EQ(engine.run(second, 3, 5), "");
 }
 
 TEST(SequenceManagerTest, PrefixHitAtNOneNeedsThreeBlocks) {
-  EngineOptions options;
-  options.blockSize = 1;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(1));
   std::vector<int32_t> prompt = iota(8);
   SequenceId first = *engine.add(prompt);
   ASSERT_EQ(engine.step({{first, 8}}), ""); // stores [5, 8)
   std::vector<int32_t> all = engine.tokens(first);
   // Blocks 5, 6, 7 are cached: resumes at 8 (needs 5..7); 7 needs 4..6.
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 99), 8);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), 8, 7), 0);
+  EXPECT_EQ(longestHit(engine, all, 99, 8), 8);
+  EXPECT_EQ(longestHit(engine, all, 7, 8), 0);
   ASSERT_TRUE(engine.manager().preempt(first).isOk());
   ASSERT_TRUE(engine.manager().resume(first, all, 8).isOk());
   EXPECT_EQ(logicals(*engine.manager().sequenceInfo(first)),
@@ -90,21 +76,16 @@ TEST(SequenceManagerTest, DecodedBlocksAreCachedAndEvictedLru) {
   TestEngine engine(options);
   std::vector<int32_t> prompt = iota(5);
   SequenceId id = *engine.add(prompt);
-  ASSERT_EQ(engine.step({{id, 5}}), "");
-  ASSERT_EQ(engine.decode(id, 8), "");
+  ASSERT_EQ(engine.run(id, 5, 8), "");
   std::vector<int32_t> all = engine.tokens(id);
   ASSERT_TRUE(engine.manager().finish(id).isOk());
   // Blocks ending at 8 and 12 were completed by decoding.
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 100),
-            12);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 11),
-            8);
+  EXPECT_EQ(longestHit(engine, all, 100), 12);
+  EXPECT_EQ(longestHit(engine, all, 11), 8);
   // Fill the pool with an unrelated sequence: the oldest cached block goes.
   SequenceId other = *engine.add(iota(40, 1000));
-  ASSERT_EQ(engine.step({{other, 40}}), "");
-  ASSERT_EQ(engine.decode(other, 12), "");
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 11),
-            0);
+  ASSERT_EQ(engine.run(other, 40, 12), "");
+  EXPECT_EQ(longestHit(engine, all, 11), 0);
   EXPECT_EQ(engine.manager().addSequence(all, 8).status().code(),
             StatusCode::NotFound);
 }
@@ -147,13 +128,11 @@ TEST(SequenceManagerTest, AsyncDecodeCachesBlocksWhenTheirTokensArrive) {
 TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
   TestEngine engine;
   SequenceId id = *engine.add(iota(7));
-  ASSERT_EQ(engine.step({{id, 7}}), "");
-  ASSERT_EQ(engine.decode(id, 6), ""); // c = 13, block [8, 12) cached
+  ASSERT_EQ(engine.run(id, 7, 6), ""); // c = 13, block [8, 12) cached
   ASSERT_TRUE(engine.manager().preempt(id).isOk());
   EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 0);
   const std::vector<int32_t> &tokens = engine.tokens(id);
-  int64_t hit =
-      *engine.manager().longestCachedPrefix(tokens.data(), tokens.size(), 100);
+  int64_t hit = longestHit(engine, tokens, 100);
   EXPECT_EQ(hit, 12);
   // resume takes the engine's token ids (the runtime keeps only the
   // window's hashes) and checks that they are the sequence's own.
@@ -170,8 +149,7 @@ TEST(SequenceManagerTest, PreemptedSequenceResumesAtItsOwnCachedPrefix) {
             StatusCode::InvalidArgument);
   ASSERT_TRUE(engine.manager().resume(id, tokens, hit).isOk());
   EXPECT_EQ(engine.manager().sequenceInfo(id)->blocks.size(), 1u);
-  ASSERT_EQ(engine.step({{id, 2}}), "");
-  ASSERT_EQ(engine.decode(id, 4), "");
+  ASSERT_EQ(engine.run(id, 2, 4), "");
 }
 
 TEST(SequenceManagerTest, ChunkWithGapIsNotCachedBelowItsWindow) {
@@ -180,11 +158,10 @@ TEST(SequenceManagerTest, ChunkWithGapIsNotCachedBelowItsWindow) {
   std::vector<int32_t> prompt = iota(14);
   SequenceId id = *engine.add(prompt);
   ASSERT_EQ(engine.step({{id, 14}}), ""); // stores [11, 14)
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 14, 14), 0);
+  EXPECT_EQ(longestHit(engine, prompt, 14, 14), 0);
   ASSERT_EQ(engine.decode(id, 2), ""); // completes block 3 = [12, 16)
   std::vector<int32_t> all = engine.tokens(id);
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(all.data(), all.size(), 99),
-            16);
+  EXPECT_EQ(longestHit(engine, all, 99), 16);
 }
 
 TEST(SequenceManagerTest, PrefixCachingOff) {
@@ -194,7 +171,7 @@ TEST(SequenceManagerTest, PrefixCachingOff) {
   std::vector<int32_t> prompt = iota(16);
   SequenceId id = *engine.add(prompt);
   ASSERT_EQ(engine.step({{id, 16}}), "");
-  EXPECT_EQ(*engine.manager().longestCachedPrefix(prompt.data(), 16, 16), 0);
+  EXPECT_EQ(longestHit(engine, prompt, 16, 16), 0);
   EXPECT_EQ(engine.manager().addSequence(prompt, 16).status().code(),
             StatusCode::FailedPrecondition);
 }
@@ -223,9 +200,8 @@ TEST(SequenceManagerTest, SnapshotsMakeTheChunkEndResumable) {
     // sequence holds its history [27, 30), blocks 6 and 7.
     EXPECT_EQ(engine.manager().pool().numHeldBlocks(), 2);
     EXPECT_EQ(engine.manager().numSnapshotBlocks(), 0);
-    int64_t hit = *engine.manager().longestCachedPrefix(prompt.data(), 30, 30);
-    int64_t atTen =
-        *engine.manager().longestCachedPrefix(prompt.data(), 30, 10);
+    int64_t hit = longestHit(engine, prompt, 30, 30);
+    int64_t atTen = longestHit(engine, prompt, 10, 30);
     if (policy == PrefixPolicy::Window) {
       EXPECT_EQ(hit, 0);
       continue;
@@ -237,8 +213,7 @@ TEST(SequenceManagerTest, SnapshotsMakeTheChunkEndResumable) {
     std::vector<int32_t> other = prompt;
     other.push_back(77);
     SequenceId second = *engine.add(other, hit);
-    ASSERT_EQ(engine.step({{second, 3}}), "");
-    ASSERT_EQ(engine.decode(second, 5), "");
+    ASSERT_EQ(engine.run(second, 3, 5), "");
   }
 }
 

@@ -176,8 +176,7 @@ TEST(SequenceManagerTest, ChunkedPrefillReadsThePreviousChunk) {
   ASSERT_EQ(engine.step({{id, 6}}), "");
   ASSERT_EQ(engine.step({{id, 1}}), "");
   ASSERT_EQ(engine.step({{id, 9}}), "");
-  ASSERT_EQ(engine.step({{id, 7}}), "");
-  ASSERT_EQ(engine.decode(id, 5), "");
+  ASSERT_EQ(engine.run(id, 7, 5), "");
 }
 
 TEST(SequenceManagerTest, BatchRowsMoveBetweenSequences) {
@@ -222,9 +221,7 @@ TEST(SequenceManagerTest, BlockBoundsFollowTheBlockSize) {
 TEST(SequenceManagerTest, SmallBlocksHoldTheWholeHistory) {
   // N = 1 < W-1 = 3: the history spans three blocks, every one of which is
   // read; decoding moves the window one block per token.
-  EngineOptions options;
-  options.blockSize = 1;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(1));
   SequenceId id = *engine.add(iota(10));
   ASSERT_EQ(engine.step({{id, 10}}), "");
   EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
@@ -233,7 +230,7 @@ TEST(SequenceManagerTest, SmallBlocksHoldTheWholeHistory) {
   EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),
             (std::vector<int32_t>{12, 13, 14}));
   // Speculative steps with rejections keep the history in the cache.
-  EngineOptions spec = options;
+  EngineOptions spec = withBlockSize(1);
   spec.lookahead = 2;
   TestEngine drafts(spec);
   SequenceId d = *drafts.add(iota(6));
@@ -246,9 +243,7 @@ TEST(SequenceManagerTest, SmallBlocksHoldTheWholeHistory) {
 TEST(SequenceManagerTest, LargeBlocksHoldOneOrTwoBlocks) {
   // N = 16 > W: the history of a decoding sequence sits in one block until
   // it straddles a boundary.
-  EngineOptions options;
-  options.blockSize = 16;
-  TestEngine engine(options);
+  TestEngine engine(withBlockSize(16));
   SequenceId id = *engine.add(iota(40));
   ASSERT_EQ(engine.step({{id, 40}}), ""); // stores [37, 40): block 2
   EXPECT_EQ(logicals(*engine.manager().sequenceInfo(id)),

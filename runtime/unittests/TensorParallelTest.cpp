@@ -2,6 +2,8 @@
 
 #include "inkling/Runtime/TensorParallel.h"
 
+#include "RealLayout.h"
+
 #include <gtest/gtest.h>
 
 using namespace inkling;
@@ -9,13 +11,7 @@ using namespace inkling;
 namespace {
 
 LayoutConfig config(int64_t tp) {
-  LayoutConfig c;
-  c.kvHeads = 8;
-  c.headDim = 128;
-  c.hidden = 4096;
-  c.kernel = 4;
-  c.tp = tp;
-  return c;
+  return inkling::testing::realLayoutConfig(0, tp);
 }
 
 TEST(TensorParallelTest, RanksOwnConsecutiveHeadsAndHiddenChunks) {

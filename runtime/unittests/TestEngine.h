@@ -43,6 +43,30 @@ struct EngineOptions {
   int64_t maxCopies = 8;
 };
 
+/// The defaults but for the block size N (and the lookahead).
+inline EngineOptions withBlockSize(int64_t blockSize, int64_t lookahead = 0) {
+  EngineOptions options;
+  options.blockSize = blockSize;
+  options.lookahead = lookahead;
+  return options;
+}
+
+/// A manager over testLayout(kernel, N) (what TestEngine and the model check
+/// drive).
+inline std::unique_ptr<SequenceManager>
+makeManager(int64_t kernel, int64_t blockSize, int64_t numBlocks,
+            int64_t lookahead, PrefixPolicy policy, int64_t snapshotEvery,
+            bool prefixCaching = true) {
+  SequenceManagerConfig config;
+  config.layout = testLayout(kernel, blockSize);
+  config.numBlocks = numBlocks;
+  config.lookahead = lookahead;
+  config.enablePrefixCaching = prefixCaching;
+  config.prefixPolicy = policy;
+  config.snapshotEvery = snapshotEvery;
+  return std::move(*SequenceManager::create(config));
+}
+
 /// One sequence's part of a step.
 struct StepPlan {
   SequenceId id = 0;
@@ -60,14 +84,9 @@ public:
         simulator_(options.numBlocks,
                    options.blockSize ? options.blockSize : options.kernel,
                    options.kernel) {
-    SequenceManagerConfig config;
-    config.layout = testLayout(options.kernel, options.blockSize);
-    config.numBlocks = options.numBlocks;
-    config.lookahead = options.lookahead;
-    config.enablePrefixCaching = options.prefixCaching;
-    config.prefixPolicy = options.prefixPolicy;
-    config.snapshotEvery = options.snapshotEvery;
-    manager_ = std::move(*SequenceManager::create(config));
+    manager_ = makeManager(options.kernel, options.blockSize, options.numBlocks,
+                           options.lookahead, options.prefixPolicy,
+                           options.snapshotEvery, options.prefixCaching);
     step_ = std::make_unique<StepBuffers>(
         std::move(*manager_->bindStepBuffers(buffers_.spec)));
   }
@@ -89,6 +108,16 @@ public:
     if (id)
       tokens_[*id] = tokens_[parent];
     return id;
+  }
+
+  /// Adds `prompt` (its id in `id`) and computes it in one step; "" or an
+  /// error.
+  std::string prefill(const std::vector<int32_t> &prompt, SequenceId &id) {
+    StatusOr<SequenceId> added = add(prompt);
+    if (!added)
+      return "add: " + added.status().toString();
+    id = *added;
+    return step({{id, static_cast<int64_t>(prompt.size())}});
   }
 
   /// Schedules, builds, simulates and commits one step; "" or an error.
@@ -150,6 +179,13 @@ public:
           !err.empty())
         return err;
     return "";
+  }
+
+  /// A step of `chunk` tokens of `id`, then `count` decode steps.
+  std::string run(SequenceId id, int64_t chunk, int64_t count) {
+    if (std::string err = step({{id, chunk}}); !err.empty())
+      return err;
+    return decode(id, count);
   }
 
   const StepInfo &lastInfo() const { return lastInfo_; }

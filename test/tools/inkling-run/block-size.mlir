@@ -10,7 +10,7 @@
 // RUN:   --cross-layer --steps=30 --token-budget=64 | FileCheck %s --check-prefix=N1
 // N1: layout kv_heads 8, head_dim 128, hidden 4096, kernel 4, tp 1: H 8, N 1, D 2048, page 32768 bytes
 // N1: cache 64 MiB: 1024 blocks of 2 layers' pages side by side (block stride 65536 bytes; block 0 null)
-// N1: mismatches 0 (
+// N1: mismatches 0 ({{[1-9][0-9]*}} outputs and {{[1-9][0-9]*}} cache values checked
 // N1: per sequence {{[1-3]}} blocks at most between steps (bound 3 = ceil((W-2)/N) + 1); bound during a step 9
 //
 // N = 32 (vLLM's AMD backend at W = 4), unfused kernels, one cache per layer.
@@ -22,6 +22,8 @@
 // N32-DAG: "page_bytes": 1048576,
 // N32-DAG: "num_blocks": 32,
 // N32-DAG: "mismatches": 0,
+// N32-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// N32-DAG: "cache_values_checked": {{[1-9][0-9]*}},
 // N32-DAG: "max_blocks_between_steps": 2,
 //
 // N = 3 (not a power of two), three layers' pages in a block, packed
@@ -35,12 +37,25 @@
 // N3-DAG: "page_bytes": 294912,
 // N3-DAG: "layers": 3,
 // N3-DAG: "mismatches": 0,
+// N3-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// N3-DAG: "cache_values_checked": {{[1-9][0-9]*}},
 //
 // The checker sees a corrupted cache value in a cross-layer allocation.
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=8 \
 // RUN:   --cross-layer --steps=30 --token-budget=64 --inject-fault=cache:10 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FAULT
 // FAULT: inkling-run: mismatch after step 10, layer 0: cache of stream k
+// The same at N = 3 (three layers' pages) and N = 32 (one cache per layer).
+// (inkling-run's fault corrupts layer 0 only: a fault on a layer >= 1 needs
+// an option it does not have yet.)
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=3 \
+// RUN:   --cross-layer --layers=3 --steps=30 --token-budget=64 \
+// RUN:   --inject-fault=cache:10 2>&1 | FileCheck %s --check-prefix=FAULT3
+// FAULT3: inkling-run: mismatch after step 10, layer 0: cache of stream k, {{.*}} (block {{[0-9]+}}, row {{[0-2]}})
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=32 \
+// RUN:   --fusion=none --steps=30 --token-budget=64 --inject-fault=cache:10 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FAULT32
+// FAULT32: inkling-run: mismatch after step 10, layer 0: cache of stream k
 //
 // --list-ops shows the rewritten geometry.
 // RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=16 \
@@ -73,6 +88,8 @@
 // IR-DAG: "layers": 3,
 // IR-DAG: "page_bytes": 393216,
 // IR-DAG: "mismatches": 0,
+// IR-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// IR-DAG: "cache_values_checked": {{[1-9][0-9]*}},
 // RUN: inkling-run %t.cross.mlir --block-size=8 --steps=20 --token-budget=64 \
 // RUN:   --json | FileCheck %s --check-prefix=IR8
 // IR8-DAG: "block_size": 8,
@@ -81,3 +98,5 @@
 // IR8-DAG: "layer_page_bytes": 262144,
 // IR8-DAG: "page_bytes": 786432,
 // IR8-DAG: "mismatches": 0,
+// IR8-DAG: "outputs_checked": {{[1-9][0-9]*}},
+// IR8-DAG: "cache_values_checked": {{[1-9][0-9]*}},
