@@ -34,7 +34,9 @@ struct inkling_cache_plan {
 };
 
 struct inkling_step_buffers {
-  inkling_manager *owner = nullptr;
+  /// The manager's id(), not its handle's address: a manager created
+  /// where a destroyed one lived must not pass for it.
+  uint64_t ownerId = 0;
   std::unique_ptr<inkling::StepBuffers> buffers;
 };
 

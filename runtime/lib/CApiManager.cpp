@@ -331,7 +331,7 @@ inkling_step_buffers_create(inkling_manager_t *manager,
     if (!buffers)
       return buffers.status();
     auto handle = std::make_unique<inkling_step_buffers>();
-    handle->owner = manager;
+    handle->ownerId = m.id();
     handle->buffers = std::make_unique<StepBuffers>(std::move(*buffers));
     *out = handle.release();
     return Status::ok();
@@ -351,8 +351,9 @@ inkling_status_t inkling_build_step(inkling_manager_t *manager,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!buffers)
       return nullArgument("step buffers");
-    if (buffers->owner != manager)
-      return invalidArgument("step buffers were created for another manager");
+    if (buffers->ownerId != m.id())
+      return invalidArgument("step buffers were created for another manager "
+                             "(possibly one destroyed since)");
     if (num_rows < 0 || num_padded_tokens < 0)
       return invalidArgument(
           "padded rows (" + std::to_string(num_rows) + ") and tokens (" +

@@ -16,7 +16,7 @@ using namespace sequence_internal;
 
 StatusOr<StepBuffers>
 SequenceManager::bindStepBuffers(const StepBufferSpec &spec) const {
-  return StepBuffers::bind(spec, maxHeld_, this);
+  return StepBuffers::bind(spec, maxHeld_, id_);
 }
 
 // The rows of a step: known, scheduled, not repeated, first token known,
@@ -105,10 +105,13 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
                                               StepBuffers &buffers) {
   const StepBufferSpec &spec = buffers.spec();
   // The buffers record what this manager wrote into them.
-  if (buffers.owner() != this)
+  // By id, not address: a manager created where a destroyed one lived
+  // must refuse that one's buffers (their rows are sized for it).
+  if (buffers.ownerId() != id_)
     return invalidArgument("step buffers were bound by another manager (or "
-                           "by StepBuffers::bind): bind them with this "
-                           "manager's bindStepBuffers");
+                           "by StepBuffers::bind), possibly one destroyed "
+                           "since: bind them with this manager's "
+                           "bindStepBuffers");
   if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
     return invalidArgument("batch of " + str(numSequences) +
                            " sequences needs a non-null id array");

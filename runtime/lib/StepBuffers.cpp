@@ -4,14 +4,20 @@
 #include "inkling/Runtime/BlockPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <string>
 
 namespace inkling {
 
+uint64_t newOwnerId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
                                         int64_t maxBlocksPerRow,
-                                        const void *owner) {
+                                        uint64_t ownerId) {
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   auto positive = [](const char *name, int64_t value) -> Status {
     if (value < 1 || value > kInt32Max)
@@ -41,7 +47,7 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
   StepBuffers buffers;
   buffers.spec_ = spec;
   buffers.maxBlocksPerRow_ = maxBlocksPerRow;
-  buffers.owner_ = owner;
+  buffers.ownerId_ = ownerId;
   buffers.rowCounts_.assign(spec.maxRows, 0);
   buffers.rowBlocks_.assign(spec.maxRows * maxBlocksPerRow, MappedBlock());
   buffers.rowExtras_.resize(spec.maxRows);

@@ -335,6 +335,9 @@ public:
   // --- Introspection
   // -----------------------------------------------------------
 
+  /// Unique in the process, never reused (newOwnerId): what step buffers
+  /// and C handles compare to know their manager.
+  uint64_t id() const { return id_; }
   const Layout &layout() const { return config_.layout; }
   const SequenceManagerConfig &config() const { return config_; }
   int64_t blockSize() const { return blockSize_; }
@@ -533,6 +536,7 @@ private:
                                 64);
   }
 
+  uint64_t id_ = newOwnerId();
   SequenceManagerConfig config_;
   int64_t blockSize_ = 0; // N
   int64_t history_ = 0;   // W - 1

@@ -111,6 +111,11 @@ private:
   }
 };
 
+/// A new owner id, unique in the process (never 0): what handles compare
+/// to know their owner, instead of its address, which a later owner may
+/// reuse once the first is destroyed.
+uint64_t newOwnerId();
+
 /// One mapped logical block of a sequence.
 struct MappedBlock {
   int32_t logical = 0;
@@ -123,15 +128,15 @@ public:
   /// Validates the spec, fills block_table with the null block and
   /// slot_mapping with -1 once. `maxBlocksPerRow` bounds the live entries of
   /// a row (the sequence manager's per-sequence block bound).
-  /// `owner` identifies the producer that may write them (the sequence
-  /// manager refuses buffers bound by another).
+  /// `ownerId` identifies the producer that may write them (a sequence
+  /// manager's id(): it refuses buffers bound by another); 0: none.
   static StatusOr<StepBuffers> bind(const StepBufferSpec &spec,
                                     int64_t maxBlocksPerRow,
-                                    const void *owner = nullptr);
+                                    uint64_t ownerId = 0);
 
   const StepBufferSpec &spec() const { return spec_; }
   int64_t maxBlocksPerRow() const { return maxBlocksPerRow_; }
-  const void *owner() const { return owner_; }
+  uint64_t ownerId() const { return ownerId_; }
   /// Token count and rows of the last build (the invariant's watermarks).
   int64_t lastNumTokens() const { return lastTokens_; }
   int64_t lastNumRows() const { return lastRows_; }
@@ -177,7 +182,7 @@ private:
 
   StepBufferSpec spec_;
   int64_t maxBlocksPerRow_ = 0;
-  const void *owner_ = nullptr;
+  uint64_t ownerId_ = 0;
   // Per row: the count and the recorded entries (sorted) of its window.
   std::vector<int32_t> rowCounts_;
   std::vector<MappedBlock> rowBlocks_;
