@@ -56,12 +56,16 @@ static void releaseAll(Buffers *held) {
     PyBuffer_Release(&held->views[i]);
 }
 
+/* An int64 scalar; 0 (no exception) for anything else, which the checked
+   path then names (the Python side range-checks what reaches ctypes). */
 static int toInt64(PyObject *object, int64_t *out) {
   long long value = PyLong_AsLongLong(object);
-  if (value == -1 && PyErr_Occurred())
-    return -1;
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
   *out = (int64_t)value;
-  return 0;
+  return 1;
 }
 
 static void *toPointer(PyObject *object) { return PyLong_AsVoidPtr(object); }
@@ -154,8 +158,10 @@ static PyObject *buildStep(PyObject *self, PyObject *const *args,
   inkling_manager_t *manager = toPointer(args[1]);
   inkling_step_buffers_t *buffers = toPointer(args[2]);
   inkling_step_info_t *info = toPointer(args[6]);
-  if (PyErr_Occurred() || toInt64(args[4], &rows) || toInt64(args[5], &padded))
+  if (PyErr_Occurred())
     return releaseAll(&held), NULL;
+  if (!toInt64(args[4], &rows) || !toInt64(args[5], &padded))
+    return status(&held, kSlowPath);
   return status(&held, fn(manager, buffers, ids, n, rows, padded, info));
 }
 
@@ -198,8 +204,10 @@ static PyObject *addSequence(PyObject *self, PyObject *const *args,
   AddSequence fn = (AddSequence)toPointer(args[0]);
   inkling_manager_t *manager = toPointer(args[1]);
   int64_t *out = toPointer(args[6]);
-  if (PyErr_Occurred() || toInt64(args[3], &start))
+  if (PyErr_Occurred())
     return releaseAll(&held), NULL;
+  if (!toInt64(args[3], &start))
+    return status(&held, kSlowPath);
   return status(&held, fn(manager, tokens, t, start, points, p, keys, k, out));
 }
 
