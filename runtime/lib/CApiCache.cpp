@@ -20,35 +20,32 @@ namespace {
 Layout fromC(const LayoutConfig &config, const inkling_layout_t &in) {
   Layout layout;
   layout.config = config;
-  layout.headsPerRank = in.heads_per_rank;
-  layout.hiddenPerHead = in.hidden_per_head;
-  layout.rawWidth = in.raw_width;
-  layout.headSize = in.head_size;
-  layout.blockSize = in.block_size;
-  layout.slidingWindow = in.sliding_window;
-  layout.elementBytes = in.element_bytes;
+  forEachLayoutField(layout, in, [](auto &to, auto &from) { to = from; });
   for (int s = 0; s < kNumStreams; ++s)
     layout.streams[s] = StreamRange{in.stream_offset[s], in.stream_width[s]};
   return layout;
 }
 
+/// The fields of a CacheSpec and of the C inkling_cache_spec_t, paired
+/// (the name apart): the list toC and fromC walk.
+template <typename Spec, typename C, typename Fn>
+void forEachCacheSpecField(Spec &spec, C &c, Fn &&fn) {
+  fn(spec.blockSize, c.block_size);
+  fn(spec.pageBytes, c.page_bytes);
+  fn(spec.readsThroughBlockStride, c.reads_through_block_stride);
+  fn(spec.fixedBlockSize, c.fixed_block_size);
+  fn(spec.strideAlignment, c.stride_alignment);
+}
+
 void toC(const CacheSpec &spec, const char *name, inkling_cache_spec_t &out) {
   out.name = name;
-  out.block_size = spec.blockSize;
-  out.page_bytes = spec.pageBytes;
-  out.reads_through_block_stride = spec.readsThroughBlockStride;
-  out.fixed_block_size = spec.fixedBlockSize;
-  out.stride_alignment = spec.strideAlignment;
+  forEachCacheSpecField(spec, out, [](auto &from, auto &to) { to = from; });
 }
 
 CacheSpec fromC(const inkling_cache_spec_t &in) {
   CacheSpec spec;
   spec.name = in.name ? in.name : "";
-  spec.blockSize = in.block_size;
-  spec.pageBytes = in.page_bytes;
-  spec.readsThroughBlockStride = in.reads_through_block_stride;
-  spec.fixedBlockSize = in.fixed_block_size;
-  spec.strideAlignment = in.stride_alignment;
+  forEachCacheSpecField(spec, in, [](auto &to, auto &from) { to = from; });
   return spec;
 }
 

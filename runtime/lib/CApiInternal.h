@@ -102,6 +102,19 @@ template <typename T, typename Out> Status store(StatusOr<T> value, Out *out) {
   return Status::ok();
 }
 
+/// The derived fields of a Layout and of the C inkling_layout_t, paired
+/// (the streams and the page apart): the list toC and fromC walk.
+template <typename L, typename C, typename Fn>
+void forEachLayoutField(L &layout, C &c, Fn &&fn) {
+  fn(layout.headsPerRank, c.heads_per_rank);
+  fn(layout.hiddenPerHead, c.hidden_per_head);
+  fn(layout.rawWidth, c.raw_width);
+  fn(layout.headSize, c.head_size);
+  fn(layout.blockSize, c.block_size);
+  fn(layout.slidingWindow, c.sliding_window);
+  fn(layout.elementBytes, c.element_bytes);
+}
+
 StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config);
 
 /// The layout of a C config: converted and derived (the runtime's checks).

@@ -9,25 +9,6 @@
 using namespace inkling;
 using namespace inkling::capi;
 
-namespace {
-
-StepBufferSpec fromC(const inkling_step_buffer_spec_t &in) {
-  StepBufferSpec spec;
-  spec.queryStartLoc = in.query_start_loc;
-  spec.numComputed = in.num_computed;
-  spec.blockTable = in.block_table;
-  spec.slotMapping = in.slot_mapping;
-  spec.blockCopies = in.block_copies;
-  spec.maxRows = in.max_rows;
-  spec.numCols = in.num_cols;
-  spec.maxTokens = in.max_tokens;
-  spec.maxCopies = in.max_copies;
-  spec.tokenSeq = in.token_seq;
-  return spec;
-}
-
-} // namespace
-
 extern "C" {
 
 //===----------------------------------------------------------------------===//
@@ -327,7 +308,7 @@ inkling_step_buffers_create(inkling_manager_t *manager,
       return nullArgument("step buffer spec");
     if (!out)
       return nullArgument("output step buffers pointer");
-    StatusOr<StepBuffers> buffers = m.bindStepBuffers(fromC(*spec));
+    StatusOr<StepBuffers> buffers = m.bindStepBuffers(fromCSpec(*spec));
     if (!buffers)
       return buffers.status();
     auto handle = std::make_unique<inkling_step_buffers>();

@@ -14,6 +14,21 @@ namespace inkling {
 
 using namespace sequence_internal;
 
+// A step's padded row or token count: 0 means `count`; below it, or above
+// the buffers' `capacity`, is refused.
+static StatusOr<int64_t> paddedCount(int64_t requested, int64_t count,
+                                     int64_t capacity, const char *what,
+                                     const std::string &smallerThan,
+                                     const char *needs) {
+  int64_t padded = requested == 0 ? count : requested;
+  if (padded < count)
+    return invalidArgument(std::string("padded ") + what + " count (" +
+                           str(requested) + ") is smaller than " + smallerThan);
+  if (padded > capacity)
+    return outOfRange("step needs " + str(padded) + needs + str(capacity));
+  return padded;
+}
+
 StatusOr<StepBuffers>
 SequenceManager::bindStepBuffers(const StepBufferSpec &spec) const {
   return StepBuffers::bind(spec, maxHeld_, id_);
@@ -115,14 +130,13 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
     return invalidArgument("batch of " + str(numSequences) +
                            " sequences needs a non-null id array");
-  int64_t numRows = shape.numRows == 0 ? numSequences : shape.numRows;
-  if (numRows < numSequences)
-    return invalidArgument("padded row count (" + str(shape.numRows) +
-                           ") is smaller than the batch (" + str(numSequences) +
-                           " sequences)");
-  if (numRows > spec.maxRows)
-    return outOfRange("step needs " + str(numRows) +
-                      " rows, but the buffers have " + str(spec.maxRows));
+  StatusOr<int64_t> rows =
+      paddedCount(shape.numRows, numSequences, spec.maxRows, "row",
+                  "the batch (" + str(numSequences) + " sequences)",
+                  " rows, but the buffers have ");
+  if (!rows)
+    return rows.status();
+  int64_t numRows = *rows;
 
   // Validate everything before writing anything.
   int64_t numTokens = 0, numCopies = 0;
@@ -130,15 +144,13 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
           checkStepRows(ids, numSequences, spec, numTokens, numCopies);
       !status)
     return status;
-  int64_t paddedTokens = shape.numTokens == 0 ? numTokens : shape.numTokens;
-  if (paddedTokens < numTokens)
-    return invalidArgument("padded token count (" + str(shape.numTokens) +
-                           ") is smaller than the step's " + str(numTokens) +
-                           " tokens");
-  if (paddedTokens > spec.maxTokens)
-    return outOfRange("step needs " + str(paddedTokens) +
-                      " slot_mapping entries, but the buffer has " +
-                      str(spec.maxTokens));
+  StatusOr<int64_t> padded =
+      paddedCount(shape.numTokens, numTokens, spec.maxTokens, "token",
+                  "the step's " + str(numTokens) + " tokens",
+                  " slot_mapping entries, but the buffer has ");
+  if (!padded)
+    return padded.status();
+  int64_t paddedTokens = *padded;
   if (numCopies > spec.maxCopies)
     return outOfRange("step has " + str(numCopies) +
                       " copy-on-write copies, but block_copies has room for " +
@@ -181,13 +193,7 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   buffers.clearRowsFrom(numSequences);
   buffers.finishStep(numSequences, numTokens);
 
-  StepInfo info;
-  info.numSequences = numSequences;
-  info.numRows = numRows;
-  info.numTokens = numTokens;
-  info.numPaddedTokens = paddedTokens;
-  info.numCopies = numCopies;
-  return info;
+  return StepInfo{numSequences, numRows, numTokens, paddedTokens, numCopies};
 }
 
 } // namespace inkling

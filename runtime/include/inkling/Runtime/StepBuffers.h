@@ -50,6 +50,34 @@ struct StepBufferSpec {
   int32_t *tokenSeq = nullptr;
 };
 
+/// The fields of a StepBufferSpec and of the C inkling_step_buffer_spec_t,
+/// paired: the one list both conversions (toCSpec, fromCSpec) walk.
+template <typename Spec, typename CSpec, typename Fn>
+void forEachStepBufferField(Spec &spec, CSpec &c, Fn &&fn) {
+  fn(spec.queryStartLoc, c.query_start_loc);
+  fn(spec.numComputed, c.num_computed);
+  fn(spec.blockTable, c.block_table);
+  fn(spec.slotMapping, c.slot_mapping);
+  fn(spec.blockCopies, c.block_copies);
+  fn(spec.maxRows, c.max_rows);
+  fn(spec.numCols, c.num_cols);
+  fn(spec.maxTokens, c.max_tokens);
+  fn(spec.maxCopies, c.max_copies);
+  fn(spec.tokenSeq, c.token_seq);
+}
+
+inline inkling_step_buffer_spec_t toCSpec(const StepBufferSpec &spec) {
+  inkling_step_buffer_spec_t c{};
+  forEachStepBufferField(spec, c, [](auto &from, auto &to) { to = from; });
+  return c;
+}
+
+inline StepBufferSpec fromCSpec(const inkling_step_buffer_spec_t &c) {
+  StepBufferSpec spec;
+  forEachStepBufferField(spec, c, [](auto &to, auto &from) { to = from; });
+  return spec;
+}
+
 /// Host storage for step metadata and the spec that points into it: the
 /// one place that sizes the arrays and fills a spec (engines, tools, tests).
 /// Inline, so that callers of the C API alone (cApiSpec) need no C++
@@ -73,16 +101,16 @@ struct HostStepBuffers {
         blockCopies(2 * size(maxCopies), fill),
         slotMapping(size(maxTokens), fill),
         tokenSeq(withTokenSeq ? size(maxTokens) : 0, fill) {
-    spec.queryStartLoc = queryStartLoc.data();
-    spec.numComputed = numComputed.data();
-    spec.blockTable = blockTable.data();
-    spec.slotMapping = slotMapping.data();
-    spec.blockCopies = blockCopies.data();
-    spec.maxRows = maxRows;
-    spec.numCols = numCols;
-    spec.maxTokens = maxTokens;
-    spec.maxCopies = maxCopies;
-    spec.tokenSeq = withTokenSeq ? tokenSeq.data() : nullptr;
+    spec = {queryStartLoc.data(),
+            numComputed.data(),
+            blockTable.data(),
+            slotMapping.data(),
+            blockCopies.data(),
+            maxRows,
+            numCols,
+            maxTokens,
+            maxCopies,
+            withTokenSeq ? tokenSeq.data() : nullptr};
   }
   HostStepBuffers(const HostStepBuffers &) = delete;
   HostStepBuffers &operator=(const HostStepBuffers &) = delete;
@@ -90,20 +118,7 @@ struct HostStepBuffers {
   HostStepBuffers &operator=(HostStepBuffers &&) = default;
 
   /// The same spec for inkling_step_buffers_create.
-  inkling_step_buffer_spec_t cApiSpec() const {
-    inkling_step_buffer_spec_t c{};
-    c.query_start_loc = spec.queryStartLoc;
-    c.num_computed = spec.numComputed;
-    c.block_table = spec.blockTable;
-    c.slot_mapping = spec.slotMapping;
-    c.block_copies = spec.blockCopies;
-    c.max_rows = spec.maxRows;
-    c.num_cols = spec.numCols;
-    c.max_tokens = spec.maxTokens;
-    c.max_copies = spec.maxCopies;
-    c.token_seq = spec.tokenSeq;
-    return c;
-  }
+  inkling_step_buffer_spec_t cApiSpec() const { return toCSpec(spec); }
 
 private:
   static size_t size(int64_t count) {
