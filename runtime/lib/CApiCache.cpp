@@ -26,27 +26,22 @@ Layout fromC(const LayoutConfig &config, const inkling_layout_t &in) {
   return layout;
 }
 
-/// The fields of a CacheSpec and of the C inkling_cache_spec_t, paired
-/// (the name apart): the list toC and fromC walk.
-template <typename Spec, typename C, typename Fn>
-void forEachCacheSpecField(Spec &spec, C &c, Fn &&fn) {
-  fn(spec.blockSize, c.block_size);
-  fn(spec.pageBytes, c.page_bytes);
-  fn(spec.readsThroughBlockStride, c.reads_through_block_stride);
-  fn(spec.fixedBlockSize, c.fixed_block_size);
-  fn(spec.strideAlignment, c.stride_alignment);
-}
-
 void toC(const CacheSpec &spec, const char *name, inkling_cache_spec_t &out) {
-  out.name = name;
-  forEachCacheSpecField(spec, out, [](auto &from, auto &to) { to = from; });
+  out = {name,
+         spec.blockSize,
+         spec.pageBytes,
+         spec.readsThroughBlockStride,
+         spec.fixedBlockSize,
+         spec.strideAlignment};
 }
 
 CacheSpec fromC(const inkling_cache_spec_t &in) {
-  CacheSpec spec;
-  spec.name = in.name ? in.name : "";
-  forEachCacheSpecField(spec, in, [](auto &to, auto &from) { to = from; });
-  return spec;
+  return {in.name ? in.name : "",
+          in.block_size,
+          in.page_bytes,
+          in.reads_through_block_stride != 0,
+          in.fixed_block_size != 0,
+          in.stride_alignment};
 }
 
 AttentionLayerSpec fromC(const inkling_attention_layer_t &in) {

@@ -50,32 +50,17 @@ struct StepBufferSpec {
   int32_t *tokenSeq = nullptr;
 };
 
-/// The fields of a StepBufferSpec and of the C inkling_step_buffer_spec_t,
-/// paired: the one list both conversions (toCSpec, fromCSpec) walk.
-template <typename Spec, typename CSpec, typename Fn>
-void forEachStepBufferField(Spec &spec, CSpec &c, Fn &&fn) {
-  fn(spec.queryStartLoc, c.query_start_loc);
-  fn(spec.numComputed, c.num_computed);
-  fn(spec.blockTable, c.block_table);
-  fn(spec.slotMapping, c.slot_mapping);
-  fn(spec.blockCopies, c.block_copies);
-  fn(spec.maxRows, c.max_rows);
-  fn(spec.numCols, c.num_cols);
-  fn(spec.maxTokens, c.max_tokens);
-  fn(spec.maxCopies, c.max_copies);
-  fn(spec.tokenSeq, c.token_seq);
+/// The same spec as the C API's struct, and back (the two list the same
+/// fields in the same order).
+inline inkling_step_buffer_spec_t toCSpec(const StepBufferSpec &s) {
+  return {s.queryStartLoc, s.numComputed, s.blockTable, s.slotMapping,
+          s.blockCopies,   s.maxRows,     s.numCols,    s.maxTokens,
+          s.maxCopies,     s.tokenSeq};
 }
-
-inline inkling_step_buffer_spec_t toCSpec(const StepBufferSpec &spec) {
-  inkling_step_buffer_spec_t c{};
-  forEachStepBufferField(spec, c, [](auto &from, auto &to) { to = from; });
-  return c;
-}
-
 inline StepBufferSpec fromCSpec(const inkling_step_buffer_spec_t &c) {
-  StepBufferSpec spec;
-  forEachStepBufferField(spec, c, [](auto &to, auto &from) { to = from; });
-  return spec;
+  return {c.query_start_loc, c.num_computed, c.block_table, c.slot_mapping,
+          c.block_copies,    c.max_rows,     c.num_cols,    c.max_tokens,
+          c.max_copies,      c.token_seq};
 }
 
 /// Host storage for step metadata and the spec that points into it: the
