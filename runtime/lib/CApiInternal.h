@@ -78,6 +78,12 @@ inkling_status_t withManager(inkling_manager *m, Body &&body) {
   return report(m, catching([&] { return body(*m->manager); }));
 }
 
+/// withManager for a call whose value (a StatusOr from `body`) goes to
+/// `*out`; NULL `out` is an error naming `what`.
+template <typename Out, typename Body>
+inkling_status_t withOutput(inkling_manager *m, Out *out, const char *what,
+                            Body &&body);
+
 /// Runs `body` on a valid registry; a failure's message is its last error.
 template <typename Body>
 inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
@@ -113,6 +119,16 @@ void forEachLayoutField(L &layout, C &c, Fn &&fn) {
   fn(layout.blockSize, c.block_size);
   fn(layout.slidingWindow, c.sliding_window);
   fn(layout.elementBytes, c.element_bytes);
+}
+
+template <typename Out, typename Body>
+inkling_status_t withOutput(inkling_manager *m, Out *out, const char *what,
+                            Body &&body) {
+  return withManager(m, [&](SequenceManager &manager) -> Status {
+    if (!out)
+      return nullArgument(what);
+    return store(body(manager), out);
+  });
 }
 
 StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config);

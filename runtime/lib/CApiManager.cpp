@@ -81,12 +81,10 @@ inkling_status_t inkling_add_sequence(inkling_manager_t *manager,
                                       const int32_t *tokens, int64_t num_tokens,
                                       int64_t start_position,
                                       int64_t *out_sequence) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_sequence)
-      return nullArgument("output sequence id");
-    return store(m.addSequence(tokens, num_tokens, start_position),
-                 out_sequence);
-  });
+  return withOutput(manager, out_sequence, "output sequence id",
+                    [&](SequenceManager &m) {
+                      return m.addSequence(tokens, num_tokens, start_position);
+                    });
 }
 
 inkling_status_t inkling_append_tokens(inkling_manager_t *manager,
@@ -201,27 +199,22 @@ inkling_status_t inkling_add_sequence_with_keys(
     int64_t start_position, const int64_t *cache_points,
     int64_t num_cache_points, const uint8_t *extra_keys,
     int64_t num_extra_key_bytes, int64_t *out_sequence) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_sequence)
-      return nullArgument("output sequence id");
-    return store(m.addSequence(tokens, num_tokens, start_position, cache_points,
-                               num_cache_points, extra_keys,
-                               num_extra_key_bytes),
-                 out_sequence);
-  });
+  return withOutput(
+      manager, out_sequence, "output sequence id", [&](SequenceManager &m) {
+        return m.addSequence(tokens, num_tokens, start_position, cache_points,
+                             num_cache_points, extra_keys, num_extra_key_bytes);
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix_with_keys(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
     int64_t *out_length) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_length)
-      return nullArgument("output length");
-    return store(m.longestCachedPrefix(tokens, num_tokens, max_length,
-                                       extra_keys, num_extra_key_bytes),
-                 out_length);
-  });
+  return withOutput(
+      manager, out_length, "output length", [&](SequenceManager &m) {
+        return m.longestCachedPrefix(tokens, num_tokens, max_length, extra_keys,
+                                     num_extra_key_bytes);
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
@@ -229,12 +222,10 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
                                                int64_t num_tokens,
                                                int64_t max_length,
                                                int64_t *out_length) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_length)
-      return nullArgument("output length");
-    return store(m.longestCachedPrefix(tokens, num_tokens, max_length),
-                 out_length);
-  });
+  return withOutput(
+      manager, out_length, "output length", [&](SequenceManager &m) {
+        return m.longestCachedPrefix(tokens, num_tokens, max_length);
+      });
 }
 
 inkling_status_t inkling_admission(inkling_manager_t *manager,

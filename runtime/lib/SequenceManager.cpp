@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EnumName.h"
 #include "SequenceManagerInternal.h"
 
 #include <algorithm>
@@ -38,27 +39,13 @@ Status checkPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery) {
 } // namespace
 
 const char *sequenceStateName(SequenceState state) {
-  switch (state) {
-  case SequenceState::Idle:
-    return "idle";
-  case SequenceState::Scheduled:
-    return "scheduled";
-  case SequenceState::Preempted:
-    return "preempted";
-  }
-  return "?";
+  static const char *const kNames[] = {"idle", "scheduled", "preempted"};
+  return enumName(state, kNames);
 }
 
 const char *prefixPolicyName(PrefixPolicy policy) {
-  switch (policy) {
-  case PrefixPolicy::Window:
-    return "window";
-  case PrefixPolicy::Snapshots:
-    return "snapshots";
-  case PrefixPolicy::EveryBlock:
-    return "every-block";
-  }
-  return "?";
+  static const char *const kNames[] = {"window", "snapshots", "every-block"};
+  return enumName(policy, kNames);
 }
 
 StatusOr<PrefixPolicy> parsePrefixPolicy(const std::string &name) {
