@@ -405,30 +405,21 @@ class Step:
         return self._counts
 
     # The views are made when read (a step an engine reads through its own
-    # references to the buffers costs nothing here).
-    @property
-    def query_start_loc(self):
-        return self._buffers.query_start_loc[:self.info.num_rows + 1]
+    # references to the buffers costs nothing here): buffer[:count + extra].
+    def _view(buffer, count, extra=0):
+        def view(self):
+            return getattr(self._buffers, buffer)[
+                :getattr(self.info, count) + extra]
+        return property(view, doc="%s[:%s%s]" % (
+            buffer, count, " + %d" % extra if extra else ""))
 
-    @property
-    def num_computed(self):
-        return self._buffers.num_computed[:self.info.num_rows]
-
-    @property
-    def block_table(self):
-        return self._buffers.block_table[:self.info.num_rows]
-
-    @property
-    def slot_mapping(self):
-        return self._buffers.slot_mapping[:self.info.num_padded_tokens]
-
-    @property
-    def token_seq(self):
-        return self._buffers.token_seq[:self.info.num_padded_tokens]
-
-    @property
-    def block_copies(self):
-        return self._buffers.block_copies[:self.info.num_copies]
+    query_start_loc = _view("query_start_loc", "num_rows", 1)
+    num_computed = _view("num_computed", "num_rows")
+    block_table = _view("block_table", "num_rows")
+    slot_mapping = _view("slot_mapping", "num_padded_tokens")
+    token_seq = _view("token_seq", "num_padded_tokens")
+    block_copies = _view("block_copies", "num_copies")
+    del _view
 
 
 class StepBuffers:
