@@ -189,6 +189,18 @@ Status SequenceManager::unknownSequence(SequenceId id,
                   " (never added, or already finished)");
 }
 
+StatusOr<SequenceManager::Sequence *>
+SequenceManager::batchEntry(SequenceId id, int64_t i, const char *operation) {
+  Sequence *seq = find(id);
+  if (!seq)
+    return unknownSequence(id, operation);
+  if (seq->buildStamp == buildStamp_)
+    return invalidArgument(
+        seqName(id) + " appears twice in the batch (again at " + str(i) + ")");
+  seq->buildStamp = buildStamp_;
+  return seq;
+}
+
 int32_t SequenceManager::newSlot() {
   int32_t slot;
   if (!freeSlots_.empty()) {

@@ -415,6 +415,10 @@ private:
     return const_cast<Sequence *>(std::as_const(*this).find(id));
   }
   Status unknownSequence(SequenceId id, const char *operation) const;
+  /// Entry `i` of a batch call: a live sequence not yet seen in this batch
+  /// (stamped with buildStamp_, which the caller advanced).
+  StatusOr<Sequence *> batchEntry(SequenceId id, int64_t i,
+                                  const char *operation);
   // The sequence of a handle if it is preempted (what resuming needs), or
   // why not.
   StatusOr<Sequence *> preemptedSequence(SequenceId id);
