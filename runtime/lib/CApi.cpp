@@ -86,15 +86,9 @@ const char *inkling_status_name(inkling_status_t status) {
 inkling_status_t inkling_layout_derive(const inkling_layout_config_t *config,
                                        inkling_layout_t *out, char *error,
                                        size_t error_capacity) {
-  return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<Layout> layout = toLayout(config);
-    if (!layout)
-      return layout.status();
-    if (!out)
-      return nullArgument("output layout");
-    toC(*layout, *out);
-    return Status::ok();
-  });
+  return withLayout(
+      config, out, "output layout", error, error_capacity,
+      [](const Layout &layout, inkling_layout_t &c) { toC(layout, c); });
 }
 
 } // extern "C"

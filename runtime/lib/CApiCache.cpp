@@ -67,15 +67,10 @@ inkling_status_t inkling_cache_spec_sconv(const inkling_layout_config_t *config,
                                           const char *name,
                                           inkling_cache_spec_t *out,
                                           char *error, size_t error_capacity) {
-  return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<Layout> layout = toLayout(config);
-    if (!layout)
-      return layout.status();
-    if (!out)
-      return nullArgument("output cache spec");
-    toC(CacheSpec::sconv(name ? name : "", *layout), name, *out);
-    return Status::ok();
-  });
+  return withLayout(config, out, "output cache spec", error, error_capacity,
+                    [&](const Layout &layout, inkling_cache_spec_t &c) {
+                      toC(CacheSpec::sconv(name ? name : "", layout), name, c);
+                    });
 }
 
 inkling_status_t inkling_cache_spec_attention(

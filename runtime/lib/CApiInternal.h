@@ -136,6 +136,23 @@ StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config);
 /// The layout of a C config: converted and derived (the runtime's checks).
 StatusOr<Layout> toLayout(const inkling_layout_config_t *config);
 
+/// guarded for a call on the layout of a C config whose result `body`
+/// writes to `*out` (NULL: an error naming `what`).
+template <typename Out, typename Body>
+inkling_status_t withLayout(const inkling_layout_config_t *config, Out *out,
+                            const char *what, char *error, size_t capacity,
+                            Body &&body) {
+  return guarded(error, capacity, [&]() -> Status {
+    StatusOr<Layout> layout = toLayout(config);
+    if (!layout)
+      return layout.status();
+    if (!out)
+      return nullArgument(what);
+    body(*layout, *out);
+    return Status::ok();
+  });
+}
+
 void toC(const Layout &layout, inkling_layout_t &out);
 
 } // namespace inkling::capi

@@ -232,19 +232,16 @@ inkling_status_t inkling_admission(inkling_manager_t *manager,
                                    int64_t num_tokens, int64_t start_position,
                                    int64_t watermark_blocks,
                                    inkling_admission_t *out) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out)
-      return nullArgument("output admission");
-    StatusOr<Admission> admission =
-        m.admission(num_tokens, start_position, watermark_blocks);
-    if (!admission)
-      return admission.status();
-    out->admit = admission->admit ? 1 : 0;
-    out->needed_blocks = admission->neededBlocks;
-    out->reserved_blocks = admission->reservedBlocks;
-    out->free_blocks = admission->freeBlocks;
-    return Status::ok();
-  });
+  return withOutput(
+      manager, out, "output admission",
+      [&](SequenceManager &m) -> StatusOr<inkling_admission_t> {
+        StatusOr<Admission> a =
+            m.admission(num_tokens, start_position, watermark_blocks);
+        if (!a)
+          return a.status();
+        return inkling_admission_t{a->admit ? 1 : 0, a->neededBlocks,
+                                   a->reservedBlocks, a->freeBlocks};
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix_batch(
@@ -271,19 +268,17 @@ inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
 inkling_status_t inkling_sequence_info(inkling_manager_t *manager,
                                        int64_t sequence,
                                        inkling_sequence_info_t *out) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out)
-      return nullArgument("output sequence info");
-    StatusOr<SequenceInfo> info = m.sequenceInfo(sequence);
-    if (!info)
-      return info.status();
-    out->state = static_cast<int32_t>(info->state);
-    out->num_computed = info->numComputed;
-    out->num_tokens = info->numTokens;
-    out->num_scheduled = info->numScheduled;
-    out->num_blocks = static_cast<int64_t>(info->blocks.size());
-    return Status::ok();
-  });
+  return withOutput(
+      manager, out, "output sequence info",
+      [&](SequenceManager &m) -> StatusOr<inkling_sequence_info_t> {
+        StatusOr<SequenceInfo> info = m.sequenceInfo(sequence);
+        if (!info)
+          return info.status();
+        return inkling_sequence_info_t{
+            static_cast<int32_t>(info->state), info->numComputed,
+            info->numTokens, info->numScheduled,
+            static_cast<int64_t>(info->blocks.size())};
+      });
 }
 
 //===----------------------------------------------------------------------===//
