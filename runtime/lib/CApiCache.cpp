@@ -286,20 +286,22 @@ inkling_status_t inkling_cache_plan_layer(const inkling_cache_plan_t *plan,
   if (layer < 0 || layer >= static_cast<int64_t>(plan->plan.layers.size()))
     return INKLING_OUT_OF_RANGE;
   const LayerView &view = plan->plan.layers[layer];
-  inkling_layer_view_t result{};
-  result.name = view.name.c_str();
-  result.kind = view.kind == CacheLayerKind::Sconv
-                    ? INKLING_CACHE_LAYER_SCONV
-                    : INKLING_CACHE_LAYER_ATTENTION;
-  result.tensor = view.tensor;
-  result.byte_offset = view.byteOffset;
-  result.element_bytes = view.elementBytes;
-  result.block_size = view.blockSize;
-  result.page_bytes = view.pageBytes;
-  result.block_stride_bytes = view.blockStrideBytes;
-  result.adjustment = static_cast<int32_t>(view.adjustment);
-  result.scale = view.scale;
-  result.rank = static_cast<int32_t>(view.shape.size());
+  int32_t kind = view.kind == CacheLayerKind::Sconv
+                     ? INKLING_CACHE_LAYER_SCONV
+                     : INKLING_CACHE_LAYER_ATTENTION;
+  inkling_layer_view_t result = {view.name.c_str(),
+                                 kind,
+                                 view.tensor,
+                                 view.byteOffset,
+                                 view.elementBytes,
+                                 view.blockSize,
+                                 view.pageBytes,
+                                 view.blockStrideBytes,
+                                 static_cast<int32_t>(view.adjustment),
+                                 view.scale,
+                                 static_cast<int32_t>(view.shape.size()),
+                                 {},
+                                 {}};
   for (size_t d = 0; d < view.shape.size() && d < 5; ++d) {
     result.shape[d] = view.shape[d];
     result.strides[d] = view.strides[d];
