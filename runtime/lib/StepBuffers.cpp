@@ -7,6 +7,7 @@
 #include <atomic>
 #include <limits>
 #include <string>
+#include <tuple>
 
 namespace inkling {
 
@@ -44,6 +45,23 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
     return invalidArgument(
         "a step buffer pointer is null (query_start_loc, num_computed, "
         "block_table, slot_mapping, or block_copies with max_copies > 0)");
+  // The kernels read the metadata with element-sized accesses and refuse
+  // a misaligned buffer at their first call: refuse it here, at bind.
+  auto aligned = [](const void *p, size_t bytes) {
+    return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+  };
+  for (auto [name, pointer, bytes] :
+       {std::tuple<const char *, const void *, size_t>{"query_start_loc",
+                                                       spec.queryStartLoc, 4},
+        {"num_computed", spec.numComputed, 4},
+        {"block_table", spec.blockTable, 4},
+        {"slot_mapping", spec.slotMapping, 8},
+        {"block_copies", spec.blockCopies, 4},
+        {"token_seq", spec.tokenSeq, 4}})
+    if (!aligned(pointer, bytes))
+      return invalidArgument(std::string("step buffer ") + name +
+                             " is not aligned to its " + std::to_string(bytes) +
+                             "-byte elements");
   StepBuffers buffers;
   buffers.spec_ = spec;
   buffers.maxBlocksPerRow_ = maxBlocksPerRow;

@@ -116,6 +116,11 @@ class IntegerRangeTest(unittest.TestCase):
         self.assertEqual(buffers.build([self.seq]).info.num_tokens, 8)
         with self.assertRaises(rt.InklingError):
             m.step_buffers(max_rows=True, num_cols=16, max_tokens=64)
+        # A table the runtime would refuse is refused before allocating it.
+        with self.assertRaises(rt.InklingError) as caught:
+            m.step_buffers(max_rows=1 << 30, num_cols=1 << 30, max_tokens=8)
+        self.assertIn("block table of 1073741824 x 1073741824 entries is "
+                      "too large", str(caught.exception))
 
 
 class WrongTypesTest(unittest.TestCase):

@@ -83,3 +83,24 @@ TEST(StaleHandleTest, BuffersOfADestroyedManagerAreRefused) {
 
 } // namespace
 } // namespace inkling
+
+namespace inkling {
+namespace {
+
+// A neighbour of the late alignment failure (issue 28, item 4): metadata
+// the kernels would refuse at their first call is refused at bind.
+TEST(StaleHandleTest, BindRefusesMisalignedMetadata) {
+  HostStepBuffers host(4, 16, 16, 4);
+  std::vector<int64_t> slots(17);
+  StepBufferSpec spec = host.spec;
+  spec.slotMapping = reinterpret_cast<int64_t *>(
+      reinterpret_cast<char *>(slots.data()) + 4);
+  StatusOr<StepBuffers> bound = StepBuffers::bind(spec, 4);
+  ASSERT_FALSE(bound.isOk());
+  EXPECT_EQ(bound.status().message(),
+            "step buffer slot_mapping is not aligned to its 8-byte elements");
+  EXPECT_TRUE(StepBuffers::bind(host.spec, 4).isOk());
+}
+
+} // namespace
+} // namespace inkling

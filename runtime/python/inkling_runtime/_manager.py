@@ -10,6 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from ._native import (FAILED_PRECONDITION, INVALID_ARGUMENT, OK,
+                      OUT_OF_RANGE,
                       SEQUENCE_STATES, Closing, InklingError, LayoutConfig,
                       TokenError, _Admission, _FAST_SLOW_PATH, _I32, _I64,
                       _INT32, _INT64, _ManagerConfig, _ManagerStats, _P,
@@ -455,15 +456,25 @@ class StepBuffers:
         max_rows, num_cols, max_tokens, max_copies = (
             int(sizes[name]) for name in sizes)
         self.num_cols = num_cols
+        # The runtime's bound on the table, before allocating it.
+        if max_rows * num_cols > 1 << 40:
+            raise InklingError(INVALID_ARGUMENT, "block table of %d x %d "
+                               "entries is too large" % (max_rows, num_cols))
         # At least one element each: the runtime wants non-null pointers.
-        self._storage = {
-            "query_start_loc": aligned_empty(max_rows + 1, np.int32),
-            "num_computed": aligned_empty(max(1, max_rows), np.int32),
-            "block_table": aligned_empty(max(1, max_rows * num_cols),
-                                         np.int32),
-            "slot_mapping": aligned_empty(max(1, max_tokens), np.int64),
-            "block_copies": aligned_empty(max(2, 2 * max_copies), np.int32),
-            "token_seq": aligned_empty(max(1, max_tokens), np.int32)}
+        try:
+            self._storage = {
+                "query_start_loc": aligned_empty(max_rows + 1, np.int32),
+                "num_computed": aligned_empty(max(1, max_rows), np.int32),
+                "block_table": aligned_empty(max(1, max_rows * num_cols),
+                                             np.int32),
+                "slot_mapping": aligned_empty(max(1, max_tokens), np.int64),
+                "block_copies": aligned_empty(max(2, 2 * max_copies),
+                                              np.int32),
+                "token_seq": aligned_empty(max(1, max_tokens), np.int32)}
+        except MemoryError:
+            raise InklingError(OUT_OF_RANGE, "step buffers of %d rows x %d "
+                               "columns and %d tokens do not fit in memory"
+                               % (max_rows, num_cols, max_tokens)) from None
         for array in self._storage.values():
             array.fill(0)
         self.query_start_loc = self._storage["query_start_loc"]
