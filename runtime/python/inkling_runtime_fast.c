@@ -2,9 +2,9 @@
  *
  * An optional CPython extension (stable ABI, Python >= 3.11) for the calls a
  * serving engine makes every step: schedule, build, commit and lookup
- * batches and adds. inkling_runtime.py uses it when it is next to the
- * library it loaded (`_inkling_runtime_fast.so`) and falls back to ctypes
- * otherwise (or with INKLING_RUNTIME_NO_FAST=1); docs/runtime.md, "The
+ * batches and adds. The inkling_runtime package uses it when it is next to
+ * the library it loaded (`_inkling_runtime_fast.so`) and falls back to
+ * ctypes otherwise (or with INKLING_RUNTIME_NO_FAST=1); docs/runtime.md, "The
  * batch API".
  *
  * It links nothing: each function takes the address of the C API function
@@ -119,13 +119,17 @@ static int begin(Call *call, PyObject *const *args, Py_ssize_t nargs,
   return PyErr_Occurred() ? -1 : 0;
 }
 
+/* The start of every call below: `c`, or NULL returned with the error. */
+#define BEGIN_CALL(count, name)                                                \
+  (void)self;                                                                  \
+  Call c;                                                                      \
+  if (begin(&c, args, nargs, count, name))                                     \
+  return NULL
+
 /* schedule_batch(fn, manager, ids, counts): ids and counts of one size. */
 static PyObject *scheduleBatch(PyObject *self, PyObject *const *args,
                                Py_ssize_t nargs) {
-  (void)self;
-  Call c;
-  if (begin(&c, args, nargs, 4, "schedule_batch"))
-    return NULL;
+  BEGIN_CALL(4, "schedule_batch");
   Py_ssize_t n = 0, m = 0;
   const int64_t *ids = acquire(&c.held, args[2], 8, 0, &n);
   const int64_t *counts = ids ? acquire(&c.held, args[3], 8, 0, &m) : NULL;
@@ -137,10 +141,7 @@ static PyObject *scheduleBatch(PyObject *self, PyObject *const *args,
 /* commit_batch(fn, manager, ids, accepted, offsets, tokens). */
 static PyObject *commitBatch(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  Call c;
-  if (begin(&c, args, nargs, 6, "commit_batch"))
-    return NULL;
+  BEGIN_CALL(6, "commit_batch");
   Py_ssize_t n = 0, m = 0, o = 0, t = 0;
   const int64_t *ids = acquire(&c.held, args[2], 8, 0, &n);
   const int64_t *accepted = ids ? acquire(&c.held, args[3], 8, 0, &m) : NULL;
@@ -157,10 +158,7 @@ static PyObject *commitBatch(PyObject *self, PyObject *const *args,
 /* build_step(fn, manager, buffers, ids, num_rows, num_padded, info). */
 static PyObject *buildStep(PyObject *self, PyObject *const *args,
                            Py_ssize_t nargs) {
-  (void)self;
-  Call c;
-  if (begin(&c, args, nargs, 7, "build_step"))
-    return NULL;
+  BEGIN_CALL(7, "build_step");
   inkling_step_buffers_t *buffers = toPointer(args[2]);
   inkling_step_info_t *info = toPointer(args[6]);
   if (PyErr_Occurred())
@@ -177,10 +175,7 @@ static PyObject *buildStep(PyObject *self, PyObject *const *args,
 /* lookup_batch(fn, manager, tokens, offsets, max_lengths, out). */
 static PyObject *lookupBatch(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  Call c;
-  if (begin(&c, args, nargs, 6, "lookup_batch"))
-    return NULL;
+  BEGIN_CALL(6, "lookup_batch");
   Py_ssize_t t = 0, o = 0, n = 0, m = 0;
   const int32_t *tokens = acquire(&c.held, args[2], 4, 0, &t);
   const int64_t *offsets = tokens ? acquire(&c.held, args[3], 8, 0, &o) : NULL;
@@ -196,10 +191,7 @@ static PyObject *lookupBatch(PyObject *self, PyObject *const *args,
    inkling_add_sequence_with_keys (cache points 8-byte, keys bytes). */
 static PyObject *addSequence(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  Call c;
-  if (begin(&c, args, nargs, 7, "add_sequence"))
-    return NULL;
+  BEGIN_CALL(7, "add_sequence");
   int64_t *out = toPointer(args[6]);
   if (PyErr_Occurred())
     return NULL;
