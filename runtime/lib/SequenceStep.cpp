@@ -14,19 +14,18 @@ namespace inkling {
 
 using namespace sequence_internal;
 
-// A step's padded row or token count: 0 means `count`; below it, or above
-// the buffers' `capacity`, is refused.
-static StatusOr<int64_t> paddedCount(int64_t requested, int64_t count,
-                                     int64_t capacity, const char *what,
-                                     const std::string &smallerThan,
-                                     const char *needs) {
-  int64_t padded = requested == 0 ? count : requested;
+// A step's padded row or token count into `padded`: 0 means `count`; below
+// it, or above the buffers' `capacity`, is refused.
+static Status paddedCount(int64_t requested, int64_t count, int64_t capacity,
+                          const char *what, const std::string &smallerThan,
+                          const char *needs, int64_t &padded) {
+  padded = requested == 0 ? count : requested;
   if (padded < count)
     return invalidArgument(std::string("padded ") + what + " count (" +
                            str(requested) + ") is smaller than " + smallerThan);
   if (padded > capacity)
     return outOfRange("step needs " + str(padded) + needs + str(capacity));
-  return padded;
+  return Status::ok();
 }
 
 StatusOr<StepBuffers>
@@ -130,13 +129,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
     return invalidArgument("batch of " + str(numSequences) +
                            " sequences needs a non-null id array");
-  StatusOr<int64_t> rows =
-      paddedCount(shape.numRows, numSequences, spec.maxRows, "row",
-                  "the batch (" + str(numSequences) + " sequences)",
-                  " rows, but the buffers have ");
-  if (!rows)
-    return rows.status();
-  int64_t numRows = *rows;
+  int64_t numRows = 0, paddedTokens = 0;
+  if (Status s = paddedCount(shape.numRows, numSequences, spec.maxRows, "row",
+                             "the batch (" + str(numSequences) + " sequences)",
+                             " rows, but the buffers have ", numRows);
+      !s)
+    return s;
 
   // Validate everything before writing anything.
   int64_t numTokens = 0, numCopies = 0;
@@ -144,13 +142,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
           checkStepRows(ids, numSequences, spec, numTokens, numCopies);
       !status)
     return status;
-  StatusOr<int64_t> padded =
-      paddedCount(shape.numTokens, numTokens, spec.maxTokens, "token",
-                  "the step's " + str(numTokens) + " tokens",
-                  " slot_mapping entries, but the buffer has ");
-  if (!padded)
-    return padded.status();
-  int64_t paddedTokens = *padded;
+  if (Status s = paddedCount(
+          shape.numTokens, numTokens, spec.maxTokens, "token",
+          "the step's " + str(numTokens) + " tokens",
+          " slot_mapping entries, but the buffer has ", paddedTokens);
+      !s)
+    return s;
   if (numCopies > spec.maxCopies)
     return outOfRange("step has " + str(numCopies) +
                       " copy-on-write copies, but block_copies has room for " +
