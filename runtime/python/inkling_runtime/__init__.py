@@ -46,18 +46,19 @@ relative imports alone:
   _cache    layouts, page unification, tensor parallelism, the cache plan.
 """
 
-from ._cache import (CACHE_LAYER_KINDS, CACHE_LAYOUTS, CachePlan,
-                     CacheRegistry, LayerView, attention_cache_spec,
-                     check_rank_tiling, derive_layout, rank_layouts,
-                     sconv_cache_spec, unify_page_sizes)
-from ._manager import (BUFFER_ALIGNMENT, Admission, Manager, ManagerStats,
-                       SequenceInfo, Step, StepBuffers, StepInfo,
-                       aligned_empty)
-from ._native import (FAILED_PRECONDITION, INTERNAL, INVALID_ARGUMENT,
-                      NOT_FOUND, OK, OUT_OF_BLOCKS, OUT_OF_RANGE,
-                      PAGE_ADJUSTMENTS, SEQUENCE_STATES, UNAVAILABLE,
-                      CacheSpec, Closing, InklingError, LayoutConfig,
-                      TokenError, load, load_cdll, status_name)
+# The module's names (as before the split into three files): re-exports.
+from ._cache import (  # noqa: F401
+    CACHE_LAYER_KINDS, CACHE_LAYOUTS, CachePlan, CacheRegistry, LayerView,
+    attention_cache_spec, check_rank_tiling, derive_layout, rank_layouts,
+    sconv_cache_spec, unify_page_sizes)
+from ._manager import (  # noqa: F401
+    BUFFER_ALIGNMENT, Admission, Manager, ManagerStats, SequenceInfo, Step,
+    StepBuffers, StepInfo, aligned_empty)
+from ._native import (  # noqa: F401
+    FAILED_PRECONDITION, INTERNAL, INVALID_ARGUMENT, NOT_FOUND, OK,
+    OUT_OF_BLOCKS, OUT_OF_RANGE, PAGE_ADJUSTMENTS, SEQUENCE_STATES,
+    UNAVAILABLE, CacheSpec, Closing, InklingError, LayoutConfig, TokenError,
+    load, load_cdll, status_name)
 # Private helpers the tests and layer.py's loader reach through the package.
 from ._native import _INT32, _INT64, _pointer  # noqa: F401
 

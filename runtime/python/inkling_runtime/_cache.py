@@ -6,8 +6,8 @@ every error is an InklingError."""
 import ctypes
 from collections import namedtuple
 
-from ._native import (FAILED_PRECONDITION, NOT_FOUND, OK, PAGE_ADJUSTMENTS, CacheSpec, Closing,
-                      InklingError, LayoutConfig, TokenError, _I32, _I64, _P,
+from ._native import (FAILED_PRECONDITION, NOT_FOUND, OK, PAGE_ADJUSTMENTS,
+                      CacheSpec, Closing, InklingError, LayoutConfig, TokenError, _I32, _I64, _P,
                       _STATUS, _Layout, _RankLayout, _UnifiedSpec, _call,
                       _int64, _raise_if_failed, _text, load)
 

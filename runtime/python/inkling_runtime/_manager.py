@@ -15,7 +15,7 @@ from ._native import (FAILED_PRECONDITION, INVALID_ARGUMENT, OK,
                       TokenError, _Admission, _FAST_SLOW_PATH, _I32, _I64,
                       _INT32, _INT64, _ManagerConfig, _ManagerStats, _P,
                       _SequenceInfo, _StepBufferSpec, _StepInfo, _address,
-                      _addressof, _call, _fast_path, _from_buffer, _int32,
+                      _addressof, _call, _fast_path, _from_buffer,
                       _int64, _int64s, _key_bytes, _pointer,
                       _raise_if_failed, _text, _tokens, _uint64, load)
 

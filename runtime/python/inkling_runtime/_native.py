@@ -367,10 +367,6 @@ def _uint64(value, what):
     return _int64(value, what, "uint64")
 
 
-def _int32(value, what):
-    return _int64(value, what, "int32")
-
-
 def _text(value, what):
     """A str as the C API's UTF-8 bytes; TokenError for anything else."""
     if not isinstance(value, str):
