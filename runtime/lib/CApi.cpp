@@ -16,18 +16,6 @@
 using namespace inkling;
 using namespace inkling::capi;
 
-static_assert(INKLING_OK == int(StatusCode::Ok) &&
-                  INKLING_INVALID_ARGUMENT ==
-                      int(StatusCode::InvalidArgument) &&
-                  INKLING_OUT_OF_BLOCKS == int(StatusCode::OutOfBlocks) &&
-                  INKLING_NOT_FOUND == int(StatusCode::NotFound) &&
-                  INKLING_FAILED_PRECONDITION ==
-                      int(StatusCode::FailedPrecondition) &&
-                  INKLING_OUT_OF_RANGE == int(StatusCode::OutOfRange) &&
-                  INKLING_UNAVAILABLE == int(StatusCode::Unavailable) &&
-                  INKLING_INTERNAL == int(StatusCode::Internal),
-              "C status codes must equal StatusCode");
-
 namespace {
 
 void writeError(char *error, size_t capacity, const std::string &message) {
@@ -75,13 +63,7 @@ inkling::capi::toLayout(const inkling_layout_config_t *config) {
 }
 
 void inkling::capi::toC(const Layout &layout, inkling_layout_t &out) {
-  out.heads_per_rank = layout.headsPerRank;
-  out.hidden_per_head = layout.hiddenPerHead;
-  out.raw_width = layout.rawWidth;
-  out.head_size = layout.headSize;
-  out.block_size = layout.blockSize;
-  out.sliding_window = layout.slidingWindow;
-  out.element_bytes = layout.elementBytes;
+  forEachLayoutField(layout, out, [](auto &from, auto &to) { to = from; });
   out.page_bytes = layout.pageBytes();
   for (int s = 0; s < kNumStreams; ++s) {
     out.stream_offset[s] = layout.streams[s].offset;
@@ -104,15 +86,9 @@ const char *inkling_status_name(inkling_status_t status) {
 inkling_status_t inkling_layout_derive(const inkling_layout_config_t *config,
                                        inkling_layout_t *out, char *error,
                                        size_t error_capacity) {
-  return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<Layout> layout = toLayout(config);
-    if (!layout)
-      return layout.status();
-    if (!out)
-      return nullArgument("output layout");
-    toC(*layout, *out);
-    return Status::ok();
-  });
+  return withLayout(
+      config, out, "output layout", error, error_capacity,
+      [](const Layout &layout, inkling_layout_t &c) { toC(layout, c); });
 }
 
 } // extern "C"

@@ -20,36 +20,28 @@ namespace {
 Layout fromC(const LayoutConfig &config, const inkling_layout_t &in) {
   Layout layout;
   layout.config = config;
-  layout.headsPerRank = in.heads_per_rank;
-  layout.hiddenPerHead = in.hidden_per_head;
-  layout.rawWidth = in.raw_width;
-  layout.headSize = in.head_size;
-  layout.blockSize = in.block_size;
-  layout.slidingWindow = in.sliding_window;
-  layout.elementBytes = in.element_bytes;
+  forEachLayoutField(layout, in, [](auto &to, auto &from) { to = from; });
   for (int s = 0; s < kNumStreams; ++s)
     layout.streams[s] = StreamRange{in.stream_offset[s], in.stream_width[s]};
   return layout;
 }
 
 void toC(const CacheSpec &spec, const char *name, inkling_cache_spec_t &out) {
-  out.name = name;
-  out.block_size = spec.blockSize;
-  out.page_bytes = spec.pageBytes;
-  out.reads_through_block_stride = spec.readsThroughBlockStride;
-  out.fixed_block_size = spec.fixedBlockSize;
-  out.stride_alignment = spec.strideAlignment;
+  out = {name,
+         spec.blockSize,
+         spec.pageBytes,
+         spec.readsThroughBlockStride,
+         spec.fixedBlockSize,
+         spec.strideAlignment};
 }
 
 CacheSpec fromC(const inkling_cache_spec_t &in) {
-  CacheSpec spec;
-  spec.name = in.name ? in.name : "";
-  spec.blockSize = in.block_size;
-  spec.pageBytes = in.page_bytes;
-  spec.readsThroughBlockStride = in.reads_through_block_stride;
-  spec.fixedBlockSize = in.fixed_block_size;
-  spec.strideAlignment = in.stride_alignment;
-  return spec;
+  return {in.name ? in.name : "",
+          in.block_size,
+          in.page_bytes,
+          in.reads_through_block_stride != 0,
+          in.fixed_block_size != 0,
+          in.stride_alignment};
 }
 
 AttentionLayerSpec fromC(const inkling_attention_layer_t &in) {
@@ -75,15 +67,10 @@ inkling_status_t inkling_cache_spec_sconv(const inkling_layout_config_t *config,
                                           const char *name,
                                           inkling_cache_spec_t *out,
                                           char *error, size_t error_capacity) {
-  return guarded(error, error_capacity, [&]() -> Status {
-    StatusOr<Layout> layout = toLayout(config);
-    if (!layout)
-      return layout.status();
-    if (!out)
-      return nullArgument("output cache spec");
-    toC(CacheSpec::sconv(name ? name : "", *layout), name, *out);
-    return Status::ok();
-  });
+  return withLayout(config, out, "output cache spec", error, error_capacity,
+                    [&](const Layout &layout, inkling_cache_spec_t &c) {
+                      toC(CacheSpec::sconv(name ? name : "", layout), name, c);
+                    });
 }
 
 inkling_status_t inkling_cache_spec_attention(
@@ -299,20 +286,22 @@ inkling_status_t inkling_cache_plan_layer(const inkling_cache_plan_t *plan,
   if (layer < 0 || layer >= static_cast<int64_t>(plan->plan.layers.size()))
     return INKLING_OUT_OF_RANGE;
   const LayerView &view = plan->plan.layers[layer];
-  inkling_layer_view_t result{};
-  result.name = view.name.c_str();
-  result.kind = view.kind == CacheLayerKind::Sconv
-                    ? INKLING_CACHE_LAYER_SCONV
-                    : INKLING_CACHE_LAYER_ATTENTION;
-  result.tensor = view.tensor;
-  result.byte_offset = view.byteOffset;
-  result.element_bytes = view.elementBytes;
-  result.block_size = view.blockSize;
-  result.page_bytes = view.pageBytes;
-  result.block_stride_bytes = view.blockStrideBytes;
-  result.adjustment = static_cast<int32_t>(view.adjustment);
-  result.scale = view.scale;
-  result.rank = static_cast<int32_t>(view.shape.size());
+  int32_t kind = view.kind == CacheLayerKind::Sconv
+                     ? INKLING_CACHE_LAYER_SCONV
+                     : INKLING_CACHE_LAYER_ATTENTION;
+  inkling_layer_view_t result = {view.name.c_str(),
+                                 kind,
+                                 view.tensor,
+                                 view.byteOffset,
+                                 view.elementBytes,
+                                 view.blockSize,
+                                 view.pageBytes,
+                                 view.blockStrideBytes,
+                                 static_cast<int32_t>(view.adjustment),
+                                 view.scale,
+                                 static_cast<int32_t>(view.shape.size()),
+                                 {},
+                                 {}};
   for (size_t d = 0; d < view.shape.size() && d < 5; ++d) {
     result.shape[d] = view.shape[d];
     result.strides[d] = view.strides[d];

@@ -34,7 +34,9 @@ struct inkling_cache_plan {
 };
 
 struct inkling_step_buffers {
-  inkling_manager *owner = nullptr;
+  /// The manager's id(), not its handle's address: a manager created
+  /// where a destroyed one lived must not pass for it.
+  uint64_t ownerId = 0;
   std::unique_ptr<inkling::StepBuffers> buffers;
 };
 
@@ -76,6 +78,12 @@ inkling_status_t withManager(inkling_manager *m, Body &&body) {
   return report(m, catching([&] { return body(*m->manager); }));
 }
 
+/// withManager for a call whose value (a StatusOr from `body`) goes to
+/// `*out`; NULL `out` is an error naming `what`.
+template <typename Out, typename Body>
+inkling_status_t withOutput(inkling_manager *m, Out *out, const char *what,
+                            Body &&body);
+
 /// Runs `body` on a valid registry; a failure's message is its last error.
 template <typename Body>
 inkling_status_t withRegistry(inkling_cache_registry *r, Body &&body) {
@@ -100,10 +108,50 @@ template <typename T, typename Out> Status store(StatusOr<T> value, Out *out) {
   return Status::ok();
 }
 
+/// The derived fields of a Layout and of the C inkling_layout_t, paired
+/// (the streams and the page apart): the list toC and fromC walk.
+template <typename L, typename C, typename Fn>
+void forEachLayoutField(L &layout, C &c, Fn &&fn) {
+  fn(layout.headsPerRank, c.heads_per_rank);
+  fn(layout.hiddenPerHead, c.hidden_per_head);
+  fn(layout.rawWidth, c.raw_width);
+  fn(layout.headSize, c.head_size);
+  fn(layout.blockSize, c.block_size);
+  fn(layout.slidingWindow, c.sliding_window);
+  fn(layout.elementBytes, c.element_bytes);
+}
+
+template <typename Out, typename Body>
+inkling_status_t withOutput(inkling_manager *m, Out *out, const char *what,
+                            Body &&body) {
+  return withManager(m, [&](SequenceManager &manager) -> Status {
+    if (!out)
+      return nullArgument(what);
+    return store(body(manager), out);
+  });
+}
+
 StatusOr<LayoutConfig> toConfig(const inkling_layout_config_t *config);
 
 /// The layout of a C config: converted and derived (the runtime's checks).
 StatusOr<Layout> toLayout(const inkling_layout_config_t *config);
+
+/// guarded for a call on the layout of a C config whose result `body`
+/// writes to `*out` (NULL: an error naming `what`).
+template <typename Out, typename Body>
+inkling_status_t withLayout(const inkling_layout_config_t *config, Out *out,
+                            const char *what, char *error, size_t capacity,
+                            Body &&body) {
+  return guarded(error, capacity, [&]() -> Status {
+    StatusOr<Layout> layout = toLayout(config);
+    if (!layout)
+      return layout.status();
+    if (!out)
+      return nullArgument(what);
+    body(*layout, *out);
+    return Status::ok();
+  });
+}
 
 void toC(const Layout &layout, inkling_layout_t &out);
 

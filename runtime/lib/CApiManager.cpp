@@ -9,25 +9,6 @@
 using namespace inkling;
 using namespace inkling::capi;
 
-namespace {
-
-StepBufferSpec fromC(const inkling_step_buffer_spec_t &in) {
-  StepBufferSpec spec;
-  spec.queryStartLoc = in.query_start_loc;
-  spec.numComputed = in.num_computed;
-  spec.blockTable = in.block_table;
-  spec.slotMapping = in.slot_mapping;
-  spec.blockCopies = in.block_copies;
-  spec.maxRows = in.max_rows;
-  spec.numCols = in.num_cols;
-  spec.maxTokens = in.max_tokens;
-  spec.maxCopies = in.max_copies;
-  spec.tokenSeq = in.token_seq;
-  return spec;
-}
-
-} // namespace
-
 extern "C" {
 
 //===----------------------------------------------------------------------===//
@@ -100,12 +81,10 @@ inkling_status_t inkling_add_sequence(inkling_manager_t *manager,
                                       const int32_t *tokens, int64_t num_tokens,
                                       int64_t start_position,
                                       int64_t *out_sequence) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_sequence)
-      return nullArgument("output sequence id");
-    return store(m.addSequence(tokens, num_tokens, start_position),
-                 out_sequence);
-  });
+  return withOutput(manager, out_sequence, "output sequence id",
+                    [&](SequenceManager &m) {
+                      return m.addSequence(tokens, num_tokens, start_position);
+                    });
 }
 
 inkling_status_t inkling_append_tokens(inkling_manager_t *manager,
@@ -220,27 +199,22 @@ inkling_status_t inkling_add_sequence_with_keys(
     int64_t start_position, const int64_t *cache_points,
     int64_t num_cache_points, const uint8_t *extra_keys,
     int64_t num_extra_key_bytes, int64_t *out_sequence) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_sequence)
-      return nullArgument("output sequence id");
-    return store(m.addSequence(tokens, num_tokens, start_position, cache_points,
-                               num_cache_points, extra_keys,
-                               num_extra_key_bytes),
-                 out_sequence);
-  });
+  return withOutput(
+      manager, out_sequence, "output sequence id", [&](SequenceManager &m) {
+        return m.addSequence(tokens, num_tokens, start_position, cache_points,
+                             num_cache_points, extra_keys, num_extra_key_bytes);
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix_with_keys(
     inkling_manager_t *manager, const int32_t *tokens, int64_t num_tokens,
     int64_t max_length, const uint8_t *extra_keys, int64_t num_extra_key_bytes,
     int64_t *out_length) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_length)
-      return nullArgument("output length");
-    return store(m.longestCachedPrefix(tokens, num_tokens, max_length,
-                                       extra_keys, num_extra_key_bytes),
-                 out_length);
-  });
+  return withOutput(
+      manager, out_length, "output length", [&](SequenceManager &m) {
+        return m.longestCachedPrefix(tokens, num_tokens, max_length, extra_keys,
+                                     num_extra_key_bytes);
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
@@ -248,31 +222,26 @@ inkling_status_t inkling_longest_cached_prefix(inkling_manager_t *manager,
                                                int64_t num_tokens,
                                                int64_t max_length,
                                                int64_t *out_length) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out_length)
-      return nullArgument("output length");
-    return store(m.longestCachedPrefix(tokens, num_tokens, max_length),
-                 out_length);
-  });
+  return withOutput(
+      manager, out_length, "output length", [&](SequenceManager &m) {
+        return m.longestCachedPrefix(tokens, num_tokens, max_length);
+      });
 }
 
 inkling_status_t inkling_admission(inkling_manager_t *manager,
                                    int64_t num_tokens, int64_t start_position,
                                    int64_t watermark_blocks,
                                    inkling_admission_t *out) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out)
-      return nullArgument("output admission");
-    StatusOr<Admission> admission =
-        m.admission(num_tokens, start_position, watermark_blocks);
-    if (!admission)
-      return admission.status();
-    out->admit = admission->admit ? 1 : 0;
-    out->needed_blocks = admission->neededBlocks;
-    out->reserved_blocks = admission->reservedBlocks;
-    out->free_blocks = admission->freeBlocks;
-    return Status::ok();
-  });
+  return withOutput(
+      manager, out, "output admission",
+      [&](SequenceManager &m) -> StatusOr<inkling_admission_t> {
+        StatusOr<Admission> a =
+            m.admission(num_tokens, start_position, watermark_blocks);
+        if (!a)
+          return a.status();
+        return inkling_admission_t{a->admit ? 1 : 0, a->neededBlocks,
+                                   a->reservedBlocks, a->freeBlocks};
+      });
 }
 
 inkling_status_t inkling_longest_cached_prefix_batch(
@@ -299,19 +268,17 @@ inkling_sequence_longest_cached_prefix(inkling_manager_t *manager,
 inkling_status_t inkling_sequence_info(inkling_manager_t *manager,
                                        int64_t sequence,
                                        inkling_sequence_info_t *out) {
-  return withManager(manager, [&](SequenceManager &m) -> Status {
-    if (!out)
-      return nullArgument("output sequence info");
-    StatusOr<SequenceInfo> info = m.sequenceInfo(sequence);
-    if (!info)
-      return info.status();
-    out->state = static_cast<int32_t>(info->state);
-    out->num_computed = info->numComputed;
-    out->num_tokens = info->numTokens;
-    out->num_scheduled = info->numScheduled;
-    out->num_blocks = static_cast<int64_t>(info->blocks.size());
-    return Status::ok();
-  });
+  return withOutput(
+      manager, out, "output sequence info",
+      [&](SequenceManager &m) -> StatusOr<inkling_sequence_info_t> {
+        StatusOr<SequenceInfo> info = m.sequenceInfo(sequence);
+        if (!info)
+          return info.status();
+        return inkling_sequence_info_t{
+            static_cast<int32_t>(info->state), info->numComputed,
+            info->numTokens, info->numScheduled,
+            static_cast<int64_t>(info->blocks.size())};
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -327,11 +294,11 @@ inkling_step_buffers_create(inkling_manager_t *manager,
       return nullArgument("step buffer spec");
     if (!out)
       return nullArgument("output step buffers pointer");
-    StatusOr<StepBuffers> buffers = m.bindStepBuffers(fromC(*spec));
+    StatusOr<StepBuffers> buffers = m.bindStepBuffers(fromCSpec(*spec));
     if (!buffers)
       return buffers.status();
     auto handle = std::make_unique<inkling_step_buffers>();
-    handle->owner = manager;
+    handle->ownerId = m.id();
     handle->buffers = std::make_unique<StepBuffers>(std::move(*buffers));
     *out = handle.release();
     return Status::ok();
@@ -351,8 +318,9 @@ inkling_status_t inkling_build_step(inkling_manager_t *manager,
   return withManager(manager, [&](SequenceManager &m) -> Status {
     if (!buffers)
       return nullArgument("step buffers");
-    if (buffers->owner != manager)
-      return invalidArgument("step buffers were created for another manager");
+    if (buffers->ownerId != m.id())
+      return invalidArgument("step buffers were created for another manager "
+                             "(possibly one destroyed since)");
     if (num_rows < 0 || num_padded_tokens < 0)
       return invalidArgument(
           "padded rows (" + std::to_string(num_rows) + ") and tokens (" +

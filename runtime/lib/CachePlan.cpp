@@ -139,6 +139,23 @@ StatusOr<CachePlan> CacheRegistry::plan(int64_t budgetBytes,
   plan.layoutKind = layoutKind;
   plan.budgetBytes = budgetBytes;
   plan.pageBytes = unified->pageBytes;
+  bool cross = layoutKind == CacheLayoutKind::CrossLayer;
+  if (cross && plan.pageBytes % kBufferAlignment != 0) {
+    // Layer l's view starts at byte l * page: a kernel's buffer base.
+    // A page the IR pins cannot grow under it; any other page pads.
+    for (const Entry &entry : layers_)
+      if (entry.spec.fixedBlockSize)
+        return invalidArgument(
+            "cross-layer pages: layer '" + entry.spec.name +
+            "' is compiled for a " + std::to_string(entry.spec.pageBytes) +
+            "-byte page, so layer 1's page would start at byte " +
+            std::to_string(plan.pageBytes) + ", not a multiple of " +
+            std::to_string(kBufferAlignment) +
+            " (the kernels need every base 16-byte aligned): compile it "
+            "for a page padded to a multiple of " +
+            std::to_string(kBufferAlignment) + " bytes");
+    plan.pageBytes += kBufferAlignment - plan.pageBytes % kBufferAlignment;
+  }
   int64_t numLayers = this->numLayers();
   int64_t needed = 0;
   if (__builtin_mul_overflow(plan.pageBytes, numLayers, &plan.bytesPerBlock) ||
@@ -155,7 +172,6 @@ StatusOr<CachePlan> CacheRegistry::plan(int64_t budgetBytes,
         std::to_string(plan.pageBytes) +
         "-byte page = " + std::to_string(needed) + " bytes");
 
-  bool cross = layoutKind == CacheLayoutKind::CrossLayer;
   int64_t blockStrideBytes = cross ? plan.bytesPerBlock : plan.pageBytes;
   if (cross)
     plan.tensors.push_back({plan.numBlocks * plan.bytesPerBlock, {}});

@@ -335,11 +335,8 @@ DeviceBuffer::~DeviceBuffer() {
 
 StatusOr<std::unique_ptr<KernelBundle>>
 KernelBundle::load(Driver &driver, const std::string &directory) {
-  auto manifest = KernelManifest::load(directory);
-  if (!manifest)
-    return manifest.status();
   return loadModules(
-      driver, std::move(*manifest),
+      driver, KernelManifest::load(directory),
       [&](const std::string &file) -> StatusOr<std::string> {
         std::string path = directory + "/" + file;
         std::ifstream in(path, std::ios::binary);
@@ -355,11 +352,8 @@ KernelBundle::load(Driver &driver, const std::string &directory) {
 StatusOr<std::unique_ptr<KernelBundle>>
 KernelBundle::load(Driver &driver, std::string_view manifestJson,
                    const std::map<std::string, std::string> &objects) {
-  auto manifest = KernelManifest::parse(manifestJson);
-  if (!manifest)
-    return manifest.status();
   return loadModules(
-      driver, std::move(*manifest),
+      driver, KernelManifest::parse(manifestJson),
       [&](const std::string &file) -> StatusOr<std::string> {
         auto it = objects.find(file);
         if (it == objects.end())
@@ -370,11 +364,13 @@ KernelBundle::load(Driver &driver, std::string_view manifestJson,
 }
 
 StatusOr<std::unique_ptr<KernelBundle>> KernelBundle::loadModules(
-    Driver &driver, KernelManifest manifest,
+    Driver &driver, StatusOr<KernelManifest> manifest,
     const std::function<StatusOr<std::string>(const std::string &)> &object,
     const std::string &where) {
+  if (!manifest)
+    return manifest.status();
   std::unique_ptr<KernelBundle> bundle(
-      new KernelBundle(driver, std::move(manifest)));
+      new KernelBundle(driver, std::move(*manifest)));
   for (const KernelSpec &kernel : bundle->manifest_.kernels) {
     auto bytes = object(kernel.file);
     if (!bytes)

@@ -145,7 +145,7 @@ public:
     return v;
   }
 
-  Status string(std::string_view key, std::string &out) const {
+  Status get(std::string_view key, std::string &out) const {
     auto v = field(key, Json::value_t::string);
     if (!v)
       return v.status();
@@ -153,7 +153,7 @@ public:
     return Status::ok();
   }
 
-  Status integer(std::string_view key, int64_t &out) const {
+  Status get(std::string_view key, int64_t &out) const {
     auto v = field(key, Json::value_t::number_integer);
     if (!v)
       return v.status();
@@ -164,7 +164,7 @@ public:
     return Status::ok();
   }
 
-  Status boolean(std::string_view key, bool &out) const {
+  Status get(std::string_view key, bool &out) const {
     auto v = field(key, Json::value_t::boolean);
     if (!v)
       return v.status();
@@ -172,7 +172,7 @@ public:
     return Status::ok();
   }
 
-  Status integers(std::string_view key, std::vector<int64_t> &out) const {
+  Status get(std::string_view key, std::vector<int64_t> &out) const {
     auto v = field(key, Json::value_t::array);
     if (!v)
       return v.status();
@@ -186,7 +186,7 @@ public:
     return Status::ok();
   }
 
-  Status strings(std::string_view key, std::vector<std::string> &out) const {
+  Status get(std::string_view key, std::vector<std::string> &out) const {
     auto v = field(key, Json::value_t::array);
     if (!v)
       return v.status();
@@ -197,6 +197,16 @@ public:
       out.push_back(e.get<std::string>());
     }
     return Status::ok();
+  }
+
+  /// get(key, field) for each (key, field) pair, in order; the first
+  /// error stops.
+  Status readFields() const { return Status::ok(); }
+  template <typename T, typename... Rest>
+  Status readFields(const char *key, T &field, Rest &...rest) const {
+    if (Status status = get(key, field); !status)
+      return status;
+    return readFields(rest...);
   }
 
   const std::string &path() const { return path_; }
@@ -213,15 +223,11 @@ private:
   } while (false)
 
 Status parseArg(const Reader &r, KernelArgSpec &arg) {
-  INKLING_TRY(r.string(mk::kType, arg.type));
-  INKLING_TRY(r.string(mk::kElement, arg.element));
-  INKLING_TRY(r.integer(mk::kElementBytes, arg.elementBytes));
-  INKLING_TRY(r.integer(mk::kRank, arg.rank));
-  INKLING_TRY(r.integers(mk::kShape, arg.shape));
-  INKLING_TRY(r.integers(mk::kStrides, arg.strides));
-  INKLING_TRY(r.integer(mk::kOffset, arg.offset));
-  INKLING_TRY(r.boolean(mk::kIdentity, arg.identity));
-  INKLING_TRY(r.integer(mk::kParams, arg.params));
+  INKLING_TRY(r.readFields(mk::kType, arg.type, mk::kElement, arg.element,
+                           mk::kElementBytes, arg.elementBytes, mk::kRank,
+                           arg.rank, mk::kShape, arg.shape, mk::kStrides,
+                           arg.strides, mk::kOffset, arg.offset, mk::kIdentity,
+                           arg.identity, mk::kParams, arg.params));
   if (arg.rank < 0 || arg.rank > 16)
     return r.bad("rank " + std::to_string(arg.rank) + " is out of range");
   if (static_cast<int64_t>(arg.shape.size()) != arg.rank ||
@@ -238,7 +244,7 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
   // 16-byte vector accesses); absent: the element size.
   arg.align = arg.elementBytes;
   if (r.find(mk::kAlign)) {
-    INKLING_TRY(r.integer(mk::kAlign, arg.align));
+    INKLING_TRY(r.get(mk::kAlign, arg.align));
     if (arg.align < arg.elementBytes || arg.align > 4096 ||
         (arg.align & (arg.align - 1)) != 0)
       return r.bad("align " + std::to_string(arg.align) +
@@ -254,17 +260,11 @@ Status parseArg(const Reader &r, KernelArgSpec &arg) {
 }
 
 Status parseKernel(const Reader &r, KernelSpec &k) {
-  INKLING_TRY(r.string(mk::kName, k.name));
-  INKLING_TRY(r.string(mk::kEntry, k.entry));
-  INKLING_TRY(r.string(mk::kFile, k.file));
-  INKLING_TRY(r.string(mk::kFormat, k.format));
-  INKLING_TRY(r.string(mk::kHost, k.host));
-  INKLING_TRY(r.string(mk::kOp, k.op));
-  INKLING_TRY(r.strings(mk::kStreams, k.streams));
-  INKLING_TRY(r.string(mk::kLayout, k.layout));
-  INKLING_TRY(r.string(mk::kAttributes, k.attributes));
-  INKLING_TRY(r.string(mk::kKey, k.key));
-  INKLING_TRY(r.strings(mk::kParams, k.params));
+  INKLING_TRY(r.readFields(mk::kName, k.name, mk::kEntry, k.entry, mk::kFile,
+                           k.file, mk::kFormat, k.format, mk::kHost, k.host,
+                           mk::kOp, k.op, mk::kStreams, k.streams, mk::kLayout,
+                           k.layout, mk::kAttributes, k.attributes, mk::kKey,
+                           k.key, mk::kParams, k.params));
   if (k.name.empty() || k.entry.empty())
     return r.bad("empty kernel name or entry");
   auto plainFile = [](const std::string &file) {
@@ -275,7 +275,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
     return r.bad("file \"" + k.file +
                  "\" must be a plain file name inside the bundle");
   if (r.find(mk::kHostForm)) {
-    INKLING_TRY(r.string(mk::kHostForm, k.hostForm));
+    INKLING_TRY(r.get(mk::kHostForm, k.hostForm));
     if (!plainFile(k.hostForm))
       return r.bad("host_form \"" + k.hostForm +
                    "\" must be a plain file name inside the bundle");
@@ -303,7 +303,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
     }
   }
   std::vector<int64_t> block;
-  INKLING_TRY(r.integers(mk::kBlock, block));
+  INKLING_TRY(r.get(mk::kBlock, block));
   if (block.size() != 3)
     return r.bad("block must have 3 entries");
   int64_t threads = 1;
@@ -345,7 +345,7 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   }
 
   if (r.find(mk::kTokensArg)) {
-    INKLING_TRY(r.integer(mk::kTokensArg, k.tokensArg));
+    INKLING_TRY(r.get(mk::kTokensArg, k.tokensArg));
     if (k.tokensArg < 0 || k.tokensArg >= static_cast<int64_t>(k.args.size()) ||
         k.args[k.tokensArg].rank < 1)
       return r.bad("tokens_arg does not name an argument of rank >= 1");
@@ -385,7 +385,7 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
                   "kernel manifest: " + doc.status().message());
   KernelManifest m;
   Reader root(*doc, "manifest");
-  INKLING_TRY(root.integer(mk::kVersion, m.version));
+  INKLING_TRY(root.get(mk::kVersion, m.version));
   if (m.version != mk::kFormatVersion)
     return root.bad("version " + std::to_string(m.version) +
                     " is not supported (this runtime reads version " +
@@ -394,9 +394,8 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
   if (!target)
     return target.status();
   Reader t(**target, "manifest.target");
-  INKLING_TRY(t.string(mk::kChip, m.chip));
-  INKLING_TRY(t.string(mk::kFeatures, m.features));
-  INKLING_TRY(t.string(mk::kFormat, m.format));
+  INKLING_TRY(t.readFields(mk::kChip, m.chip, mk::kFeatures, m.features,
+                           mk::kFormat, m.format));
 
   auto kernels = root.field(mk::kKernels, Json::value_t::array);
   if (!kernels)
@@ -417,7 +416,7 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
   for (size_t i = 0; i < (*hosts)->size(); ++i) {
     Reader h((**hosts)[i], "hosts[" + std::to_string(i) + "]");
     HostSpec host;
-    INKLING_TRY(h.string(mk::kName, host.name));
+    INKLING_TRY(h.get(mk::kName, host.name));
     auto launches = h.field(mk::kLaunches, Json::value_t::array);
     if (!launches)
       return launches.status();
@@ -425,8 +424,8 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
       Reader l((**launches)[j],
                h.path() + ".launches[" + std::to_string(j) + "]");
       LaunchSpec launch;
-      INKLING_TRY(l.string(mk::kKernel, launch.kernel));
-      INKLING_TRY(l.integers(mk::kHostArgs, launch.hostArgs));
+      INKLING_TRY(l.get(mk::kKernel, launch.kernel));
+      INKLING_TRY(l.get(mk::kHostArgs, launch.hostArgs));
       const KernelSpec *k = m.findKernel(launch.kernel);
       if (!k)
         return l.bad("names no kernel of the manifest: \"" + launch.kernel +

@@ -1,23 +1,15 @@
 //===- Layout.cpp - The sconv conv-state cache layout ---------------------===//
 
 #include "inkling/Runtime/Layout.h"
+#include "EnumName.h"
 
 #include <string>
 
 namespace inkling {
 
 const char *streamName(Stream stream) {
-  switch (stream) {
-  case Stream::K:
-    return "k";
-  case Stream::V:
-    return "v";
-  case Stream::Attn:
-    return "attn";
-  case Stream::Mlp:
-    return "mlp";
-  }
-  return "?";
+  static const char *const kNames[] = {"k", "v", "attn", "mlp"};
+  return enumName(stream, kNames);
 }
 
 std::optional<Stream> parseStream(std::string_view name) {

@@ -1,6 +1,7 @@
 //===- PageUnification.cpp - One page size for sconv and attention --------===//
 
 #include "inkling/Runtime/PageUnification.h"
+#include "EnumName.h"
 
 #include <set>
 #include <string_view>
@@ -60,15 +61,8 @@ StatusOr<CacheSpec> CacheSpec::attention(std::string name, int64_t blockSize,
 }
 
 const char *pageAdjustmentName(PageAdjustment adjustment) {
-  switch (adjustment) {
-  case PageAdjustment::None:
-    return "none";
-  case PageAdjustment::ScaledBlockSize:
-    return "scaled block size";
-  case PageAdjustment::Padded:
-    return "padded";
-  }
-  return "?";
+  static const char *const kNames[] = {"none", "scaled block size", "padded"};
+  return enumName(adjustment, kNames);
 }
 
 StatusOr<UnifiedPages> unifyPageSizes(const std::vector<CacheSpec> &specs) {

@@ -74,14 +74,10 @@ Status SequenceManager::commitBatch(const SequenceId *ids,
                              ") of batch entry " + str(i) + " are not a range");
     if (to > from && !tokens)
       return invalidArgument("token array is null");
-    Sequence *seq = find(ids[i]);
-    if (!seq)
-      return unknownSequence(ids[i], "commit batch");
-    if (seq->buildStamp == buildStamp_)
-      return invalidArgument(seqName(ids[i]) +
-                             " appears twice in the batch (again at " + str(i) +
-                             ")");
-    seq->buildStamp = buildStamp_;
+    StatusOr<Sequence *> entry = batchEntry(ids[i], i, "commit batch");
+    if (!entry)
+      return entry.status();
+    Sequence *seq = *entry;
     if (Status status =
             checkCommit(*seq, ids[i], numAccepted[i],
                         tokens ? tokens + from : nullptr, to - from);

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EnumName.h"
 #include "SequenceManagerInternal.h"
 
 #include <algorithm>
@@ -38,27 +39,13 @@ Status checkPrefixPolicy(PrefixPolicy policy, int64_t snapshotEvery) {
 } // namespace
 
 const char *sequenceStateName(SequenceState state) {
-  switch (state) {
-  case SequenceState::Idle:
-    return "idle";
-  case SequenceState::Scheduled:
-    return "scheduled";
-  case SequenceState::Preempted:
-    return "preempted";
-  }
-  return "?";
+  static const char *const kNames[] = {"idle", "scheduled", "preempted"};
+  return enumName(state, kNames);
 }
 
 const char *prefixPolicyName(PrefixPolicy policy) {
-  switch (policy) {
-  case PrefixPolicy::Window:
-    return "window";
-  case PrefixPolicy::Snapshots:
-    return "snapshots";
-  case PrefixPolicy::EveryBlock:
-    return "every-block";
-  }
-  return "?";
+  static const char *const kNames[] = {"window", "snapshots", "every-block"};
+  return enumName(policy, kNames);
 }
 
 StatusOr<PrefixPolicy> parsePrefixPolicy(const std::string &name) {
@@ -200,6 +187,18 @@ Status SequenceManager::unknownSequence(SequenceId id,
                                         const char *operation) const {
   return notFound(std::string(operation) + ": unknown sequence id " + str(id) +
                   " (never added, or already finished)");
+}
+
+StatusOr<SequenceManager::Sequence *>
+SequenceManager::batchEntry(SequenceId id, int64_t i, const char *operation) {
+  Sequence *seq = find(id);
+  if (!seq)
+    return unknownSequence(id, operation);
+  if (seq->buildStamp == buildStamp_)
+    return invalidArgument(
+        seqName(id) + " appears twice in the batch (again at " + str(i) + ")");
+  seq->buildStamp = buildStamp_;
+  return seq;
 }
 
 int32_t SequenceManager::newSlot() {

@@ -324,14 +324,10 @@ Status SequenceManager::scheduleBatch(const SequenceId *ids,
   int64_t needed = 0;
   batchNeeds_.clear();
   for (int64_t i = 0; i < count; ++i) {
-    Sequence *seq = find(ids[i]);
-    if (!seq)
-      return unknownSequence(ids[i], "schedule batch");
-    if (seq->buildStamp == buildStamp_)
-      return invalidArgument(seqName(ids[i]) +
-                             " appears twice in the batch (again at " + str(i) +
-                             ")");
-    seq->buildStamp = buildStamp_;
+    StatusOr<Sequence *> entry = batchEntry(ids[i], i, "schedule batch");
+    if (!entry)
+      return entry.status();
+    Sequence *seq = *entry;
     SchedulePlan plan;
     if (Status status = checkSchedule(*seq, ids[i], numTokens[i], plan);
         !status)

@@ -14,9 +14,23 @@ namespace inkling {
 
 using namespace sequence_internal;
 
+// A step's padded row or token count into `padded`: 0 means `count`; below
+// it, or above the buffers' `capacity`, is refused.
+static Status paddedCount(int64_t requested, int64_t count, int64_t capacity,
+                          const char *what, const std::string &smallerThan,
+                          const char *needs, int64_t &padded) {
+  padded = requested == 0 ? count : requested;
+  if (padded < count)
+    return invalidArgument(std::string("padded ") + what + " count (" +
+                           str(requested) + ") is smaller than " + smallerThan);
+  if (padded > capacity)
+    return outOfRange("step needs " + str(padded) + needs + str(capacity));
+  return Status::ok();
+}
+
 StatusOr<StepBuffers>
 SequenceManager::bindStepBuffers(const StepBufferSpec &spec) const {
-  return StepBuffers::bind(spec, maxHeld_, this);
+  return StepBuffers::bind(spec, maxHeld_, id_);
 }
 
 // The rows of a step: known, scheduled, not repeated, first token known,
@@ -105,21 +119,22 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
                                               StepBuffers &buffers) {
   const StepBufferSpec &spec = buffers.spec();
   // The buffers record what this manager wrote into them.
-  if (buffers.owner() != this)
+  // By id, not address: a manager created where a destroyed one lived
+  // must refuse that one's buffers (their rows are sized for it).
+  if (buffers.ownerId() != id_)
     return invalidArgument("step buffers were bound by another manager (or "
-                           "by StepBuffers::bind): bind them with this "
-                           "manager's bindStepBuffers");
+                           "by StepBuffers::bind), possibly one destroyed "
+                           "since: bind them with this manager's "
+                           "bindStepBuffers");
   if (numSequences < 0 || (numSequences > 0 && ids == nullptr))
     return invalidArgument("batch of " + str(numSequences) +
                            " sequences needs a non-null id array");
-  int64_t numRows = shape.numRows == 0 ? numSequences : shape.numRows;
-  if (numRows < numSequences)
-    return invalidArgument("padded row count (" + str(shape.numRows) +
-                           ") is smaller than the batch (" + str(numSequences) +
-                           " sequences)");
-  if (numRows > spec.maxRows)
-    return outOfRange("step needs " + str(numRows) +
-                      " rows, but the buffers have " + str(spec.maxRows));
+  int64_t numRows = 0, paddedTokens = 0;
+  if (Status s = paddedCount(shape.numRows, numSequences, spec.maxRows, "row",
+                             "the batch (" + str(numSequences) + " sequences)",
+                             " rows, but the buffers have ", numRows);
+      !s)
+    return s;
 
   // Validate everything before writing anything.
   int64_t numTokens = 0, numCopies = 0;
@@ -127,15 +142,12 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
           checkStepRows(ids, numSequences, spec, numTokens, numCopies);
       !status)
     return status;
-  int64_t paddedTokens = shape.numTokens == 0 ? numTokens : shape.numTokens;
-  if (paddedTokens < numTokens)
-    return invalidArgument("padded token count (" + str(shape.numTokens) +
-                           ") is smaller than the step's " + str(numTokens) +
-                           " tokens");
-  if (paddedTokens > spec.maxTokens)
-    return outOfRange("step needs " + str(paddedTokens) +
-                      " slot_mapping entries, but the buffer has " +
-                      str(spec.maxTokens));
+  if (Status s = paddedCount(
+          shape.numTokens, numTokens, spec.maxTokens, "token",
+          "the step's " + str(numTokens) + " tokens",
+          " slot_mapping entries, but the buffer has ", paddedTokens);
+      !s)
+    return s;
   if (numCopies > spec.maxCopies)
     return outOfRange("step has " + str(numCopies) +
                       " copy-on-write copies, but block_copies has room for " +
@@ -178,13 +190,7 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   buffers.clearRowsFrom(numSequences);
   buffers.finishStep(numSequences, numTokens);
 
-  StepInfo info;
-  info.numSequences = numSequences;
-  info.numRows = numRows;
-  info.numTokens = numTokens;
-  info.numPaddedTokens = paddedTokens;
-  info.numCopies = numCopies;
-  return info;
+  return StepInfo{numSequences, numRows, numTokens, paddedTokens, numCopies};
 }
 
 } // namespace inkling

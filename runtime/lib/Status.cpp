@@ -6,22 +6,11 @@ namespace inkling {
 
 const char *statusCodeName(StatusCode code) {
   switch (code) {
-  case StatusCode::Ok:
-    return "ok";
-  case StatusCode::InvalidArgument:
-    return "invalid argument";
-  case StatusCode::OutOfBlocks:
-    return "out of blocks";
-  case StatusCode::NotFound:
-    return "not found";
-  case StatusCode::FailedPrecondition:
-    return "failed precondition";
-  case StatusCode::OutOfRange:
-    return "out of range";
-  case StatusCode::Unavailable:
-    return "unavailable";
-  case StatusCode::Internal:
-    return "internal";
+#define INKLING_STATUS_NAME(c, cxx, value, name)                               \
+  case StatusCode::cxx:                                                        \
+    return name;
+    INKLING_STATUS_CODES(INKLING_STATUS_NAME)
+#undef INKLING_STATUS_NAME
   }
   return "unknown";
 }

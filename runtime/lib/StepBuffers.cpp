@@ -4,14 +4,21 @@
 #include "inkling/Runtime/BlockPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <string>
+#include <tuple>
 
 namespace inkling {
 
+uint64_t newOwnerId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
                                         int64_t maxBlocksPerRow,
-                                        const void *owner) {
+                                        uint64_t ownerId) {
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   auto positive = [](const char *name, int64_t value) -> Status {
     if (value < 1 || value > kInt32Max)
@@ -38,10 +45,27 @@ StatusOr<StepBuffers> StepBuffers::bind(const StepBufferSpec &spec,
     return invalidArgument(
         "a step buffer pointer is null (query_start_loc, num_computed, "
         "block_table, slot_mapping, or block_copies with max_copies > 0)");
+  // The kernels read the metadata with element-sized accesses and refuse
+  // a misaligned buffer at their first call: refuse it here, at bind.
+  auto aligned = [](const void *p, size_t bytes) {
+    return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+  };
+  for (auto [name, pointer, bytes] :
+       {std::tuple<const char *, const void *, size_t>{"query_start_loc",
+                                                       spec.queryStartLoc, 4},
+        {"num_computed", spec.numComputed, 4},
+        {"block_table", spec.blockTable, 4},
+        {"slot_mapping", spec.slotMapping, 8},
+        {"block_copies", spec.blockCopies, 4},
+        {"token_seq", spec.tokenSeq, 4}})
+    if (!aligned(pointer, bytes))
+      return invalidArgument(std::string("step buffer ") + name +
+                             " is not aligned to its " + std::to_string(bytes) +
+                             "-byte elements");
   StepBuffers buffers;
   buffers.spec_ = spec;
   buffers.maxBlocksPerRow_ = maxBlocksPerRow;
-  buffers.owner_ = owner;
+  buffers.ownerId_ = ownerId;
   buffers.rowCounts_.assign(spec.maxRows, 0);
   buffers.rowBlocks_.assign(spec.maxRows * maxBlocksPerRow, MappedBlock());
   buffers.rowExtras_.resize(spec.maxRows);

@@ -2,9 +2,9 @@
  *
  * An optional CPython extension (stable ABI, Python >= 3.11) for the calls a
  * serving engine makes every step: schedule, build, commit and lookup
- * batches and adds. inkling_runtime.py uses it when it is next to the
- * library it loaded (`_inkling_runtime_fast.so`) and falls back to ctypes
- * otherwise (or with INKLING_RUNTIME_NO_FAST=1); docs/runtime.md, "The
+ * batches and adds. The inkling_runtime package uses it when it is next to
+ * the library it loaded (`_inkling_runtime_fast.so`) and falls back to
+ * ctypes otherwise (or with INKLING_RUNTIME_NO_FAST=1); docs/runtime.md, "The
  * batch API".
  *
  * It links nothing: each function takes the address of the C API function
@@ -56,12 +56,16 @@ static void releaseAll(Buffers *held) {
     PyBuffer_Release(&held->views[i]);
 }
 
+/* An int64 scalar; 0 (no exception) for anything else, which the checked
+   path then names (the Python side range-checks what reaches ctypes). */
 static int toInt64(PyObject *object, int64_t *out) {
   long long value = PyLong_AsLongLong(object);
-  if (value == -1 && PyErr_Occurred())
-    return -1;
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
   *out = (int64_t)value;
-  return 0;
+  return 1;
 }
 
 static void *toPointer(PyObject *object) { return PyLong_AsVoidPtr(object); }
@@ -97,123 +101,125 @@ typedef inkling_status_t (*AddSequence)(inkling_manager_t *, const int32_t *,
                                         int64_t, const uint8_t *, int64_t,
                                         int64_t *);
 
+/* What every call here starts with: its argument count, the C function
+   (args[0]) and the manager handle (args[1]); the buffers it acquires. */
+typedef struct {
+  Buffers held;
+  void *fn;
+  inkling_manager_t *manager;
+} Call;
+
+static int begin(Call *call, PyObject *const *args, Py_ssize_t nargs,
+                 Py_ssize_t want, const char *name) {
+  call->held.count = 0;
+  if (checkArgs(nargs, want, name))
+    return -1;
+  call->fn = toPointer(args[0]);
+  call->manager = toPointer(args[1]);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The start of every call below: `c`, or NULL returned with the error. */
+#define BEGIN_CALL(count, name)                                                \
+  (void)self;                                                                  \
+  Call c;                                                                      \
+  if (begin(&c, args, nargs, count, name))                                     \
+  return NULL
+
 /* schedule_batch(fn, manager, ids, counts): ids and counts of one size. */
 static PyObject *scheduleBatch(PyObject *self, PyObject *const *args,
                                Py_ssize_t nargs) {
-  (void)self;
-  if (checkArgs(nargs, 4, "schedule_batch"))
-    return NULL;
-  Buffers held = {.count = 0};
+  BEGIN_CALL(4, "schedule_batch");
   Py_ssize_t n = 0, m = 0;
-  const int64_t *ids = acquire(&held, args[2], 8, 0, &n);
-  const int64_t *counts = ids ? acquire(&held, args[3], 8, 0, &m) : NULL;
+  const int64_t *ids = acquire(&c.held, args[2], 8, 0, &n);
+  const int64_t *counts = ids ? acquire(&c.held, args[3], 8, 0, &m) : NULL;
   if (!counts || n != m)
-    return status(&held, kSlowPath);
-  ScheduleBatch fn = (ScheduleBatch)toPointer(args[0]);
-  inkling_manager_t *manager = toPointer(args[1]);
-  if (PyErr_Occurred())
-    return releaseAll(&held), NULL;
-  return status(&held, fn(manager, ids, counts, n));
+    return status(&c.held, kSlowPath);
+  return status(&c.held, ((ScheduleBatch)c.fn)(c.manager, ids, counts, n));
 }
 
 /* commit_batch(fn, manager, ids, accepted, offsets, tokens). */
 static PyObject *commitBatch(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  if (checkArgs(nargs, 6, "commit_batch"))
-    return NULL;
-  Buffers held = {.count = 0};
+  BEGIN_CALL(6, "commit_batch");
   Py_ssize_t n = 0, m = 0, o = 0, t = 0;
-  const int64_t *ids = acquire(&held, args[2], 8, 0, &n);
-  const int64_t *accepted = ids ? acquire(&held, args[3], 8, 0, &m) : NULL;
-  const int64_t *offsets = accepted ? acquire(&held, args[4], 8, 0, &o) : NULL;
-  const int32_t *tokens = offsets ? acquire(&held, args[5], 4, 0, &t) : NULL;
+  const int64_t *ids = acquire(&c.held, args[2], 8, 0, &n);
+  const int64_t *accepted = ids ? acquire(&c.held, args[3], 8, 0, &m) : NULL;
+  const int64_t *offsets =
+      accepted ? acquire(&c.held, args[4], 8, 0, &o) : NULL;
+  const int32_t *tokens = offsets ? acquire(&c.held, args[5], 4, 0, &t) : NULL;
   /* The runtime checks each range; its end within the tokens is ours. */
   if (!tokens || n != m || o != n + 1 || offsets[n] > t)
-    return status(&held, kSlowPath);
-  CommitBatch fn = (CommitBatch)toPointer(args[0]);
-  inkling_manager_t *manager = toPointer(args[1]);
-  if (PyErr_Occurred())
-    return releaseAll(&held), NULL;
-  return status(&held, fn(manager, ids, accepted, offsets, tokens, n));
+    return status(&c.held, kSlowPath);
+  return status(&c.held, ((CommitBatch)c.fn)(c.manager, ids, accepted, offsets,
+                                             tokens, n));
 }
 
 /* build_step(fn, manager, buffers, ids, num_rows, num_padded, info). */
 static PyObject *buildStep(PyObject *self, PyObject *const *args,
                            Py_ssize_t nargs) {
-  (void)self;
-  if (checkArgs(nargs, 7, "build_step"))
-    return NULL;
-  Buffers held = {.count = 0};
-  Py_ssize_t n = 0;
-  const int64_t *ids = acquire(&held, args[3], 8, 0, &n);
-  if (!ids)
-    return status(&held, kSlowPath);
-  int64_t rows = 0, padded = 0;
-  BuildStep fn = (BuildStep)toPointer(args[0]);
-  inkling_manager_t *manager = toPointer(args[1]);
+  BEGIN_CALL(7, "build_step");
   inkling_step_buffers_t *buffers = toPointer(args[2]);
   inkling_step_info_t *info = toPointer(args[6]);
-  if (PyErr_Occurred() || toInt64(args[4], &rows) || toInt64(args[5], &padded))
-    return releaseAll(&held), NULL;
-  return status(&held, fn(manager, buffers, ids, n, rows, padded, info));
+  if (PyErr_Occurred())
+    return NULL;
+  Py_ssize_t n = 0;
+  int64_t rows = 0, padded = 0;
+  const int64_t *ids = acquire(&c.held, args[3], 8, 0, &n);
+  if (!ids || !toInt64(args[4], &rows) || !toInt64(args[5], &padded))
+    return status(&c.held, kSlowPath);
+  return status(&c.held, ((BuildStep)c.fn)(c.manager, buffers, ids, n, rows,
+                                           padded, info));
 }
 
 /* lookup_batch(fn, manager, tokens, offsets, max_lengths, out). */
 static PyObject *lookupBatch(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  if (checkArgs(nargs, 6, "lookup_batch"))
-    return NULL;
-  Buffers held = {.count = 0};
+  BEGIN_CALL(6, "lookup_batch");
   Py_ssize_t t = 0, o = 0, n = 0, m = 0;
-  const int32_t *tokens = acquire(&held, args[2], 4, 0, &t);
-  const int64_t *offsets = tokens ? acquire(&held, args[3], 8, 0, &o) : NULL;
-  const int64_t *limits = offsets ? acquire(&held, args[4], 8, 0, &n) : NULL;
-  int64_t *out = limits ? acquire(&held, args[5], 8, 1, &m) : NULL;
+  const int32_t *tokens = acquire(&c.held, args[2], 4, 0, &t);
+  const int64_t *offsets = tokens ? acquire(&c.held, args[3], 8, 0, &o) : NULL;
+  const int64_t *limits = offsets ? acquire(&c.held, args[4], 8, 0, &n) : NULL;
+  int64_t *out = limits ? acquire(&c.held, args[5], 8, 1, &m) : NULL;
   if (!out || o != n + 1 || m < n || offsets[n] > t)
-    return status(&held, kSlowPath);
-  LookupBatch fn = (LookupBatch)toPointer(args[0]);
-  inkling_manager_t *manager = toPointer(args[1]);
-  if (PyErr_Occurred())
-    return releaseAll(&held), NULL;
-  return status(&held, fn(manager, tokens, offsets, limits, n, out));
+    return status(&c.held, kSlowPath);
+  return status(
+      &c.held, ((LookupBatch)c.fn)(c.manager, tokens, offsets, limits, n, out));
 }
 
 /* add_sequence(fn, manager, tokens, start, cache_points, extra_keys, out):
    inkling_add_sequence_with_keys (cache points 8-byte, keys bytes). */
 static PyObject *addSequence(PyObject *self, PyObject *const *args,
                              Py_ssize_t nargs) {
-  (void)self;
-  if (checkArgs(nargs, 7, "add_sequence"))
-    return NULL;
-  Buffers held = {.count = 0};
-  Py_ssize_t t = 0, p = 0, k = 0;
-  const int32_t *tokens = acquire(&held, args[2], 4, 0, &t);
-  const int64_t *points = tokens ? acquire(&held, args[4], 8, 0, &p) : NULL;
-  const uint8_t *keys = points ? acquire(&held, args[5], 1, 0, &k) : NULL;
-  if (!keys)
-    return status(&held, kSlowPath);
-  int64_t start = 0;
-  AddSequence fn = (AddSequence)toPointer(args[0]);
-  inkling_manager_t *manager = toPointer(args[1]);
+  BEGIN_CALL(7, "add_sequence");
   int64_t *out = toPointer(args[6]);
-  if (PyErr_Occurred() || toInt64(args[3], &start))
-    return releaseAll(&held), NULL;
-  return status(&held, fn(manager, tokens, t, start, points, p, keys, k, out));
+  if (PyErr_Occurred())
+    return NULL;
+  Py_ssize_t t = 0, p = 0, k = 0;
+  int64_t start = 0;
+  const int32_t *tokens = acquire(&c.held, args[2], 4, 0, &t);
+  const int64_t *points = tokens ? acquire(&c.held, args[4], 8, 0, &p) : NULL;
+  const uint8_t *keys = points ? acquire(&c.held, args[5], 1, 0, &k) : NULL;
+  if (!keys || !toInt64(args[3], &start))
+    return status(&c.held, kSlowPath);
+  return status(&c.held, ((AddSequence)c.fn)(c.manager, tokens, t, start,
+                                             points, p, keys, k, out));
 }
 
+#define FAST_METHOD(name, function, doc)                                       \
+  {name, (PyCFunction)(void (*)(void))function, METH_FASTCALL, doc}
+
 static PyMethodDef kMethods[] = {
-    {"schedule_batch", (PyCFunction)(void (*)(void))scheduleBatch,
-     METH_FASTCALL, "inkling_schedule_batch over buffers"},
-    {"commit_batch", (PyCFunction)(void (*)(void))commitBatch, METH_FASTCALL,
-     "inkling_commit_batch over buffers"},
-    {"build_step", (PyCFunction)(void (*)(void))buildStep, METH_FASTCALL,
-     "inkling_build_step over a buffer of ids"},
-    {"lookup_batch", (PyCFunction)(void (*)(void))lookupBatch, METH_FASTCALL,
-     "inkling_longest_cached_prefix_batch over buffers"},
-    {"add_sequence", (PyCFunction)(void (*)(void))addSequence, METH_FASTCALL,
-     "inkling_add_sequence_with_keys over buffers"},
+    FAST_METHOD("schedule_batch", scheduleBatch,
+                "inkling_schedule_batch over buffers"),
+    FAST_METHOD("commit_batch", commitBatch,
+                "inkling_commit_batch over buffers"),
+    FAST_METHOD("build_step", buildStep,
+                "inkling_build_step over a buffer of ids"),
+    FAST_METHOD("lookup_batch", lookupBatch,
+                "inkling_longest_cached_prefix_batch over buffers"),
+    FAST_METHOD("add_sequence", addSequence,
+                "inkling_add_sequence_with_keys over buffers"),
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef kModule = {

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 using namespace inkling;
 
 namespace {
@@ -176,6 +179,82 @@ TEST(CachePlanTest, SconvPageFromTheBindIsPinned) {
   EXPECT_NE(small.message().find("'c'"), std::string::npos) << small.message();
   EXPECT_FALSE(fresh.addSconvLayer("c", inklingLayout(), 131073));
   EXPECT_EQ(fresh.numLayers(), 0);
+}
+
+/// kv_heads 1, head_dim 1, hidden 1, kernel 2: D = 4, a page of 8N bytes.
+Layout tinyLayout(int64_t blockSize) {
+  LayoutConfig config;
+  config.kvHeads = 1;
+  config.headDim = 1;
+  config.hidden = 1;
+  config.kernel = 2;
+  config.blockSize = blockSize;
+  return *Layout::derive(config);
+}
+
+TEST(CachePlanTest, CrossLayerPagesArePaddedToTheKernelsAlignment) {
+  // N = 1 and 3: pages of 8 and 24 bytes. Side by side, layer 1 would start
+  // at byte 8 or 24, not a 16-byte aligned base: the page pads to 16 / 32.
+  for (auto [n, page, padded] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 8, 16},
+        {3, 24, 32},
+        {2, 16, 16}}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    CacheRegistry registry;
+    for (const char *name :
+         {"layers.0.sconv", "layers.1.sconv", "layers.2.sconv"})
+      ASSERT_TRUE(registry.addSconvLayer(name, tinyLayout(n)));
+    StatusOr<CachePlan> plan =
+        registry.plan(3 * padded * 100, CacheLayoutKind::CrossLayer);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->pageBytes, padded);
+    EXPECT_EQ(plan->bytesPerBlock, 3 * padded);
+    EXPECT_EQ(plan->numBlocks, 100);
+    for (int64_t l = 0; l < 3; ++l) {
+      const LayerView &view = plan->layers[l];
+      EXPECT_EQ(view.byteOffset, l * padded);
+      EXPECT_EQ(view.byteOffset % kBufferAlignment, 0);
+      EXPECT_EQ(view.pageBytes, page);
+      EXPECT_EQ(view.adjustment,
+                page == padded ? PageAdjustment::None : PageAdjustment::Padded);
+      EXPECT_EQ(view.blockStrideBytes, 3 * padded);
+      EXPECT_EQ(view.strides, (Shape{3 * padded / 2, 4 * n, 4, 1}));
+      EXPECT_LE(view.byteOffset + 99 * view.blockStrideBytes + view.pageBytes,
+                plan->tensors[0].bytes);
+    }
+    // Per layer, every view starts its own tensor: the page stays.
+    CacheRegistry perLayer;
+    ASSERT_TRUE(perLayer.addSconvLayer("a", tinyLayout(n)));
+    StatusOr<CachePlan> own =
+        perLayer.plan(page * 10, CacheLayoutKind::PerLayer);
+    ASSERT_TRUE(own.isOk()) << own.status().toString();
+    EXPECT_EQ(own->pageBytes, page);
+  }
+}
+
+TEST(CachePlanTest, CrossLayerPagePinnedOffAlignmentIsRefusedAtPlanTime) {
+  // An IR compiled for a 24-byte page (N = 3): padding would change its
+  // block stride, so the plan refuses, naming the layer and the fix.
+  CacheRegistry registry;
+  ASSERT_TRUE(registry.addSconvLayer("a", tinyLayout(1), 24));
+  ASSERT_TRUE(registry.addSconvLayer("b", tinyLayout(1), 24));
+  StatusOr<CachePlan> plan =
+      registry.plan(1 << 20, CacheLayoutKind::CrossLayer);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_EQ(plan.status().message(),
+            "cross-layer pages: layer 'a' is compiled for a 24-byte page, so "
+            "layer 1's page would start at byte 24, not a multiple of 16 (the "
+            "kernels need every base 16-byte aligned): compile it for a page "
+            "padded to a multiple of 16 bytes");
+  EXPECT_FALSE(registry.planned());
+  // Per layer it is fine; a pinned page of 32 bytes serves cross-layer.
+  EXPECT_TRUE(registry.plan(1 << 20, CacheLayoutKind::PerLayer).isOk());
+  CacheRegistry aligned;
+  ASSERT_TRUE(aligned.addSconvLayer("a", tinyLayout(1), 32));
+  ASSERT_TRUE(aligned.addSconvLayer("b", tinyLayout(1), 32));
+  StatusOr<CachePlan> ok = aligned.plan(1 << 20, CacheLayoutKind::CrossLayer);
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->layers[1].byteOffset, 32);
 }
 
 TEST(CachePlanTest, RefusesEmptyAndDuplicateNames) {

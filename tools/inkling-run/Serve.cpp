@@ -84,6 +84,22 @@ int Server::createRuntime() {
   }
   plan_ = std::move(*plan);
   int64_t numBlocks = plan_.numBlocks;
+  // Cross-layer pages pad to the kernels' base alignment (CachePlan.h); an
+  // IR whose bind holds unpadded pages cannot take that plan: said before
+  // any step, with the page_bytes that serves.
+  if (crossLayer() && sig_.pageBytes != plan_.bytesPerBlock &&
+      plan_.pageBytes % kBufferAlignment == 0 &&
+      sig_.pageBytes % plan_.layers.size() == 0 &&
+      (sig_.pageBytes / int64_t(plan_.layers.size())) % kBufferAlignment != 0)
+    return fail(opt_.modelPath + ": cross-layer pages of " +
+                std::to_string(sig_.pageBytes / plan_.layers.size()) +
+                " bytes would start layer 1's cache at a base that is not " +
+                std::to_string(kBufferAlignment) +
+                "-byte aligned; the cache plan pads them to " +
+                std::to_string(plan_.pageBytes) + " bytes: compile @" +
+                sig_.function + "'s sconv.bind with page_bytes " +
+                std::to_string(plan_.pageBytes) + " at block size " +
+                std::to_string(layout.blockSize));
   // The plan binds the IR: its views must be the bind's memref.
   for (const LayerView &view : plan_.layers)
     if (view.blockStrideBytes != sig_.pageBytes ||

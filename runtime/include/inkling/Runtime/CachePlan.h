@@ -11,7 +11,10 @@
 // Two layouts:
 //   * per layer: one tensor per layer of num_blocks unified pages;
 //   * cross layer: one tensor; a block is one region of L unified pages,
-//     layer l's page at byte l * page (block stride L * page).
+//     layer l's page at byte l * page (block stride L * page). Layer l's
+//     view starts at byte l * page, a buffer base for the kernels, so the
+//     page is padded to a multiple of kBufferAlignment (16) bytes; a page
+//     pinned by a layer's IR that is not one is refused at plan time.
 // Each tensor is num_blocks * (its layers' pages per block) bytes; the
 // budget buys num_blocks = budget / (L * page).
 //
@@ -106,8 +109,9 @@ public:
 
   /// Plans `budgetBytes` for the registered layers. Errors (state
   /// unchanged): no layers, pages that neither scale nor pad, a budget
-  /// below one block per layer plus the null block. A successful plan
-  /// freezes the registry (it may be planned again, e.g. for another
+  /// below one block per layer plus the null block, cross-layer pages
+  /// pinned to a size that is not a multiple of kBufferAlignment. A successful
+  /// plan freezes the registry (it may be planned again, e.g. for another
   /// budget).
   StatusOr<CachePlan> plan(int64_t budgetBytes, CacheLayoutKind layoutKind);
 

@@ -158,10 +158,10 @@ public:
 private:
   KernelBundle(Driver &driver, KernelManifest manifest)
       : driver_(driver), manifest_(std::move(manifest)) {}
-  /// Loads each kernel's object, from `object(file)`; `where` prefixes the
-  /// file in messages.
+  /// Loads each kernel's object of `manifest` (or returns its error), from
+  /// `object(file)`; `where` prefixes the file in messages.
   static StatusOr<std::unique_ptr<KernelBundle>> loadModules(
-      Driver &driver, KernelManifest manifest,
+      Driver &driver, StatusOr<KernelManifest> manifest,
       const std::function<StatusOr<std::string>(const std::string &)> &object,
       const std::string &where);
 

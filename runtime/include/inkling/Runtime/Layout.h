@@ -21,6 +21,10 @@ namespace inkling {
 
 /// The four sconv streams of a decoder layer, in their order inside D.
 enum class Stream : uint8_t { K = 0, V = 1, Attn = 2, Mlp = 3 };
+/// The kernels' ABI: every buffer's base (a cache view's first byte
+/// included) is a multiple of this many bytes (docs/Design.md, "Alignment").
+inline constexpr int64_t kBufferAlignment = 16;
+
 inline constexpr int kNumStreams = 4;
 inline constexpr std::array<Stream, kNumStreams> kAllStreams = {
     Stream::K, Stream::V, Stream::Attn, Stream::Mlp};

@@ -335,6 +335,9 @@ public:
   // --- Introspection
   // -----------------------------------------------------------
 
+  /// Unique in the process, never reused (newOwnerId): what step buffers
+  /// and C handles compare to know their manager.
+  uint64_t id() const { return id_; }
   const Layout &layout() const { return config_.layout; }
   const SequenceManagerConfig &config() const { return config_; }
   int64_t blockSize() const { return blockSize_; }
@@ -412,6 +415,10 @@ private:
     return const_cast<Sequence *>(std::as_const(*this).find(id));
   }
   Status unknownSequence(SequenceId id, const char *operation) const;
+  /// Entry `i` of a batch call: a live sequence not yet seen in this batch
+  /// (stamped with buildStamp_, which the caller advanced).
+  StatusOr<Sequence *> batchEntry(SequenceId id, int64_t i,
+                                  const char *operation);
   // The sequence of a handle if it is preempted (what resuming needs), or
   // why not.
   StatusOr<Sequence *> preemptedSequence(SequenceId id);
@@ -533,6 +540,7 @@ private:
                                 64);
   }
 
+  uint64_t id_ = newOwnerId();
   SequenceManagerConfig config_;
   int64_t blockSize_ = 0; // N
   int64_t history_ = 0;   // W - 1

@@ -8,6 +8,8 @@
 #ifndef INKLING_RUNTIME_STATUS_H
 #define INKLING_RUNTIME_STATUS_H
 
+#include "inkling/Runtime/inkling_runtime.h"
+
 #include <cassert>
 #include <optional>
 #include <string>
@@ -15,16 +17,12 @@
 
 namespace inkling {
 
-/// Stable error codes; the C API exposes the same numbers.
+/// Stable error codes: the C API's numbers, from its one table
+/// (INKLING_STATUS_CODES in inkling_runtime.h).
 enum class StatusCode : int {
-  Ok = 0,
-  InvalidArgument = 1,
-  OutOfBlocks = 2,
-  NotFound = 3,
-  FailedPrecondition = 4,
-  OutOfRange = 5,
-  Unavailable = 6,
-  Internal = 7,
+#define INKLING_STATUS_CODE(c, cxx, value, name) cxx = value,
+  INKLING_STATUS_CODES(INKLING_STATUS_CODE)
+#undef INKLING_STATUS_CODE
 };
 
 /// Returns a short lowercase name for `code`, e.g. "invalid argument".
@@ -51,28 +49,19 @@ private:
   std::string message_;
 };
 
-// The factories, one per code the runtime returns.
-inline Status invalidArgument(std::string message) {
-  return Status(StatusCode::InvalidArgument, std::move(message));
+/// A Status of code `Code`; the factories below name one per code the
+/// runtime returns.
+template <StatusCode Code> Status makeStatus(std::string message) {
+  return Status(Code, std::move(message));
 }
-inline Status failedPrecondition(std::string message) {
-  return Status(StatusCode::FailedPrecondition, std::move(message));
-}
-inline Status outOfRange(std::string message) {
-  return Status(StatusCode::OutOfRange, std::move(message));
-}
-inline Status outOfBlocks(std::string message) {
-  return Status(StatusCode::OutOfBlocks, std::move(message));
-}
-inline Status internalError(std::string message) {
-  return Status(StatusCode::Internal, std::move(message));
-}
-inline Status notFound(std::string message) {
-  return Status(StatusCode::NotFound, std::move(message));
-}
-inline Status unavailable(std::string message) {
-  return Status(StatusCode::Unavailable, std::move(message));
-}
+inline constexpr auto invalidArgument = makeStatus<StatusCode::InvalidArgument>;
+inline constexpr auto failedPrecondition =
+    makeStatus<StatusCode::FailedPrecondition>;
+inline constexpr auto outOfRange = makeStatus<StatusCode::OutOfRange>;
+inline constexpr auto outOfBlocks = makeStatus<StatusCode::OutOfBlocks>;
+inline constexpr auto internalError = makeStatus<StatusCode::Internal>;
+inline constexpr auto notFound = makeStatus<StatusCode::NotFound>;
+inline constexpr auto unavailable = makeStatus<StatusCode::Unavailable>;
 
 /// A value or the Status that explains why there is none.
 template <typename T> class [[nodiscard]] StatusOr {

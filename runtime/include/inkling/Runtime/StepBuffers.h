@@ -50,6 +50,19 @@ struct StepBufferSpec {
   int32_t *tokenSeq = nullptr;
 };
 
+/// The same spec as the C API's struct, and back (the two list the same
+/// fields in the same order).
+inline inkling_step_buffer_spec_t toCSpec(const StepBufferSpec &s) {
+  return {s.queryStartLoc, s.numComputed, s.blockTable, s.slotMapping,
+          s.blockCopies,   s.maxRows,     s.numCols,    s.maxTokens,
+          s.maxCopies,     s.tokenSeq};
+}
+inline StepBufferSpec fromCSpec(const inkling_step_buffer_spec_t &c) {
+  return {c.query_start_loc, c.num_computed, c.block_table, c.slot_mapping,
+          c.block_copies,    c.max_rows,     c.num_cols,    c.max_tokens,
+          c.max_copies,      c.token_seq};
+}
+
 /// Host storage for step metadata and the spec that points into it: the
 /// one place that sizes the arrays and fills a spec (engines, tools, tests).
 /// Inline, so that callers of the C API alone (cApiSpec) need no C++
@@ -73,16 +86,16 @@ struct HostStepBuffers {
         blockCopies(2 * size(maxCopies), fill),
         slotMapping(size(maxTokens), fill),
         tokenSeq(withTokenSeq ? size(maxTokens) : 0, fill) {
-    spec.queryStartLoc = queryStartLoc.data();
-    spec.numComputed = numComputed.data();
-    spec.blockTable = blockTable.data();
-    spec.slotMapping = slotMapping.data();
-    spec.blockCopies = blockCopies.data();
-    spec.maxRows = maxRows;
-    spec.numCols = numCols;
-    spec.maxTokens = maxTokens;
-    spec.maxCopies = maxCopies;
-    spec.tokenSeq = withTokenSeq ? tokenSeq.data() : nullptr;
+    spec = {queryStartLoc.data(),
+            numComputed.data(),
+            blockTable.data(),
+            slotMapping.data(),
+            blockCopies.data(),
+            maxRows,
+            numCols,
+            maxTokens,
+            maxCopies,
+            withTokenSeq ? tokenSeq.data() : nullptr};
   }
   HostStepBuffers(const HostStepBuffers &) = delete;
   HostStepBuffers &operator=(const HostStepBuffers &) = delete;
@@ -90,26 +103,18 @@ struct HostStepBuffers {
   HostStepBuffers &operator=(HostStepBuffers &&) = default;
 
   /// The same spec for inkling_step_buffers_create.
-  inkling_step_buffer_spec_t cApiSpec() const {
-    inkling_step_buffer_spec_t c{};
-    c.query_start_loc = spec.queryStartLoc;
-    c.num_computed = spec.numComputed;
-    c.block_table = spec.blockTable;
-    c.slot_mapping = spec.slotMapping;
-    c.block_copies = spec.blockCopies;
-    c.max_rows = spec.maxRows;
-    c.num_cols = spec.numCols;
-    c.max_tokens = spec.maxTokens;
-    c.max_copies = spec.maxCopies;
-    c.token_seq = spec.tokenSeq;
-    return c;
-  }
+  inkling_step_buffer_spec_t cApiSpec() const { return toCSpec(spec); }
 
 private:
   static size_t size(int64_t count) {
     return static_cast<size_t>(std::max<int64_t>(0, count));
   }
 };
+
+/// A new owner id, unique in the process (never 0): what handles compare
+/// to know their owner, instead of its address, which a later owner may
+/// reuse once the first is destroyed.
+uint64_t newOwnerId();
 
 /// One mapped logical block of a sequence.
 struct MappedBlock {
@@ -123,15 +128,15 @@ public:
   /// Validates the spec, fills block_table with the null block and
   /// slot_mapping with -1 once. `maxBlocksPerRow` bounds the live entries of
   /// a row (the sequence manager's per-sequence block bound).
-  /// `owner` identifies the producer that may write them (the sequence
-  /// manager refuses buffers bound by another).
+  /// `ownerId` identifies the producer that may write them (a sequence
+  /// manager's id(): it refuses buffers bound by another); 0: none.
   static StatusOr<StepBuffers> bind(const StepBufferSpec &spec,
                                     int64_t maxBlocksPerRow,
-                                    const void *owner = nullptr);
+                                    uint64_t ownerId = 0);
 
   const StepBufferSpec &spec() const { return spec_; }
   int64_t maxBlocksPerRow() const { return maxBlocksPerRow_; }
-  const void *owner() const { return owner_; }
+  uint64_t ownerId() const { return ownerId_; }
   /// Token count and rows of the last build (the invariant's watermarks).
   int64_t lastNumTokens() const { return lastTokens_; }
   int64_t lastNumRows() const { return lastRows_; }
@@ -177,7 +182,7 @@ private:
 
   StepBufferSpec spec_;
   int64_t maxBlocksPerRow_ = 0;
-  const void *owner_ = nullptr;
+  uint64_t ownerId_ = 0;
   // Per row: the count and the recorded entries (sorted) of its window.
   std::vector<int32_t> rowCounts_;
   std::vector<MappedBlock> rowBlocks_;

@@ -40,16 +40,27 @@ extern "C" {
 
 #define INKLING_RUNTIME_API_VERSION 2
 
+/* The status codes, one table: X(C name, C++ StatusCode name, value,
+   name). The enum below, the C++ StatusCode (Status.h) and the names of
+   inkling_status_name (and Python's, read from it) are made from it:
+   INKLING_OK 0, INKLING_INVALID_ARGUMENT 1, INKLING_OUT_OF_BLOCKS 2,
+   INKLING_NOT_FOUND 3, INKLING_FAILED_PRECONDITION 4, INKLING_OUT_OF_RANGE 5,
+   INKLING_UNAVAILABLE 6, INKLING_INTERNAL 7. */
+#define INKLING_STATUS_CODES(X)                                                \
+  X(OK, Ok, 0, "ok")                                                           \
+  X(INVALID_ARGUMENT, InvalidArgument, 1, "invalid argument")                  \
+  X(OUT_OF_BLOCKS, OutOfBlocks, 2, "out of blocks")                            \
+  X(NOT_FOUND, NotFound, 3, "not found")                                       \
+  X(FAILED_PRECONDITION, FailedPrecondition, 4, "failed precondition")         \
+  X(OUT_OF_RANGE, OutOfRange, 5, "out of range")                               \
+  X(UNAVAILABLE, Unavailable, 6, "unavailable")                                \
+  X(INTERNAL, Internal, 7, "internal")
+
 typedef int32_t inkling_status_t;
 enum {
-  INKLING_OK = 0,
-  INKLING_INVALID_ARGUMENT = 1,
-  INKLING_OUT_OF_BLOCKS = 2,
-  INKLING_NOT_FOUND = 3,
-  INKLING_FAILED_PRECONDITION = 4,
-  INKLING_OUT_OF_RANGE = 5,
-  INKLING_UNAVAILABLE = 6,
-  INKLING_INTERNAL = 7
+#define INKLING_STATUS_ENUMERATOR(c, cxx, value, name) INKLING_##c = value,
+  INKLING_STATUS_CODES(INKLING_STATUS_ENUMERATOR)
+#undef INKLING_STATUS_ENUMERATOR
 };
 
 /* Sequence states (inkling_sequence_info_t.state). */
