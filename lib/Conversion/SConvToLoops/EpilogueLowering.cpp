@@ -25,7 +25,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConvNest.h"
+#include "Patterns.h"
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -405,112 +407,105 @@ struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
   }
 };
 
-struct FusedConvAddNormLowering : OpRewritePattern<FusedConvAddNormOp> {
-  FusedConvAddNormLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+/// The conv of a fused epilogue op: its streams have no outputs (the
+/// epilogue consumes rowValue instead).
+template <typename Op>
+ConvSpec epilogueConvSpec(Op op, ArrayRef<ConvStream> streams, bool residual) {
+  return ConvSpec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  streams,
+                  residual,
+                  op.getActivation() == Activation::Silu,
+                  op.getInsert()};
+}
+
+struct FusedConvAddNormLowering : OptionsPattern<FusedConvAddNormOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(FusedConvAddNormOp op,
                                 PatternRewriter &rewriter) const override {
-    auto step = op.getStep().getDefiningOp<StepOp>();
-    if (!step)
-      return rewriter.notifyMatchFailure(op, kNoStepMessage);
     Location loc = op.getLoc();
     sconv::Stream stream = op.getStream();
     ConvStream convStream{stream, op.getX(), op.getWeights(), Value(), Value()};
-    ConvSpec spec{op,
-                  op.getCache(),
-                  op.getLayout(),
-                  convStream,
-                  op.getResidualConv(),
-                  op.getActivation() == Activation::Silu,
-                  op.getInsert()};
-    ConvNestBuilder conv(rewriter, spec, step, options);
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(stream)).width;
-    StreamOperand residual(op.getResidual(), width), sum(op.getSum(), width),
-        out(op.getOut(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
-    emitTokenNest(
-        rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
-          emitTokenRowNorm(
-              b, loc, t,
-              TokenRow{layout.headsPerRank, width,
-                       [&](OpBuilder &b, Location loc, Value h, Value c) {
-                         return conv.rowValue(b, loc, stream, t, h, c, kLanes);
-                       },
-                       [&](OpBuilder &b, Location loc, Value h) {
-                         conv.beginRow(b, loc, t, h);
-                         conv.reportRowSlot(b, loc, t, h);
-                       },
-                       residual, sum, out, op.getNormWeight(),
-                       op.getEpsilon().convertToFloat()});
+    ConvSpec spec = epilogueConvSpec(op, convStream, op.getResidualConv());
+    return lowerWithConvNest(
+        rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          inkling::Layout layout = op.getLayout().getDerived();
+          int64_t width = layout.range(toRuntime(stream)).width;
+          StreamOperand residual(op.getResidual(), width),
+              sum(op.getSum(), width), out(op.getOut(), width);
+          Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
+          emitTokenNest(
+              rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
+                // The conv's values of the head being normed.
+                ConvRow row;
+                emitTokenRowNorm(
+                    b, loc, t,
+                    TokenRow{layout.headsPerRank, width,
+                             [&](OpBuilder &b, Location loc, Value, Value c) {
+                               return conv.rowValue(b, loc, row, stream, c,
+                                                    kLanes);
+                             },
+                             [&](OpBuilder &b, Location loc, Value h) {
+                               row = conv.beginRow(b, loc, t, h);
+                               conv.reportRowSlot(b, loc, row);
+                             },
+                             residual, sum, out, op.getNormWeight(),
+                             op.getEpsilon().convertToFloat()});
+              });
         });
-    rewriter.eraseOp(op);
-    return success();
   }
-
-  SConvToLoopsOptions options;
 };
 
-struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
-  FusedConvKvWriteLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(FusedConvKvWriteOp op,
                                 PatternRewriter &rewriter) const override {
-    auto step = op.getStep().getDefiningOp<StepOp>();
-    if (!step)
-      return rewriter.notifyMatchFailure(op, kNoStepMessage);
     Location loc = op.getLoc();
     SmallVector<sconv::Stream> streamList = op.getStreamList();
     SmallVector<ConvStream> streams;
     for (auto [i, stream] : llvm::enumerate(streamList))
       streams.push_back(
           {stream, op.getInputs()[i], op.getWeights()[i], Value(), Value()});
-    ConvSpec spec{op,
-                  op.getCache(),
-                  op.getLayout(),
-                  streams,
-                  op.getResidual(),
-                  op.getActivation() == Activation::Silu,
-                  op.getInsert()};
-    ConvNestBuilder conv(rewriter, spec, step, options);
-    inkling::Layout layout = op.getLayout().getDerived();
-    float epsilon = op.getEpsilon().convertToFloat();
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
-    emitRowNest(
-        rewriter, loc, tokens, layout.headsPerRank,
-        [&](OpBuilder &b, Location loc, Value t, Value h) {
-          conv.beginRow(b, loc, t, h);
-          conv.reportRowSlot(b, loc, t, h);
-          for (auto [i, stream] : llvm::enumerate(streamList)) {
-            int64_t width = layout.range(toRuntime(stream)).width;
-            KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
-            auto source = [&, stream = stream](OpBuilder &b, Location loc,
-                                               Value c, int64_t lanes) {
-              return conv.rowValue(b, loc, stream, t, h, c, lanes);
-            };
-            auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
-                            int64_t lanes) {
-              dest.store(b, loc, v, h, c, lanes);
-            };
-            if (Value weight = op.getNormWeightOf(i)) {
-              emitRowNorm(b, loc, width, weight, epsilon, source, sink);
-              continue;
-            }
-            emitRowChunks(
-                b, loc, width,
-                [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                  sink(b, loc, c, source(b, loc, c, lanes), lanes);
-                },
-                /*parallel=*/false);
-          }
+    ConvSpec spec = epilogueConvSpec(op, streams, op.getResidual());
+    return lowerWithConvNest(
+        rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          inkling::Layout layout = op.getLayout().getDerived();
+          float epsilon = op.getEpsilon().convertToFloat();
+          Value tokens =
+              memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
+          emitRowNest(
+              rewriter, loc, tokens, layout.headsPerRank,
+              [&](OpBuilder &b, Location loc, Value t, Value h) {
+                ConvRow row = conv.beginRow(b, loc, t, h);
+                conv.reportRowSlot(b, loc, row);
+                for (auto [i, stream] : llvm::enumerate(streamList)) {
+                  int64_t width = layout.range(toRuntime(stream)).width;
+                  KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
+                  auto source = [&, stream = stream](OpBuilder &b, Location loc,
+                                                     Value c, int64_t lanes) {
+                    return conv.rowValue(b, loc, row, stream, c, lanes);
+                  };
+                  auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
+                                  int64_t lanes) {
+                    dest.store(b, loc, v, h, c, lanes);
+                  };
+                  if (Value weight = op.getNormWeightOf(i)) {
+                    emitRowNorm(b, loc, width, weight, epsilon, source, sink);
+                    continue;
+                  }
+                  emitRowChunks(
+                      b, loc, width,
+                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                        sink(b, loc, c, source(b, loc, c, lanes), lanes);
+                      },
+                      /*parallel=*/false);
+                }
+              });
         });
-    rewriter.eraseOp(op);
-    return success();
   }
-
-  SConvToLoopsOptions options;
 };
 
 } // namespace

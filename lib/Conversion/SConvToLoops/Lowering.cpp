@@ -1,10 +1,19 @@
 //===- Lowering.cpp - Shared pieces of the sconv loop lowering ------------===//
 //
-// The bodies of the helpers declared in Lowering.h.
+// The bodies of the shared helpers declared in IRHelpers.h, Lanes.h,
+// Alignment.h, Nest.h and StepMetadata.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Lowering.h"
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/IRHelpers.h"
+#include "inkling/Conversion/SConvToLoops/Lanes.h"
+#include "inkling/Conversion/SConvToLoops/Nest.h"
+#include "inkling/Conversion/SConvToLoops/StepMetadata.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "llvm/Support/MathExtras.h"
@@ -69,18 +78,13 @@ Value inkling::loops::loadLanes(OpBuilder &b, Location loc, Value memref,
                                 /*nontemporal=*/false, align);
 }
 
-void inkling::loops::storeLanes(OpBuilder &b, Location loc, Value value,
-                                Value memref, ValueRange indices,
-                                llvm::MaybeAlign align, bool lineAligned) {
-  auto type = dyn_cast<VectorType>(value.getType());
-  if (!type) {
-    memref::StoreOp::create(b, loc, value, memref, indices);
-    return;
-  }
-  auto store = vector::StoreOp::create(b, loc, value, memref, indices,
-                                       /*nontemporal=*/false, align);
-  if (lineAligned && type.getNumElements() == kLineLanes)
-    store->setAttr(kLineAlignedAttrName, b.getUnitAttr());
+Operation *inkling::loops::storeLanes(OpBuilder &b, Location loc, Value value,
+                                      Value memref, ValueRange indices,
+                                      llvm::MaybeAlign align) {
+  if (!isa<VectorType>(value.getType()))
+    return memref::StoreOp::create(b, loc, value, memref, indices);
+  return vector::StoreOp::create(b, loc, value, memref, indices,
+                                 /*nontemporal=*/false, align);
 }
 
 int64_t inkling::loops::laneChannel(LaneOrder order, int64_t lanes, int64_t l) {
@@ -257,10 +261,10 @@ Value StreamOperand::load(OpBuilder &b, Location loc, Value token, Value head,
                    align);
 }
 
-void StreamOperand::store(OpBuilder &b, Location loc, Value value, Value token,
-                          Value head, Value channel) const {
-  storeLanes(b, loc, value, memref, indices(b, loc, token, head, channel),
-             align, lineAligned);
+Operation *StreamOperand::store(OpBuilder &b, Location loc, Value value,
+                                Value token, Value head, Value channel) const {
+  return storeLanes(b, loc, value, memref,
+                    indices(b, loc, token, head, channel), align);
 }
 
 llvm::MaybeAlign inkling::loops::cacheAlign(MemRefType cacheType,

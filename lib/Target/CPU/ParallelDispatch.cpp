@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TripCount.h"
+#include "inkling/Target/CPU/BranchCounters.h"
 #include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -59,8 +60,16 @@ struct ParallelDispatchPass
                                       /*withElseRegion=*/true);
       // then: a copy that stays parallel; else: the nest itself, sequential.
       rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+      if (branchCounters)
+        inkling::cpu::emitBranchCount(rewriter, loc,
+                                      inkling::cpu::Branch::Threaded);
       rewriter.clone(*nest);
       rewriter.moveOpBefore(nest, branch.elseBlock()->getTerminator());
+      if (branchCounters) {
+        rewriter.setInsertionPoint(nest);
+        inkling::cpu::emitBranchCount(rewriter, loc,
+                                      inkling::cpu::Branch::Sequential);
+      }
       if (failed(toSequentialLoops(rewriter, nest)))
         return signalPassFailure();
     }

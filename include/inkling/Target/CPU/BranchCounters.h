@@ -1,0 +1,77 @@
+//===- BranchCounters.h - Counters of the CPU nests' run-time branches ----===//
+//
+// With `branch-counters` (off by default: production IR has none), each
+// run-time branch of the CPU's nests adds 1 to its counter each time it is
+// taken: a public one-element i64 global (`memref.global`, an LLVM global
+// [1 x i64]) that a JIT caller reads by symbol name. What the tests use to
+// assert which branch a step of a given shape takes (issue #32).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_TARGET_CPU_BRANCHCOUNTERS_H
+#define INKLING_TARGET_CPU_BRANCHCOUNTERS_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+
+namespace mlir {
+class Location;
+class OpBuilder;
+} // namespace mlir
+
+namespace inkling::cpu {
+
+enum class Branch {
+  /// A conv's run-time choice (inkling-cpu-lower-to-loops token-runs): the
+  /// token-run nest, or the (token, head) nest.
+  TokenRunsOn,
+  TokenRunsOff,
+  /// In the token-run nest, per (run, head, sequence): the whole run's
+  /// tokens unrolled, or a loop over the sequence's tokens in the run.
+  RunsUnrolled,
+  RunsLooped,
+  /// inkling-cpu-streaming-stores: the non-temporal copy, or the nest.
+  StreamingOn,
+  StreamingOff,
+  /// inkling-cpu-parallel-dispatch: the parallel nest, or the scf.for one.
+  Threaded,
+  Sequential,
+};
+
+inline constexpr std::array<Branch, 8> kBranches = {
+    Branch::TokenRunsOn, Branch::TokenRunsOff, Branch::RunsUnrolled,
+    Branch::RunsLooped,  Branch::StreamingOn,  Branch::StreamingOff,
+    Branch::Threaded,    Branch::Sequential};
+
+/// The symbol of `branch`'s counter.
+inline llvm::StringRef branchCounterSymbol(Branch branch) {
+  switch (branch) {
+  case Branch::TokenRunsOn:
+    return "inkling_branch_token_runs_on";
+  case Branch::TokenRunsOff:
+    return "inkling_branch_token_runs_off";
+  case Branch::RunsUnrolled:
+    return "inkling_branch_runs_unrolled";
+  case Branch::RunsLooped:
+    return "inkling_branch_runs_looped";
+  case Branch::StreamingOn:
+    return "inkling_branch_streaming_on";
+  case Branch::StreamingOff:
+    return "inkling_branch_streaming_off";
+  case Branch::Threaded:
+    return "inkling_branch_threaded";
+  case Branch::Sequential:
+    return "inkling_branch_sequential";
+  }
+  return "";
+}
+
+/// Adds 1 (atomically: the branch may be inside a threaded nest) to
+/// `branch`'s counter at `b`'s insertion point, declaring the counter in
+/// the enclosing module on first use.
+void emitBranchCount(mlir::OpBuilder &b, mlir::Location loc, Branch branch);
+
+} // namespace inkling::cpu
+
+#endif // INKLING_TARGET_CPU_BRANCHCOUNTERS_H
