@@ -191,6 +191,7 @@ void toPipelineOptions(const CompileOptions &compileOptions,
   options.minParallelIterations = compileOptions.minParallelIterations;
   options.streamingStoresMinIterations =
       compileOptions.streamingStoresMinIterations;
+  options.branchCounters = compileOptions.branchCounters;
   options.emitCInterface = true;
 }
 
@@ -309,6 +310,16 @@ CompileCacheStats harness::compileCacheStats() {
 }
 
 int harness::defaultThreadCount() { return omp_get_max_threads(); }
+
+int64_t *harness::branchCounter(mlir::ExecutionEngine &engine,
+                                cpu::Branch branch) {
+  auto symbol = engine.lookup(cpu::branchCounterSymbol(branch));
+  if (!symbol) {
+    llvm::consumeError(symbol.takeError());
+    return nullptr;
+  }
+  return static_cast<int64_t *>(*symbol);
+}
 
 void *harness::lookupFunction(mlir::ExecutionEngine &engine,
                               const std::string &name) {

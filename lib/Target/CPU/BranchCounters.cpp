@@ -9,10 +9,9 @@
 
 using namespace mlir;
 
-void inkling::cpu::emitBranchCount(OpBuilder &b, Location loc, Branch branch) {
-  Operation *at = b.getInsertionBlock()->getParentOp();
-  auto module =
-      isa<ModuleOp>(at) ? cast<ModuleOp>(at) : at->getParentOfType<ModuleOp>();
+void inkling::cpu::emitBranchCount(OpBuilder &b, Location loc,
+                                   Operation *anchor, Branch branch) {
+  auto module = anchor->getParentOfType<ModuleOp>();
   assert(module && "a branch counter needs an enclosing module");
   StringRef name = branchCounterSymbol(branch);
   auto type = MemRefType::get({1}, b.getI64Type());

@@ -44,13 +44,13 @@ void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
       b, loc, prefill,
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
-          emitBranchCount(b, loc, Branch::TokenRunsOn);
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
         emitTokenRunNest(nest, b, loc, realTokens, options);
         scf::YieldOp::create(b, loc);
       },
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
-          emitBranchCount(b, loc, Branch::TokenRunsOff);
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
         nest.emitTokenNest(b, loc);
         scf::YieldOp::create(b, loc);
       });

@@ -98,7 +98,7 @@ private:
                   Value h, Value c1) const;
   void count(OpBuilder &b, Location loc, cpu::Branch branch) const {
     if (options.branchCounters)
-      cpu::emitBranchCount(b, loc, branch);
+      cpu::emitBranchCount(b, loc, nest.op(), branch);
   }
 
   const ConvNestBuilder &nest;

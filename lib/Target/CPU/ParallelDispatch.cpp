@@ -61,13 +61,13 @@ struct ParallelDispatchPass
       // then: a copy that stays parallel; else: the nest itself, sequential.
       rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
       if (branchCounters)
-        inkling::cpu::emitBranchCount(rewriter, loc,
+        inkling::cpu::emitBranchCount(rewriter, loc, nest,
                                       inkling::cpu::Branch::Threaded);
       rewriter.clone(*nest);
       rewriter.moveOpBefore(nest, branch.elseBlock()->getTerminator());
       if (branchCounters) {
         rewriter.setInsertionPoint(nest);
-        inkling::cpu::emitBranchCount(rewriter, loc,
+        inkling::cpu::emitBranchCount(rewriter, loc, nest,
                                       inkling::cpu::Branch::Sequential);
       }
       if (failed(toSequentialLoops(rewriter, nest)))

@@ -80,7 +80,7 @@ struct StreamingStoresPass
     auto branch = scf::IfOp::create(b, loc, stream, /*withElseRegion=*/true);
     OpBuilder thenBuilder = branch.getThenBodyBuilder();
     if (branchCounters)
-      inkling::cpu::emitBranchCount(thenBuilder, loc,
+      inkling::cpu::emitBranchCount(thenBuilder, loc, nest,
                                     inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
@@ -96,7 +96,7 @@ struct StreamingStoresPass
     nest->moveBefore(branch.elseBlock()->getTerminator());
     if (branchCounters) {
       OpBuilder elseBuilder(nest);
-      inkling::cpu::emitBranchCount(elseBuilder, loc,
+      inkling::cpu::emitBranchCount(elseBuilder, loc, nest,
                                     inkling::cpu::Branch::StreamingOff);
     }
   }

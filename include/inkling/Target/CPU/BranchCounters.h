@@ -18,6 +18,7 @@
 namespace mlir {
 class Location;
 class OpBuilder;
+class Operation;
 } // namespace mlir
 
 namespace inkling::cpu {
@@ -68,9 +69,11 @@ inline llvm::StringRef branchCounterSymbol(Branch branch) {
 }
 
 /// Adds 1 (atomically: the branch may be inside a threaded nest) to
-/// `branch`'s counter at `b`'s insertion point, declaring the counter in
-/// the enclosing module on first use.
-void emitBranchCount(mlir::OpBuilder &b, mlir::Location loc, Branch branch);
+/// `branch`'s counter at `b`'s insertion point, declaring the counter on
+/// first use in the module that holds `anchor` (an op of the nest's
+/// function: the insertion block may not be attached yet).
+void emitBranchCount(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Operation *anchor, Branch branch);
 
 } // namespace inkling::cpu
 
