@@ -248,16 +248,26 @@ CompileCache &compileCache() {
 }
 } // namespace
 
+/// Initializes the target and parses `source` (null, with `error` set, when
+/// it does not parse).
+static mlir::OwningOpRef<mlir::ModuleOp> parseSource(const std::string &source,
+                                                     std::string &diagnostics,
+                                                     std::string &error) {
+  initializeNativeTarget();
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module)
+    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  return module;
+}
+
 std::unique_ptr<mlir::ExecutionEngine>
 harness::compile(const std::string &source,
                  const CompileOptions &compileOptions, std::string &error) {
-  initializeNativeTarget();
   std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
-  if (!module) {
-    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseSource(source, diagnostics, error);
+  if (!module)
     return nullptr;
-  }
   return lowerAndJit(*module, compileOptions, diagnostics, error);
 }
 
@@ -265,13 +275,11 @@ mlir::ExecutionEngine *
 harness::compileCached(const std::string &source,
                        const CompileOptions &compileOptions,
                        std::string &error) {
-  initializeNativeTarget();
   std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
-  if (!module) {
-    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseSource(source, diagnostics, error);
+  if (!module)
     return nullptr;
-  }
   // The key: the pipeline with its options, then the IR without locations
   // (the printer's default), so that equal layers give equal keys whatever
   // their spelling in `source`.

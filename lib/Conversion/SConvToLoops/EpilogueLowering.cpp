@@ -320,29 +320,46 @@ void emitRowChunks(OpBuilder &b, Location loc, int64_t width, LanesBody body,
       });
 }
 
+/// The (t, h) nest of a one-stream row op reading `x` [T, H, w]: `body`
+/// gets x, the stream's width w, t and h; the op is erased.
+using RowBody = function_ref<void(OpBuilder &, Location, const StreamOperand &x,
+                                  int64_t width, Value t, Value h)>;
+LogicalResult lowerRowOp(PatternRewriter &rewriter, Operation *op, Value x,
+                         LayoutAttr layoutAttr, sconv::Stream stream,
+                         RowBody body) {
+  Location loc = op->getLoc();
+  inkling::Layout layout = layoutAttr.getDerived();
+  int64_t width = layout.range(toRuntime(stream)).width;
+  StreamOperand input(x, width);
+  Value tokens = memref::DimOp::create(rewriter, loc, x, 0);
+  emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
+              [&](OpBuilder &b, Location loc, Value t, Value h) {
+                body(b, loc, input, width, t, h);
+              });
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct RmsNormLowering : OpRewritePattern<RmsNormOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(RmsNormOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(op.getStream())).width;
-    StreamOperand x(op.getX(), width), out(op.getOut(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
     float epsilon = op.getEpsilon().convertToFloat();
-    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
-                [&](OpBuilder &b, Location loc, Value t, Value h) {
-                  emitRowNorm(
-                      b, loc, width, op.getWeight(), epsilon,
-                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                        return x.load(b, loc, t, h, c, lanes);
-                      },
-                      [&](OpBuilder &b, Location loc, Value c, Value v,
-                          int64_t) { out.store(b, loc, v, t, h, c); });
-                });
-    rewriter.eraseOp(op);
-    return success();
+    return lowerRowOp(
+        rewriter, op, op.getX(), op.getLayout(), op.getStream(),
+        [&](OpBuilder &b, Location loc, const StreamOperand &x, int64_t width,
+            Value t, Value h) {
+          StreamOperand out(op.getOut(), width);
+          emitRowNorm(
+              b, loc, width, op.getWeight(), epsilon,
+              [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                return x.load(b, loc, t, h, c, lanes);
+              },
+              [&](OpBuilder &b, Location loc, Value c, Value v, int64_t) {
+                out.store(b, loc, v, t, h, c);
+              });
+        });
   }
 };
 
@@ -351,23 +368,17 @@ struct KvWriteLowering : OpRewritePattern<KvWriteOp> {
 
   LogicalResult matchAndRewrite(KvWriteOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(op.getStream())).width;
-    StreamOperand x(op.getX(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
-    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
-                [&](OpBuilder &b, Location loc, Value t, Value h) {
-                  KvRow dest(b, loc, op.getKvCache(), op.getSlots(), t);
-                  emitRowChunks(
-                      b, loc, width,
-                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                        dest.store(b, loc, x.load(b, loc, t, h, c, lanes), h, c,
-                                   lanes);
-                      });
-                });
-    rewriter.eraseOp(op);
-    return success();
+    return lowerRowOp(
+        rewriter, op, op.getX(), op.getLayout(), op.getStream(),
+        [&](OpBuilder &b, Location loc, const StreamOperand &x, int64_t width,
+            Value t, Value h) {
+          KvRow dest(b, loc, op.getKvCache(), op.getSlots(), t);
+          emitRowChunks(
+              b, loc, width,
+              [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                dest.store(b, loc, x.load(b, loc, t, h, c, lanes), h, c, lanes);
+              });
+        });
   }
 };
 

@@ -45,27 +45,17 @@ inline constexpr std::array<Branch, 8> kBranches = {
     Branch::RunsLooped,  Branch::StreamingOn,  Branch::StreamingOff,
     Branch::Threaded,    Branch::Sequential};
 
+/// The counters' symbols, in the order of Branch.
+inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
+    kBranchCounterSymbols = {
+        "inkling_branch_token_runs_on", "inkling_branch_token_runs_off",
+        "inkling_branch_runs_unrolled", "inkling_branch_runs_looped",
+        "inkling_branch_streaming_on",  "inkling_branch_streaming_off",
+        "inkling_branch_threaded",      "inkling_branch_sequential"};
+
 /// The symbol of `branch`'s counter.
 inline llvm::StringRef branchCounterSymbol(Branch branch) {
-  switch (branch) {
-  case Branch::TokenRunsOn:
-    return "inkling_branch_token_runs_on";
-  case Branch::TokenRunsOff:
-    return "inkling_branch_token_runs_off";
-  case Branch::RunsUnrolled:
-    return "inkling_branch_runs_unrolled";
-  case Branch::RunsLooped:
-    return "inkling_branch_runs_looped";
-  case Branch::StreamingOn:
-    return "inkling_branch_streaming_on";
-  case Branch::StreamingOff:
-    return "inkling_branch_streaming_off";
-  case Branch::Threaded:
-    return "inkling_branch_threaded";
-  case Branch::Sequential:
-    return "inkling_branch_sequential";
-  }
-  return "";
+  return kBranchCounterSymbols[static_cast<size_t>(branch)];
 }
 
 /// Adds 1 (atomically: the branch may be inside a threaded nest) to
