@@ -431,13 +431,12 @@ Value ConvNestBuilder::convLanesValue(OpBuilder &b, Location loc,
   Value acc = biasLanes(b, loc, part, channel, lanes);
   SmallVector<Value> tapWeights = tapWeightsOf(b, loc, part, channel, lanes);
   if (insert_) {
-    scf::IfOp::create(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
+    emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
       Value col =
           ArithBuilder(b, loc).add(c, cIndex(b, loc, part.range.offset));
       storeLanes(b, loc, xRaw, cache_,
                  ValueRange{row.slot.block, h, row.slot.row, col},
                  part.cacheAlign);
-      scf::YieldOp::create(b, loc);
     });
   }
   Value xt = extToF32(b, loc, xRaw, lanes);
@@ -482,16 +481,14 @@ void ConvNestBuilder::lanesBody(OpBuilder &b, Location loc, const ConvRow &row,
   // x[t]: read once, for the last tap, the residual and the cache store
   // (and a padding token's output).
   Value xRaw = part.x.load(b, loc, t, h, c, lanes);
-  scf::IfOp::create(
+  emitIfElse(
       b, loc, row.live,
       [&](OpBuilder &b, Location loc) {
         Value acc = convLanesValue(b, loc, row, part, c, lanes, xRaw);
         part.out.store(b, loc, truncToBf16(b, loc, acc, lanes), t, h, c);
-        scf::YieldOp::create(b, loc);
       },
       [&](OpBuilder &b, Location loc) {
         part.out.store(b, loc, xRaw, t, h, c);
-        scf::YieldOp::create(b, loc);
       });
 }
 

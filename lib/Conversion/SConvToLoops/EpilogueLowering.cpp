@@ -274,10 +274,9 @@ struct KvRow {
 
   void store(OpBuilder &b, Location loc, Value value, Value h, Value c,
              int64_t lanes) const {
-    scf::IfOp::create(b, loc, stored, [&](OpBuilder &b, Location loc) {
+    emitIf(b, loc, stored, [&](OpBuilder &b, Location loc) {
       storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
                  lanes == 1 ? llvm::MaybeAlign() : align);
-      scf::YieldOp::create(b, loc);
     });
   }
 

@@ -76,7 +76,7 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
         if (checked)
           emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
                           status, t, slotLimit);
-        scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+        emitIf(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
           emitChunk(b, loc, chunk, part.range.width,
                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                       Value v = part.x.load(b, loc, t, h, c, lanes);
@@ -86,7 +86,6 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
                                  ValueRange{slot.block, h, slot.row, col},
                                  part.cacheAlign);
                     });
-          scf::YieldOp::create(b, loc);
         });
       },
       [&](OpBuilder &b, Location loc, Value t, Value) {

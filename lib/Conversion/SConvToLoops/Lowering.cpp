@@ -234,6 +234,28 @@ MemRefType inkling::loops::staticCacheType(Value cache) {
   return type;
 }
 
+void inkling::loops::emitIf(OpBuilder &b, Location loc, Value cond,
+                            BodyFn thenBody) {
+  scf::IfOp::create(b, loc, cond, [&](OpBuilder &b, Location loc) {
+    thenBody(b, loc);
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+void inkling::loops::emitIfElse(OpBuilder &b, Location loc, Value cond,
+                                BodyFn thenBody, BodyFn elseBody) {
+  scf::IfOp::create(
+      b, loc, cond,
+      [&](OpBuilder &b, Location loc) {
+        thenBody(b, loc);
+        scf::YieldOp::create(b, loc);
+      },
+      [&](OpBuilder &b, Location loc) {
+        elseBody(b, loc);
+        scf::YieldOp::create(b, loc);
+      });
+}
+
 StreamOperand::StreamOperand(Value memref, int64_t width)
     : memref(memref), width(width) {
   auto type = cast<MemRefType>(memref.getType());
@@ -302,16 +324,9 @@ void inkling::loops::emitChunk(OpBuilder &b, Location loc, Value chunk,
   }
   Value isTail =
       cmp(b, loc, arith::CmpIPredicate::eq, chunk, cIndex(b, loc, full));
-  scf::IfOp::create(
-      b, loc, isTail,
-      [&](OpBuilder &b, Location loc) {
-        scalarTail(b, loc);
-        scf::YieldOp::create(b, loc);
-      },
-      [&](OpBuilder &b, Location loc) {
-        vectorChunk(b, loc);
-        scf::YieldOp::create(b, loc);
-      });
+  emitIfElse(
+      b, loc, isTail, [&](OpBuilder &b, Location loc) { scalarTail(b, loc); },
+      [&](OpBuilder &b, Location loc) { vectorChunk(b, loc); });
 }
 
 int64_t inkling::loops::numChunks(int64_t width) {
@@ -338,15 +353,10 @@ static void dispatchChunk(OpBuilder &b, Location loc, Value token, Value head,
   }
   Value inPart = cmp(b, loc, arith::CmpIPredicate::slt, chunk,
                      cIndex(b, loc, starts[part + 1]));
-  scf::IfOp::create(
-      b, loc, inPart,
-      [&](OpBuilder &b, Location loc) {
-        call(b, loc);
-        scf::YieldOp::create(b, loc);
-      },
+  emitIfElse(
+      b, loc, inPart, [&](OpBuilder &b, Location loc) { call(b, loc); },
       [&](OpBuilder &b, Location loc) {
         dispatchChunk(b, loc, token, head, chunk, starts, part + 1, body);
-        scf::YieldOp::create(b, loc);
       });
 }
 
@@ -402,21 +412,19 @@ void inkling::loops::emitReport(OpBuilder &b, Location loc, Value bad,
     cf::AssertOp::create(b, loc, ok, message);
     return;
   }
-  scf::IfOp::create(b, loc, bad, [&](OpBuilder &b, Location loc) {
+  emitIf(b, loc, bad, [&](OpBuilder &b, Location loc) {
     Value old = memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi,
                                             cI64(b, loc, 1), status,
                                             ValueRange{cIndex(b, loc, 0)});
     Value first = cmp(b, loc, arith::CmpIPredicate::eq, old, cI64(b, loc, 0));
-    scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
+    emitIf(b, loc, first, [&](OpBuilder &b, Location loc) {
       Value words[] = {cI64(b, loc, static_cast<int64_t>(kind)),
                        toI64(b, loc, token), toI64(b, loc, value),
                        toI64(b, loc, limit)};
       for (auto [i, word] : llvm::enumerate(words))
         memref::StoreOp::create(b, loc, word, status,
                                 ValueRange{cIndex(b, loc, i + 1)});
-      scf::YieldOp::create(b, loc);
     });
-    scf::YieldOp::create(b, loc);
   });
 }
 

@@ -40,19 +40,17 @@ void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
       cmp(b, loc, arith::CmpIPredicate::uge, realTokens,
           ArithBuilder(b, loc).mul(batch, cIndex(b, loc, nest.kernel()))),
       cmp(b, loc, arith::CmpIPredicate::ugt, batch, cIndex(b, loc, 0)));
-  scf::IfOp::create(
+  emitIfElse(
       b, loc, prefill,
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
         emitTokenRunNest(nest, b, loc, realTokens, options);
-        scf::YieldOp::create(b, loc);
       },
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
         nest.emitTokenNest(b, loc);
-        scf::YieldOp::create(b, loc);
       });
 }
 

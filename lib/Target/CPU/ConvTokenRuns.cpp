@@ -174,13 +174,12 @@ SmallVector<Value> TokenRunNest::runToken(OpBuilder &b, Location loc,
                                           ValueRange window) const {
   Value xRaw = part.x.load(b, loc, t, chunk.h, chunk.c, chunk.lanes);
   if (insert) {
-    scf::IfOp::create(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+    emitIf(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
       markLine(storeLanes(b, loc, xRaw, nest.cache(),
                           ValueRange{at.block, chunk.h, at.row,
                                      nest.cacheCol(b, loc, part, chunk.c)},
                           part.cacheAlign),
                part.cacheLineAligned);
-      scf::YieldOp::create(b, loc);
     });
   }
   Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
@@ -278,7 +277,7 @@ void TokenRunNest::runSequence(OpBuilder &b, Location loc, Value seq, Value t0,
   span.e = arith::MinUIOp::create(b, loc, end, real);
   Value whole = cmp(b, loc, arith::CmpIPredicate::eq, ab.sub(span.e, span.s),
                     cIndex(b, loc, kRunTokens));
-  scf::IfOp::create(
+  emitIfElse(
       b, loc, whole,
       [&](OpBuilder &b, Location loc) {
         count(b, loc, cpu::Branch::RunsUnrolled);
@@ -289,12 +288,10 @@ void TokenRunNest::runSequence(OpBuilder &b, Location loc, Value seq, Value t0,
                        ArithBuilder(b, loc).add(span.s, cIndex(b, loc, i)),
                        blockSize, /*checked=*/false, nest.slotLimit());
         runChunks(b, loc, span, h, fullRun);
-        scf::YieldOp::create(b, loc);
       },
       [&](OpBuilder &b, Location loc) {
         count(b, loc, cpu::Branch::RunsLooped);
         runChunks(b, loc, span, h, {});
-        scf::YieldOp::create(b, loc);
       });
 }
 
@@ -342,7 +339,7 @@ void TokenRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
         Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
         Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
         // The real tokens [t0, real): per sequence that holds some.
-        scf::IfOp::create(b, loc, any, [&](OpBuilder &b, Location loc) {
+        emitIf(b, loc, any, [&](OpBuilder &b, Location loc) {
           ArithBuilder ab(b, loc);
           Value first =
               emitSequence(b, loc, qslBuf, numComputedBuf, batch, t0).seq;
@@ -356,7 +353,6 @@ void TokenRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
                 runSequence(b, loc, seq, t0, real, h);
                 scf::YieldOp::create(b, loc);
               });
-          scf::YieldOp::create(b, loc);
         });
         runPadding(b, loc, t0, real, t1, h, c1);
       });
