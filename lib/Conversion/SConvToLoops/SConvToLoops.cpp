@@ -11,7 +11,8 @@
 // InsertLowering.cpp, the convs in ConvLowering.cpp (their builder in
 // ConvNest.h), the epilogues in EpilogueLowering.cpp, with the shared pieces
 // in IRHelpers.h, Lanes.h, Alignment.h, Nest.h and StepMetadata.h
-// (include/inkling/Conversion/SConvToLoops). A backend's forms come through
+// (include/inkling/Conversion/SConvToLoops; bodies in Lanes.cpp,
+// Alignment.cpp, Nest.cpp and StepMetadata.cpp). A backend's forms come through
 // a LoopStrategy (the CPU's: lib/Target/CPU/CPULoopStrategy.cpp).
 //
 //===----------------------------------------------------------------------===//

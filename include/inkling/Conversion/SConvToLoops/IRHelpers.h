@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Constants and one-line builders every nest of the loop lowering uses
-// (integer add/sub/mul go through upstream's ArithBuilder).
+// (integer add/sub/mul go through upstream's ArithBuilder), and the
+// void scf.if of their branches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace inkling::loops {
@@ -32,6 +34,16 @@ Value toI64(OpBuilder &b, Location loc, Value v);
 /// arith.cmpi `pred` (ArithBuilder has only slt and sgt).
 Value cmp(OpBuilder &b, Location loc, arith::CmpIPredicate pred, Value lhs,
           Value rhs);
+
+/// The body of a branch or loop, at the builder's insertion point.
+using BodyFn = function_ref<void(OpBuilder &, Location)>;
+
+/// scf.if `cond` without results: `thenBody`, terminated by its yield.
+void emitIf(OpBuilder &b, Location loc, Value cond, BodyFn thenBody);
+/// scf.if `cond` without results: `thenBody`, else `elseBody`, each
+/// terminated by its yield.
+void emitIfElse(OpBuilder &b, Location loc, Value cond, BodyFn thenBody,
+                BodyFn elseBody);
 
 } // namespace inkling::loops
 

@@ -23,16 +23,6 @@ namespace inkling::loops {
 
 using namespace mlir;
 
-/// The body of a branch or loop, at the builder's insertion point.
-using BodyFn = function_ref<void(OpBuilder &, Location)>;
-
-/// scf.if `cond` without results: `thenBody`, terminated by its yield.
-void emitIf(OpBuilder &b, Location loc, Value cond, BodyFn thenBody);
-/// scf.if `cond` without results: `thenBody`, else `elseBody`, each
-/// terminated by its yield.
-void emitIfElse(OpBuilder &b, Location loc, Value cond, BodyFn thenBody,
-                BodyFn elseBody);
-
 struct StreamOperand {
   Value memref;
   int64_t width;

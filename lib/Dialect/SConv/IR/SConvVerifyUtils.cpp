@@ -83,18 +83,18 @@ LogicalResult checkDims(Operation *op, StringRef name, MemRefType type,
   return checkStrides(op, name, type, strides);
 }
 
-/// A memref of the layout's element type, with the stream's H and w.
-struct StreamMemRef {
-  MemRefType memref;
-  int64_t heads, width;
-};
-FailureOr<StreamMemRef> streamMemRef(Operation *op, StringRef name, Type type,
-                                     LayoutAttr layout, Stream stream) {
+/// Calls `check` with `type` as a memref of the layout's element type (an
+/// error otherwise) and the stream's H and w.
+using StreamCheck = function_ref<LogicalResult(MemRefType memref, int64_t heads,
+                                               int64_t width)>;
+LogicalResult checkStreamMemRef(Operation *op, StringRef name, Type type,
+                                LayoutAttr layout, Stream stream,
+                                StreamCheck check) {
   FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
   if (failed(memref))
     return failure();
-  return StreamMemRef{*memref, layout.getHeadsPerRank(),
-                      layout.getStreamWidth(stream)};
+  return check(*memref, layout.getHeadsPerRank(),
+               layout.getStreamWidth(stream));
 }
 
 } // namespace
@@ -132,20 +132,20 @@ LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
 
 LogicalResult verifyStreamOperand(Operation *op, StringRef name, Type type,
                                   LayoutAttr layout, Stream stream) {
-  FailureOr<StreamMemRef> operand =
-      streamMemRef(op, name, type, layout, stream);
-  if (failed(operand))
-    return failure();
-  auto [memref, heads, width] = *operand;
   int64_t dyn = ShapedType::kDynamic;
-  if (memref.getRank() == 3)
-    return checkDims(op, name, memref, {dyn, heads, width}, {dyn, width, 1});
-  if (memref.getRank() == 2)
-    return checkDims(op, name, memref, {dyn, heads * width}, {dyn, 1});
-  return operandError(op, name)
-         << "expected shape [T, " << heads << ", " << width << "] or [T, "
-         << heads * width << "] for stream '" << stringifyStream(stream)
-         << "', found " << formatDims(memref.getShape());
+  return checkStreamMemRef(
+      op, name, type, layout, stream,
+      [&](MemRefType memref, int64_t heads, int64_t width) -> LogicalResult {
+        if (memref.getRank() == 3)
+          return checkDims(op, name, memref, {dyn, heads, width},
+                           {dyn, width, 1});
+        if (memref.getRank() == 2)
+          return checkDims(op, name, memref, {dyn, heads * width}, {dyn, 1});
+        return operandError(op, name)
+               << "expected shape [T, " << heads << ", " << width << "] or [T, "
+               << heads * width << "] for stream '" << stringifyStream(stream)
+               << "', found " << formatDims(memref.getShape());
+      });
 }
 
 LogicalResult verifyWeightsOperand(Operation *op, StringRef name, Type type,
@@ -205,30 +205,30 @@ LogicalResult verifyTokenSeqCoversTokens(Operation *op, Value stepValue,
 
 LogicalResult verifyKvCacheOperand(Operation *op, StringRef name, Type type,
                                    LayoutAttr layout, Stream stream) {
-  FailureOr<StreamMemRef> operand =
-      streamMemRef(op, name, type, layout, stream);
-  if (failed(operand))
-    return failure();
-  auto [memref, heads, width] = *operand;
   int64_t dyn = ShapedType::kDynamic;
-  if (memref.getRank() != 4 || memref.isDynamicDim(1) ||
-      memref.getDimSize(1) < 1)
-    return operandError(op, name)
-           << "expected the attention cache [num_blocks, block_size, " << heads
-           << ", " << width << "] (NHD) with a static block size >= 1, found "
-           << formatDims(memref.getShape());
-  int64_t blockSize = memref.getDimSize(1);
-  if (failed(checkDims(op, name, memref, {dyn, blockSize, heads, width},
-                       {dyn, heads * width, width, 1})))
-    return failure();
-  int64_t blockStride = memref.getStridesAndOffset().first[0];
-  if (!ShapedType::isDynamic(blockStride) &&
-      blockStride < blockSize * heads * width)
-    return operandError(op, name)
-           << "block stride " << blockStride
-           << " is smaller than a block of block_size*H*w = "
-           << blockSize * heads * width << " elements";
-  return success();
+  return checkStreamMemRef(
+      op, name, type, layout, stream,
+      [&](MemRefType memref, int64_t heads, int64_t width) -> LogicalResult {
+        if (memref.getRank() != 4 || memref.isDynamicDim(1) ||
+            memref.getDimSize(1) < 1)
+          return operandError(op, name)
+                 << "expected the attention cache [num_blocks, block_size, "
+                 << heads << ", " << width
+                 << "] (NHD) with a static block size >= 1, found "
+                 << formatDims(memref.getShape());
+        int64_t blockSize = memref.getDimSize(1);
+        if (failed(checkDims(op, name, memref, {dyn, blockSize, heads, width},
+                             {dyn, heads * width, width, 1})))
+          return failure();
+        int64_t blockStride = memref.getStridesAndOffset().first[0];
+        if (!ShapedType::isDynamic(blockStride) &&
+            blockStride < blockSize * heads * width)
+          return operandError(op, name)
+                 << "block stride " << blockStride
+                 << " is smaller than a block of block_size*H*w = "
+                 << blockSize * heads * width << " elements";
+        return success();
+      });
 }
 
 LogicalResult verifyChannelsOperand(Operation *op, StringRef name, Type type,
