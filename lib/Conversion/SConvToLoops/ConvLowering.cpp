@@ -7,13 +7,13 @@
 //   scf.parallel (t, h) {
 //     b = the sequence of t (binary search of query_start_loc); p, nc
 //     [and_insert: slot = slot_mapping[t]; block, row]
-//     [hoist-taps: per tap j < W-1 its source: x row, cache block and row, 0]
+//     [a strategy's TapHoisting: per tap j < W-1 its source, chosen once]
 //     scf.parallel chunk in [0, chunks of all streams) {   // row order
 //       stream i of the chunk, channels c = 8 * c':
 //         x = x_i[t, h, c]                       // loaded once
 //         [and_insert: if slot >= 0: cache[block, h, row, offset_i + c] = x]
 //         acc = bias; acc = fma(w_j, tap_j, acc) for j < W-1 (history/step;
-//           hoist-taps, every tap in the step: x[t-W+1+j], no selection)
+//           hoisted: the strategy's taps, e.g. x[t-W+1+j] without selection)
 //         acc = fma(w_{W-1}, x, acc); act; + x (residual); out_i = bf16(acc)
 //   } }
 //
@@ -65,7 +65,8 @@ ConvNestBuilder::ConvNestBuilder(PatternRewriter &rewriter,
     : rewriter(rewriter), op_(spec.op), cache_(spec.cache),
       residual(spec.residual), silu(spec.silu), insert_(spec.insert),
       step_(step), strategy(options.strategy), checked_(options.checked),
-      hoist(strategy && strategy->hoistTaps() && !options.checked),
+      hoisting(strategy && !options.checked ? strategy->tapHoisting()
+                                            : nullptr),
       splitStreams(strategy && strategy->splitStreams()), loc(op_->getLoc()),
       layout_(spec.layout.getDerived()), kernel_(layout_.config.kernel),
       blockSize_(layout_.blockSize) {
@@ -96,39 +97,6 @@ ConvNestBuilder::ConvNestBuilder(PatternRewriter &rewriter,
         rewriter, loc, part.weights, ArrayRef<ReassociationIndices>{{0, 1}});
 }
 
-TapSource ConvNestBuilder::tapSource(OpBuilder &b, Location loc,
-                                     const ConvRow &row, int64_t back) const {
-  ArithBuilder ab(b, loc);
-  Value q = ab.sub(row.position, cIndex(b, loc, back));
-  TapSource tap;
-  tap.inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, row.computed);
-  tap.token = ab.add(row.seqStart, ab.sub(q, row.computed));
-  Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
-  tap.history = arith::AndIOp::create(
-      b, loc,
-      arith::AndIOp::create(
-          b, loc, arith::XOrIOp::create(b, loc, tap.inStep, yes),
-          cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0))),
-      row.live);
-  // Only used where history holds (q >= 0).
-  Value logical;
-  std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, blockSize_);
-  auto read = scf::IfOp::create(
-      b, loc, tap.history,
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(
-            b, loc,
-            toIndex(b, loc,
-                    memref::LoadOp::create(b, loc, blockTable_,
-                                           ValueRange{row.seq, logical})));
-      },
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
-      });
-  tap.block = read.getResult(0);
-  return tap;
-}
-
 // The per-(t, h) values (see ConvRow).
 ConvRow ConvNestBuilder::tokenPrologue(OpBuilder &b, Location loc, Value t,
                                        Value h) const {
@@ -151,9 +119,8 @@ ConvRow ConvNestBuilder::tokenPrologue(OpBuilder &b, Location loc, Value t,
                         &sequence, blockTable_);
     maskPaddingSlot(b, loc, row.slot, row.live);
   }
-  if (hoist)
-    for (int64_t j = 0; j + 1 < kernel_; ++j)
-      row.taps.push_back(tapSource(b, loc, row, kernel_ - 1 - j));
+  if (hoisting)
+    row.taps = hoisting->tapSources(*this, b, loc, row);
   return row;
 }
 
@@ -234,57 +201,6 @@ Value ConvNestBuilder::xTap(OpBuilder &b, Location loc, const ConvPart &part,
                   order);
 }
 
-// Taps 0..W-2 from the (t, h) prologue's sources: in the prefill case
-// x[t-W+1..t-1] (no selection), else per tap x, cache or 0.
-SmallVector<Value> ConvNestBuilder::hoistedTaps(OpBuilder &b, Location loc,
-                                                const ConvRow &row,
-                                                const ConvPart &part, Value c,
-                                                int64_t lanes) const {
-  if (row.taps.empty())
-    return {};
-  Value t = row.t, h = row.h;
-  auto prefill = scf::IfOp::create(
-      b, loc, row.taps.front().inStep,
-      [&](OpBuilder &b, Location loc) {
-        SmallVector<Value> values;
-        for (int64_t j = 0; j + 1 < kernel_; ++j)
-          values.push_back(
-              xTap(b, loc, part,
-                   ArithBuilder(b, loc).sub(t, cIndex(b, loc, kernel_ - 1 - j)),
-                   h, c, lanes));
-        scf::YieldOp::create(b, loc, values);
-      },
-      [&](OpBuilder &b, Location loc) {
-        SmallVector<Value> values;
-        for (const TapSource &tap : row.taps) {
-          auto fromStep = scf::IfOp::create(
-              b, loc, tap.inStep,
-              [&](OpBuilder &b, Location loc) {
-                scf::YieldOp::create(
-                    b, loc, xTap(b, loc, part, tap.token, h, c, lanes));
-              },
-              [&](OpBuilder &b, Location loc) {
-                auto fromCache = scf::IfOp::create(
-                    b, loc, tap.history,
-                    [&](OpBuilder &b, Location loc) {
-                      scf::YieldOp::create(
-                          b, loc,
-                          cacheTap(b, loc, part, tap.block, h, tap.row,
-                                   cacheCol(b, loc, part, c), lanes));
-                    },
-                    [&](OpBuilder &b, Location loc) {
-                      scf::YieldOp::create(b, loc,
-                                           splatF32(b, loc, 0.0f, lanes));
-                    });
-                scf::YieldOp::create(b, loc, fromCache.getResult(0));
-              });
-          values.push_back(fromStep.getResult(0));
-        }
-        scf::YieldOp::create(b, loc, values);
-      });
-  return SmallVector<Value>(prefill.getResults());
-}
-
 // Tap j < W-1 chosen per chunk; checked, a history tap checks and
 // reports its block ids (see checkedHistory).
 Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc, const ConvRow &row,
@@ -331,29 +247,6 @@ Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc, const ConvRow &row,
   return ifStep.getResult(0);
 }
 
-// The CPU's form of the weights of `lanes` channels for an even kernel:
-// the 32-bit words of `all` ([lanes x W] bf16) each hold taps 2m (low
-// half) and 2m+1 (high half) of a channel; a bf16's f32 is its bits << 16,
-// so tap 2m is word << 16 and tap 2m+1 is word & 0xffff0000 (the same
-// bits as extf, with half the shuffles of a deinterleave per tap).
-SmallVector<Value> ConvNestBuilder::pairedTapWeights(OpBuilder &b, Location loc,
-                                                     Value all, int64_t lanes,
-                                                     LaneOrder order) const {
-  auto wordsType = VectorType::get({lanes * kernel_ / 2}, b.getI32Type());
-  Value words = vector::BitCastOp::create(b, loc, wordsType, all);
-  SmallVector<Value> weights;
-  for (int64_t m = 0; m < kernel_ / 2; ++m) {
-    SmallVector<int64_t> mask;
-    for (int64_t l = 0; l < lanes; ++l)
-      mask.push_back(laneChannel(order, lanes, l) * kernel_ / 2 + m);
-    auto [even, odd] = wordHalvesAsF32(
-        b, loc, vector::ShuffleOp::create(b, loc, words, words, mask));
-    weights.push_back(even);
-    weights.push_back(odd);
-  }
-  return weights;
-}
-
 // acc = bias[h*w + c] (or 0), in f32.
 Value ConvNestBuilder::biasLanes(OpBuilder &b, Location loc,
                                  const ConvPart &part, Value channel,
@@ -385,8 +278,8 @@ SmallVector<Value> ConvNestBuilder::tapWeightsOf(OpBuilder &b, Location loc,
   Value all = loadLanes(b, loc, part.flatWeights,
                         ValueRange{ab.mul(channel, cIndex(b, loc, kernel_))},
                         lanes * kernel_, part.weightsAlign);
-  if (hoist && kernel_ % 2 == 0)
-    return pairedTapWeights(b, loc, all, lanes, order);
+  if (hoisting && kernel_ % 2 == 0)
+    return hoisting->pairedTapWeights(*this, b, loc, all, lanes, order);
   if (kernel_ == 1)
     return {extToF32(b, loc, all, lanes, order)};
   // Tap j of each lane's channel: the shuffle puts the lanes in `order`.
@@ -441,13 +334,13 @@ Value ConvNestBuilder::convLanesValue(OpBuilder &b, Location loc,
   }
   Value xt = extToF32(b, loc, xRaw, lanes);
   SmallVector<Value> hoisted;
-  if (hoist)
-    hoisted = hoistedTaps(b, loc, row, part, c, lanes);
+  if (hoisting)
+    hoisted = hoisting->hoistedTaps(*this, b, loc, row, part, c, lanes);
   // Each tap chosen where its fma is (the GPU's order of ops).
   auto tapValue = [&](int64_t j) {
     // The last tap (q = p >= num_computed) is the token's own input.
     return j == kernel_ - 1 ? xt
-           : hoist          ? hoisted[j]
+           : hoisting       ? hoisted[j]
                             : chunkTap(b, loc, row, part, c, lanes, j);
   };
   return convResult(b, loc, tapWeights, tapValue, acc, xt, lanes);
@@ -536,6 +429,7 @@ inkling::loops::lowerWithConvNest(PatternRewriter &rewriter,
 }
 
 LoopStrategy::~LoopStrategy() = default;
+TapHoisting::~TapHoisting() = default;
 
 void LoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
                                 Location loc) const {

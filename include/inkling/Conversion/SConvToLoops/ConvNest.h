@@ -53,12 +53,6 @@ struct ConvSpec {
   bool residual, silu, insert;
 };
 
-/// Where tap j < W-1 of a (t, h) reads, when hoisted.
-struct TapSource {
-  /// x[token] when inStep; else cache[block, h, row] when history; else 0.
-  Value inStep, token, history, block, row;
-};
-
 /// The per-(t, h) values of a (token, head) iteration: whether t is live (a
 /// real token; in checked mode also one whose token_seq entry holds it),
 /// the sequence of t (from token_seq when the step has it, else a search),
@@ -68,11 +62,8 @@ struct ConvRow {
   Value t, h;
   Value live, seq, seqStart, computed, position;
   SlotInfo slot;
-  /// Hoisted: where each tap j < W-1 of t reads, chosen once per (t, h) so
-  /// that the chunk loops only load (the block-table loads cannot leave the
-  /// chunk loop otherwise: the cache stores may alias them). taps[j] is tap
-  /// j; taps.front().inStep: every tap is in the step (t is at least W-1
-  /// tokens into its step), the prefill case, which reads x[t-W+1..t].
+  /// With a strategy's TapHoisting: where each tap j < W-1 of t reads,
+  /// chosen once per (t, h) (TapHoisting::tapSources); taps[j] is tap j.
   SmallVector<TapSource> taps;
 };
 
@@ -161,18 +152,11 @@ public:
 
 private:
   ConvRow tokenPrologue(OpBuilder &b, Location loc, Value t, Value h) const;
-  TapSource tapSource(OpBuilder &b, Location loc, const ConvRow &row,
-                      int64_t back) const;
   Value checkedHistory(OpBuilder &b, Location loc, const ConvRow &row,
                        const ConvPart &part, Value c, int64_t lanes,
                        Value logical, Value tapRow) const;
-  SmallVector<Value> hoistedTaps(OpBuilder &b, Location loc, const ConvRow &row,
-                                 const ConvPart &part, Value c,
-                                 int64_t lanes) const;
   Value chunkTap(OpBuilder &b, Location loc, const ConvRow &row,
                  const ConvPart &part, Value c, int64_t lanes, int64_t j) const;
-  SmallVector<Value> pairedTapWeights(OpBuilder &b, Location loc, Value all,
-                                      int64_t lanes, LaneOrder order) const;
   /// convLanes' f32 result (after the residual add), not stored.
   Value convLanesValue(OpBuilder &b, Location loc, const ConvRow &row,
                        const ConvPart &part, Value c, int64_t lanes,
@@ -187,9 +171,9 @@ private:
   sconv::StepOp step_;
   const LoopStrategy *strategy;
   const bool checked_;
-  /// The taps' sources per (t, h) (unchecked only: checked history taps
-  /// check and report per chunk).
-  const bool hoist;
+  /// The strategy's choice of each tap's source per (t, h) (unchecked only:
+  /// checked history taps check and report per chunk); null: per chunk.
+  const TapHoisting *hoisting;
   const bool splitStreams;
   Location loc;
   inkling::Layout layout_;

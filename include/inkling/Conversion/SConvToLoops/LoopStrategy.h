@@ -11,13 +11,49 @@
 #ifndef INKLING_CONVERSION_SCONVTOLOOPS_LOOPSTRATEGY_H
 #define INKLING_CONVERSION_SCONVTOLOOPS_LOOPSTRATEGY_H
 
+#include "inkling/Conversion/SConvToLoops/Lanes.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace inkling {
 
 namespace loops {
 class ConvNestBuilder;
+struct ConvPart;
+struct ConvRow;
+
+/// Where tap j < W-1 of a (t, h) reads, when hoisted.
+struct TapSource {
+  /// x[token] when inStep; else cache[block, h, row] when history; else 0.
+  mlir::Value inStep, token, history, block, row;
+};
 } // namespace loops
+
+/// A (token, head) nest's taps chosen once per (token, head) instead of per
+/// chunk: the hook points of the shared conv nest (unchecked convs only)
+/// that a backend fills in (the CPU's: lib/Target/CPU/HoistedTaps.cpp).
+class TapHoisting {
+public:
+  virtual ~TapHoisting();
+
+  /// In the (t, h) prologue: where each tap j < W-1 of `row` reads.
+  virtual llvm::SmallVector<loops::TapSource>
+  tapSources(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+             mlir::Location loc, const loops::ConvRow &row) const = 0;
+  /// In a chunk of channels c..: the f32 values of taps 0..W-2 from
+  /// `row.taps`.
+  virtual llvm::SmallVector<mlir::Value>
+  hoistedTaps(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+              mlir::Location loc, const loops::ConvRow &row,
+              const loops::ConvPart &part, mlir::Value c,
+              int64_t lanes) const = 0;
+  /// For an even kernel: the f32 weights per tap of `lanes` channels from
+  /// `all` ([lanes x W] bf16, row-major), lanes in `order`.
+  virtual llvm::SmallVector<mlir::Value>
+  pairedTapWeights(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                   mlir::Location loc, mlir::Value all, int64_t lanes,
+                   loops::LaneOrder order) const = 0;
+};
 
 class LoopStrategy {
 public:
@@ -29,9 +65,9 @@ public:
   virtual bool splitStreams() const { return false; }
 
   /// In an unchecked conv's (token, head) nest, choose each tap's source
-  /// once per (token, head) before the chunk loop (see the
+  /// once per (token, head) before the chunk loop (null: per chunk; see the
   /// `inkling-cpu-lower-to-loops` pass description).
-  virtual bool hoistTaps() const { return false; }
+  virtual const TapHoisting *tapHoisting() const { return nullptr; }
 
   /// Emits the nest of one conv (sconv.conv, sconv.fused_conv) at `b`'s
   /// insertion point, from the builder's pieces. The default: the shared

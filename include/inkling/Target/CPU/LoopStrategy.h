@@ -44,12 +44,31 @@ struct CPULoopOptions {
   bool branchCounters = false;
 };
 
+/// hoist-taps (HoistedTaps.cpp).
+class CPUTapHoisting : public TapHoisting {
+public:
+  llvm::SmallVector<loops::TapSource>
+  tapSources(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+             mlir::Location loc, const loops::ConvRow &row) const override;
+  llvm::SmallVector<mlir::Value>
+  hoistedTaps(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+              mlir::Location loc, const loops::ConvRow &row,
+              const loops::ConvPart &part, mlir::Value c,
+              int64_t lanes) const override;
+  llvm::SmallVector<mlir::Value>
+  pairedTapWeights(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                   mlir::Location loc, mlir::Value all, int64_t lanes,
+                   loops::LaneOrder order) const override;
+};
+
 class CPULoopStrategy : public LoopStrategy {
 public:
   explicit CPULoopStrategy(const CPULoopOptions &options) : options(options) {}
 
   bool splitStreams() const override { return options.splitStreams; }
-  bool hoistTaps() const override { return options.hoistTaps; }
+  const TapHoisting *tapHoisting() const override {
+    return options.hoistTaps ? &hoisting : nullptr;
+  }
   /// With token-runs (unchecked): the run-time choice between the token-run
   /// nest (ConvTokenRuns.cpp) and the (token, head) nest.
   void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
@@ -57,6 +76,7 @@ public:
 
 private:
   CPULoopOptions options;
+  CPUTapHoisting hoisting;
 };
 
 /// The token-run nest of `nest`'s conv at `b`'s insertion point, over the
