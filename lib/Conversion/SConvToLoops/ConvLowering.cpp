@@ -149,17 +149,15 @@ Value ConvNestBuilder::checkedHistory(OpBuilder &b, Location loc,
   Value t = row.t, h = row.h;
   Value col = cacheCol(b, loc, part, c);
   Value inTable = cmp(b, loc, arith::CmpIPredicate::ult, logical, tableWidth);
-  auto readId = scf::IfOp::create(
+  Value readId = emitIfValue(
       b, loc, inTable,
-      [&](OpBuilder &b, Location loc) {
+      [&](OpBuilder &b, Location loc) -> Value {
         Value id = memref::LoadOp::create(b, loc, blockTable_,
                                           ValueRange{row.seq, logical});
-        scf::YieldOp::create(b, loc, toI64(b, loc, id));
+        return toI64(b, loc, id);
       },
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(b, loc, cI64(b, loc, -1));
-      });
-  Value id = readId.getResult(0);
+      [&](OpBuilder &b, Location loc) -> Value { return cI64(b, loc, -1); });
+  Value id = readId;
   Value blocks = toI64(b, loc, numBlocks);
   Value idOk = arith::AndIOp::create(
       b, loc, cmp(b, loc, arith::CmpIPredicate::sge, id, cI64(b, loc, 0)),
@@ -181,17 +179,16 @@ Value ConvNestBuilder::checkedHistory(OpBuilder &b, Location loc,
              CheckKind::BlockId, t, id, blocks,
              opName + " (checked): a block_table entry read for a history "
                       "tap is negative or not below the cache's num_blocks");
-  auto tap = scf::IfOp::create(
+  Value tap = emitIfValue(
       b, loc, idOk,
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(
-            b, loc,
-            cacheTap(b, loc, part, toIndex(b, loc, id), h, tapRow, col, lanes));
+      [&](OpBuilder &b, Location loc) -> Value {
+        return cacheTap(b, loc, part, toIndex(b, loc, id), h, tapRow, col,
+                        lanes);
       },
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+      [&](OpBuilder &b, Location loc) -> Value {
+        return splatF32(b, loc, 0.0f, lanes);
       });
-  return tap.getResult(0);
+  return tap;
 }
 
 Value ConvNestBuilder::xTap(OpBuilder &b, Location loc, const ConvPart &part,
@@ -210,14 +207,14 @@ Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc, const ConvRow &row,
   Value q =
       ArithBuilder(b, loc).sub(row.position, cIndex(b, loc, kernel_ - 1 - j));
   Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, q, row.computed);
-  auto ifStep = scf::IfOp::create(
+  Value ifStep = emitIfValue(
       b, loc, inStep,
-      [&](OpBuilder &b, Location loc) {
+      [&](OpBuilder &b, Location loc) -> Value {
         ArithBuilder ab(b, loc);
         Value token = ab.add(row.seqStart, ab.sub(q, row.computed));
-        scf::YieldOp::create(b, loc, xTap(b, loc, part, token, h, c, lanes));
+        return xTap(b, loc, part, token, h, c, lanes);
       },
-      [&](OpBuilder &b, Location loc) {
+      [&](OpBuilder &b, Location loc) -> Value {
         Value negative =
             cmp(b, loc, arith::CmpIPredicate::slt, q, cIndex(b, loc, 0));
         auto ifZero = scf::IfOp::create(
@@ -242,9 +239,9 @@ Value ConvNestBuilder::chunkTap(OpBuilder &b, Location loc, const ConvRow &row,
                   b, loc,
                   cacheTap(b, loc, part, physical, h, tapRow, col, lanes));
             });
-        scf::YieldOp::create(b, loc, ifZero.getResult(0));
+        return ifZero.getResult(0);
       });
-  return ifStep.getResult(0);
+  return ifStep;
 }
 
 // acc = bias[h*w + c] (or 0), in f32.
@@ -352,17 +349,14 @@ Value ConvNestBuilder::rowValue(OpBuilder &b, Location loc, const ConvRow &row,
   const ConvPart &part =
       parts_[llvm::find(partStreams, stream) - partStreams.begin()];
   Value xRaw = part.x.load(b, loc, row.t, row.h, c, lanes);
-  auto value = scf::IfOp::create(
+  Value value = emitIfValue(
       b, loc, row.live,
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(
-            b, loc,
-            truncToBf16(b, loc,
-                        convLanesValue(b, loc, row, part, c, lanes, xRaw),
-                        lanes));
+      [&](OpBuilder &b, Location loc) -> Value {
+        return truncToBf16(
+            b, loc, convLanesValue(b, loc, row, part, c, lanes, xRaw), lanes);
       },
-      [&](OpBuilder &b, Location loc) { scf::YieldOp::create(b, loc, xRaw); });
-  return value.getResult(0);
+      [&](OpBuilder &b, Location loc) -> Value { return xRaw; });
+  return value;
 }
 
 // A padding token (or, checked, one with a bad token_seq entry) reads and

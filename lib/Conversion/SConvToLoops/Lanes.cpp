@@ -62,6 +62,19 @@ void inkling::loops::emitIfElse(OpBuilder &b, Location loc, Value cond,
       });
 }
 
+Value inkling::loops::emitIfValue(OpBuilder &b, Location loc, Value cond,
+                                  ValueFn thenValue, ValueFn elseValue) {
+  auto branch = scf::IfOp::create(
+      b, loc, cond,
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(b, loc, thenValue(b, loc));
+      },
+      [&](OpBuilder &b, Location loc) {
+        scf::YieldOp::create(b, loc, elseValue(b, loc));
+      });
+  return branch.getResult(0);
+}
+
 Type inkling::loops::laneType(Type element, int64_t lanes) {
   if (lanes == 1)
     return element;

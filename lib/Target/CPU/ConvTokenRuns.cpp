@@ -129,37 +129,34 @@ SmallVector<Value> TokenRunNest::runWindow(OpBuilder &b, Location loc,
   for (int64_t back = kernel - 1; back >= 1; --back) {
     Value u = ab.sub(span.s, cIndex(b, loc, back));
     Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, u, span.start);
-    auto tap = scf::IfOp::create(
+    Value tap = emitIfValue(
         b, loc, inStep,
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc,
-                               nest.xTap(b, loc, part, u, h, c, lanes, order));
+        [&](OpBuilder &b, Location loc) -> Value {
+          return nest.xTap(b, loc, part, u, h, c, lanes, order);
         },
-        [&](OpBuilder &b, Location loc) {
+        [&](OpBuilder &b, Location loc) -> Value {
           ArithBuilder ab(b, loc);
           Value q = ab.sub(span.computed, ab.sub(span.start, u));
           Value history =
               cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0));
-          auto read = scf::IfOp::create(
+          Value read = emitIfValue(
               b, loc, history,
-              [&](OpBuilder &b, Location loc) {
+              [&](OpBuilder &b, Location loc) -> Value {
                 auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
                 Value physical = toIndex(
                     b, loc,
                     memref::LoadOp::create(b, loc, nest.blockTable(),
                                            ValueRange{span.seq, logical}));
-                scf::YieldOp::create(
-                    b, loc,
-                    nest.cacheTap(b, loc, part, physical, h, row,
-                                  nest.cacheCol(b, loc, part, c), lanes,
-                                  order));
+                return nest.cacheTap(b, loc, part, physical, h, row,
+                                     nest.cacheCol(b, loc, part, c), lanes,
+                                     order);
               },
-              [&](OpBuilder &b, Location loc) {
-                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+              [&](OpBuilder &b, Location loc) -> Value {
+                return splatF32(b, loc, 0.0f, lanes);
               });
-          scf::YieldOp::create(b, loc, read.getResult(0));
+          return read;
         });
-    window.push_back(tap.getResult(0));
+    window.push_back(tap);
   }
   return window;
 }

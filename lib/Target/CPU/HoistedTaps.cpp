@@ -40,19 +40,15 @@ TapSource tapSource(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
   // Only used where history holds (q >= 0).
   Value logical;
   std::tie(logical, tap.row) = emitBlockAndRow(b, loc, q, nest.blockSize());
-  auto read = scf::IfOp::create(
+  Value read = emitIfValue(
       b, loc, tap.history,
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(
-            b, loc,
-            toIndex(b, loc,
-                    memref::LoadOp::create(b, loc, nest.blockTable(),
-                                           ValueRange{row.seq, logical})));
+      [&](OpBuilder &b, Location loc) -> Value {
+        return toIndex(b, loc,
+                       memref::LoadOp::create(b, loc, nest.blockTable(),
+                                              ValueRange{row.seq, logical}));
       },
-      [&](OpBuilder &b, Location loc) {
-        scf::YieldOp::create(b, loc, cIndex(b, loc, 0));
-      });
-  tap.block = read.getResult(0);
+      [&](OpBuilder &b, Location loc) -> Value { return cIndex(b, loc, 0); });
+  tap.block = read;
   return tap;
 }
 
@@ -90,28 +86,25 @@ SmallVector<Value> cpu::CPUTapHoisting::hoistedTaps(
       [&](OpBuilder &b, Location loc) {
         SmallVector<Value> values;
         for (const TapSource &tap : row.taps) {
-          auto fromStep = scf::IfOp::create(
+          Value fromStep = emitIfValue(
               b, loc, tap.inStep,
-              [&](OpBuilder &b, Location loc) {
-                scf::YieldOp::create(
-                    b, loc, nest.xTap(b, loc, part, tap.token, h, c, lanes));
+              [&](OpBuilder &b, Location loc) -> Value {
+                return nest.xTap(b, loc, part, tap.token, h, c, lanes);
               },
-              [&](OpBuilder &b, Location loc) {
-                auto fromCache = scf::IfOp::create(
+              [&](OpBuilder &b, Location loc) -> Value {
+                Value fromCache = emitIfValue(
                     b, loc, tap.history,
-                    [&](OpBuilder &b, Location loc) {
-                      scf::YieldOp::create(
-                          b, loc,
-                          nest.cacheTap(b, loc, part, tap.block, h, tap.row,
-                                        nest.cacheCol(b, loc, part, c), lanes));
+                    [&](OpBuilder &b, Location loc) -> Value {
+                      return nest.cacheTap(b, loc, part, tap.block, h, tap.row,
+                                           nest.cacheCol(b, loc, part, c),
+                                           lanes);
                     },
-                    [&](OpBuilder &b, Location loc) {
-                      scf::YieldOp::create(b, loc,
-                                           splatF32(b, loc, 0.0f, lanes));
+                    [&](OpBuilder &b, Location loc) -> Value {
+                      return splatF32(b, loc, 0.0f, lanes);
                     });
-                scf::YieldOp::create(b, loc, fromCache.getResult(0));
+                return fromCache;
               });
-          values.push_back(fromStep.getResult(0));
+          values.push_back(fromStep);
         }
         scf::YieldOp::create(b, loc, values);
       });

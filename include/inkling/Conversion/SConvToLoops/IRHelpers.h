@@ -44,6 +44,11 @@ void emitIf(OpBuilder &b, Location loc, Value cond, BodyFn thenBody);
 /// terminated by its yield.
 void emitIfElse(OpBuilder &b, Location loc, Value cond, BodyFn thenBody,
                 BodyFn elseBody);
+/// The value a branch computes at the builder's insertion point.
+using ValueFn = function_ref<Value(OpBuilder &, Location)>;
+/// scf.if `cond` of one result: `thenValue`, else `elseValue`, each yielded.
+Value emitIfValue(OpBuilder &b, Location loc, Value cond, ValueFn thenValue,
+                  ValueFn elseValue);
 
 } // namespace inkling::loops
 
