@@ -2,6 +2,7 @@
 
 #include "inkling/Conversion/Passes.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
 #include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -54,14 +55,18 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   //    GPU pipeline maps to blocks and threads.
   inkling::SConvLowerToLoopsOptions lowerOptions;
   lowerOptions.checked = options.checked;
-  lowerOptions.splitStreams = options.splitStreams;
-  // The CPU's forms of a conv's nest (docs/fusion.md): taps chosen per
-  // (token, head); for prefill-sized steps a (run of 4 tokens, head) nest
-  // whose 64-byte chunks keep their f32 lanes in even-odd order.
-  lowerOptions.hoistTaps = true;
-  lowerOptions.tokenRuns = true;
-  lowerOptions.evenOddLanes = true;
-  pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
+  // The CPU's forms of the nests (lib/Target/CPU/CPULoopStrategy.cpp,
+  // docs/fusion.md): taps chosen per (token, head); for prefill-sized steps
+  // a (run of 4 tokens, head) nest whose 64-byte chunks keep their f32
+  // lanes in even-odd order.
+  inkling::cpu::CPULoopOptions cpuLoops;
+  cpuLoops.splitStreams = options.splitStreams;
+  cpuLoops.hoistTaps = true;
+  cpuLoops.tokenRuns = true;
+  cpuLoops.evenOddLanes = true;
+  cpuLoops.branchCounters = options.branchCounters;
+  pm.addPass(inkling::createSConvLowerToLoops(
+      lowerOptions, std::make_shared<inkling::cpu::CPULoopStrategy>(cpuLoops)));
   // 2. Fold the index arithmetic of the nests (constants, dims of static
   //    shapes). The nests stay parallel; canonicalization may merge the two
   //    levels of a nest, which the CPU does not care about.
@@ -81,6 +86,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   if (options.streamingStoresMinIterations > 0) {
     inkling::cpu::StreamingStoresPassOptions streaming;
     streaming.minIterations = options.streamingStoresMinIterations;
+    streaming.branchCounters = options.branchCounters;
     pm.addPass(inkling::cpu::createStreamingStoresPass(streaming));
   }
 
@@ -95,6 +101,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   if (options.threads != 1) {
     inkling::cpu::ParallelDispatchPassOptions dispatch;
     dispatch.minIterations = options.minParallelIterations;
+    dispatch.branchCounters = options.branchCounters;
     pm.addPass(inkling::cpu::createParallelDispatchPass(dispatch));
     pm.addPass(inkling::cpu::createSerializeInnerLoopsPass());
     ConvertSCFToOpenMPPassOptions openmp;

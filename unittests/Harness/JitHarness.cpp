@@ -191,6 +191,7 @@ void toPipelineOptions(const CompileOptions &compileOptions,
   options.minParallelIterations = compileOptions.minParallelIterations;
   options.streamingStoresMinIterations =
       compileOptions.streamingStoresMinIterations;
+  options.branchCounters = compileOptions.branchCounters;
   options.emitCInterface = true;
 }
 
@@ -247,16 +248,26 @@ CompileCache &compileCache() {
 }
 } // namespace
 
+/// Initializes the target and parses `source` (null, with `error` set, when
+/// it does not parse).
+static mlir::OwningOpRef<mlir::ModuleOp> parseSource(const std::string &source,
+                                                     std::string &diagnostics,
+                                                     std::string &error) {
+  initializeNativeTarget();
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
+  if (!module)
+    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  return module;
+}
+
 std::unique_ptr<mlir::ExecutionEngine>
 harness::compile(const std::string &source,
                  const CompileOptions &compileOptions, std::string &error) {
-  initializeNativeTarget();
   std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
-  if (!module) {
-    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseSource(source, diagnostics, error);
+  if (!module)
     return nullptr;
-  }
   return lowerAndJit(*module, compileOptions, diagnostics, error);
 }
 
@@ -264,13 +275,11 @@ mlir::ExecutionEngine *
 harness::compileCached(const std::string &source,
                        const CompileOptions &compileOptions,
                        std::string &error) {
-  initializeNativeTarget();
   std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(source, diagnostics);
-  if (!module) {
-    error = "cannot parse the module: " + diagnostics + "\n" + source;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseSource(source, diagnostics, error);
+  if (!module)
     return nullptr;
-  }
   // The key: the pipeline with its options, then the IR without locations
   // (the printer's default), so that equal layers give equal keys whatever
   // their spelling in `source`.
@@ -309,6 +318,16 @@ CompileCacheStats harness::compileCacheStats() {
 }
 
 int harness::defaultThreadCount() { return omp_get_max_threads(); }
+
+int64_t *harness::branchCounter(mlir::ExecutionEngine &engine,
+                                cpu::Branch branch) {
+  auto symbol = engine.lookup(cpu::branchCounterSymbol(branch));
+  if (!symbol) {
+    llvm::consumeError(symbol.takeError());
+    return nullptr;
+  }
+  return static_cast<int64_t *>(*symbol);
+}
 
 void *harness::lookupFunction(mlir::ExecutionEngine &engine,
                               const std::string &name) {

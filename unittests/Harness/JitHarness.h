@@ -13,6 +13,7 @@
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
 #include "inkling/Runtime/Reference.h"
+#include "inkling/Target/CPU/BranchCounters.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -168,6 +169,8 @@ struct CompileOptions {
   int64_t minParallelIterations = 64;
   /// The pipeline's `streaming-stores-min-iterations` (its default).
   int64_t streamingStoresMinIterations = 4096;
+  /// The pipeline's `branch-counters` (branchCounter reads them).
+  bool branchCounters = false;
 };
 
 /// The OpenMP runtime's default team size (OMP_NUM_THREADS, else the
@@ -207,6 +210,11 @@ std::map<std::string, int> countOpsAfterFusion(const std::string &source,
 
 /// The address of `_mlir_ciface_<name>`, or null.
 void *lookupFunction(mlir::ExecutionEngine &engine, const std::string &name);
+
+/// The counter of `branch` in an engine compiled with `branchCounters`
+/// (inkling/Target/CPU/BranchCounters.h), or null when the module has none
+/// (no nest has that branch, or no counters).
+int64_t *branchCounter(mlir::ExecutionEngine &engine, cpu::Branch branch);
 
 /// Initializes the native target (once).
 void initializeNativeTarget();

@@ -8,11 +8,17 @@ include "mlir/Pass/PassBase.td"
 def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
   let summary = "Lower sconv ops to scf.parallel + vector + memref + arith loops";
   let description = [{
-    Lowers `sconv.bind`, `sconv.insert`, `sconv.conv`, `sconv.insert_packed`
-    and `sconv.fused_conv` to loop nests that
-    run on the CPU and map to GPU blocks and threads later
-    (docs/Design.md section 5): an outer `scf.parallel` over (token, head) and an inner `scf.parallel`
-    over 16-byte chunks (8 bf16 channels) of the stream's width.
+    Lowers `sconv.bind`, `sconv.insert`, `sconv.conv`, `sconv.insert_packed`,
+    `sconv.fused_conv` and the epilogue ops to the target-neutral loop nests
+    that every backend needs: they run on the CPU and map to GPU blocks and
+    threads later (docs/Design.md section 5): an outer `scf.parallel` over
+    (token, head) and an inner `scf.parallel` over 16-byte chunks (8 bf16
+    channels) of the stream's width. A backend's own forms of these nests
+    (the CPU's split streams, hoisted taps, token-run nest and line marks)
+    come through a `LoopStrategy`
+    (include/inkling/Conversion/SConvToLoops/LoopStrategy.h) that the
+    backend's pipeline passes to `createSConvLowerToLoops`; on the command
+    line, `inkling-cpu-lower-to-loops` is this pass with the CPU's.
 
     - `sconv.bind` becomes `memref.view` of the byte buffer plus
       `memref.reinterpret_cast` to `[num_blocks, H, N, D]` with the op's
@@ -69,40 +75,6 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
            "Guard slot and block ids against the cache size and report "
            "out-of-range ids at run time instead of accessing memory out of "
            "bounds">,
-    Option<"splitStreams", "split-streams", "bool", /*default=*/"false",
-           "In the nest of a fused op (insert_packed, fused_conv), run one "
-           "inner loop per stream in row order instead of one loop over the "
-           "concatenated chunks with a per-chunk dispatch: the same chunks "
-           "in the same order, one nest either way. The CPU's form (LLVM "
-           "vectorizes a plain per-stream loop); the GPU keeps the "
-           "concatenated loop (consecutive threads, consecutive chunks)">,
-    Option<"hoistTaps", "hoist-taps", "bool", /*default=*/"false",
-           "In an unchecked conv's nest, choose each tap's source (step "
-           "input, cache row through the block table, or 0) once per "
-           "(token, head) before the chunk loop, and read every tap from "
-           "the step input without selection when the token is at least "
-           "kernel - 1 tokens into its step (prefill). The CPU's form (the "
-           "chunk loop then only loads, converts, multiplies and stores); "
-           "the GPU keeps the per-chunk selection (one chunk per thread, "
-           "fewer registers)">,
-    Option<"tokenRuns", "token-runs", "bool", /*default=*/"false",
-           "In an unchecked conv, for a step whose real tokens are at least "
-           "kernel x its sequences (chosen at run time; else the (token, "
-           "head) nest), a nest over (run of 4 tokens, head) whose "
-           "innermost loop, per sequence in the run and chunk, walks the "
-           "tokens and carries the last kernel - 1 inputs as loop values, "
-           "with the weights loaded once per run: each input is loaded "
-           "once. The same arithmetic per element, so the same bits. The "
-           "CPU's form (prefill); the GPU keeps the (token, head) nest">,
-    Option<"evenOddLanes", "even-odd-lanes", "bool", /*default=*/"false",
-           "In the token-run nest, hold a chunk's f32 lanes in even-odd "
-           "order (the even channels, then the odd ones; the weights and "
-           "bias loaded in that order): a bf16 row widens to f32 with a "
-           "shift and a mask of its 32-bit words and narrows back with the "
-           "rounding written on the words and one or, where the natural "
-           "order needs a lane-crossing widen and narrow per vector. Every "
-           "element's arithmetic is unchanged, so the bits are. The CPU's "
-           "form">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

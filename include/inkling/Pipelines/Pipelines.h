@@ -75,7 +75,8 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
       *this, "split-streams",
       llvm::cl::desc(
           "In a fused op's nest, one inner loop per stream (the "
-          "sconv-lower-to-loops option of the same name): on by default on "
+          "inkling-cpu-lower-to-loops option of the same name): on by default "
+          "on "
           "the CPU, where a plain per-stream loop vectorizes; off gives the "
           "GPU's loop over the concatenated chunks"),
       llvm::cl::init(true)};
@@ -111,6 +112,14 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "measures the layer at 8192 tokens in 0.6-0.7x the time of "
           "ordinary stores (docs/fusion.md)"),
       llvm::cl::init(4096)};
+  Option<bool> branchCounters{
+      *this, "branch-counters",
+      llvm::cl::desc(
+          "Count each run-time branch of the nests taken (token runs, "
+          "unrolled runs, streaming stores, threads) in public i64 globals "
+          "(include/inkling/Target/CPU/BranchCounters.h), for tests; off "
+          "(default): no counter in the IR"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the CPU lowering to `pm` (anchored on `builtin.module`): the

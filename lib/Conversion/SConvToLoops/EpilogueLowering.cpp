@@ -25,7 +25,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConvNest.h"
+#include "Patterns.h"
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -272,10 +274,9 @@ struct KvRow {
 
   void store(OpBuilder &b, Location loc, Value value, Value h, Value c,
              int64_t lanes) const {
-    scf::IfOp::create(b, loc, stored, [&](OpBuilder &b, Location loc) {
+    emitIf(b, loc, stored, [&](OpBuilder &b, Location loc) {
       storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
                  lanes == 1 ? llvm::MaybeAlign() : align);
-      scf::YieldOp::create(b, loc);
     });
   }
 
@@ -318,29 +319,46 @@ void emitRowChunks(OpBuilder &b, Location loc, int64_t width, LanesBody body,
       });
 }
 
+/// The (t, h) nest of a one-stream row op reading `x` [T, H, w]: `body`
+/// gets x, the stream's width w, t and h; the op is erased.
+using RowBody = function_ref<void(OpBuilder &, Location, const StreamOperand &x,
+                                  int64_t width, Value t, Value h)>;
+LogicalResult lowerRowOp(PatternRewriter &rewriter, Operation *op, Value x,
+                         LayoutAttr layoutAttr, sconv::Stream stream,
+                         RowBody body) {
+  Location loc = op->getLoc();
+  inkling::Layout layout = layoutAttr.getDerived();
+  int64_t width = layout.range(toRuntime(stream)).width;
+  StreamOperand input(x, width);
+  Value tokens = memref::DimOp::create(rewriter, loc, x, 0);
+  emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
+              [&](OpBuilder &b, Location loc, Value t, Value h) {
+                body(b, loc, input, width, t, h);
+              });
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct RmsNormLowering : OpRewritePattern<RmsNormOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(RmsNormOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(op.getStream())).width;
-    StreamOperand x(op.getX(), width), out(op.getOut(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
     float epsilon = op.getEpsilon().convertToFloat();
-    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
-                [&](OpBuilder &b, Location loc, Value t, Value h) {
-                  emitRowNorm(
-                      b, loc, width, op.getWeight(), epsilon,
-                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                        return x.load(b, loc, t, h, c, lanes);
-                      },
-                      [&](OpBuilder &b, Location loc, Value c, Value v,
-                          int64_t) { out.store(b, loc, v, t, h, c); });
-                });
-    rewriter.eraseOp(op);
-    return success();
+    return lowerRowOp(
+        rewriter, op, op.getX(), op.getLayout(), op.getStream(),
+        [&](OpBuilder &b, Location loc, const StreamOperand &x, int64_t width,
+            Value t, Value h) {
+          StreamOperand out(op.getOut(), width);
+          emitRowNorm(
+              b, loc, width, op.getWeight(), epsilon,
+              [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                return x.load(b, loc, t, h, c, lanes);
+              },
+              [&](OpBuilder &b, Location loc, Value c, Value v, int64_t) {
+                out.store(b, loc, v, t, h, c);
+              });
+        });
   }
 };
 
@@ -349,23 +367,17 @@ struct KvWriteLowering : OpRewritePattern<KvWriteOp> {
 
   LogicalResult matchAndRewrite(KvWriteOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(op.getStream())).width;
-    StreamOperand x(op.getX(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
-    emitRowNest(rewriter, loc, tokens, layout.headsPerRank,
-                [&](OpBuilder &b, Location loc, Value t, Value h) {
-                  KvRow dest(b, loc, op.getKvCache(), op.getSlots(), t);
-                  emitRowChunks(
-                      b, loc, width,
-                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                        dest.store(b, loc, x.load(b, loc, t, h, c, lanes), h, c,
-                                   lanes);
-                      });
-                });
-    rewriter.eraseOp(op);
-    return success();
+    return lowerRowOp(
+        rewriter, op, op.getX(), op.getLayout(), op.getStream(),
+        [&](OpBuilder &b, Location loc, const StreamOperand &x, int64_t width,
+            Value t, Value h) {
+          KvRow dest(b, loc, op.getKvCache(), op.getSlots(), t);
+          emitRowChunks(
+              b, loc, width,
+              [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                dest.store(b, loc, x.load(b, loc, t, h, c, lanes), h, c, lanes);
+              });
+        });
   }
 };
 
@@ -405,112 +417,105 @@ struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
   }
 };
 
-struct FusedConvAddNormLowering : OpRewritePattern<FusedConvAddNormOp> {
-  FusedConvAddNormLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+/// The conv of a fused epilogue op: its streams have no outputs (the
+/// epilogue consumes rowValue instead).
+template <typename Op>
+ConvSpec epilogueConvSpec(Op op, ArrayRef<ConvStream> streams, bool residual) {
+  return ConvSpec{op,
+                  op.getCache(),
+                  op.getLayout(),
+                  streams,
+                  residual,
+                  op.getActivation() == Activation::Silu,
+                  op.getInsert()};
+}
+
+struct FusedConvAddNormLowering : OptionsPattern<FusedConvAddNormOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(FusedConvAddNormOp op,
                                 PatternRewriter &rewriter) const override {
-    auto step = op.getStep().getDefiningOp<StepOp>();
-    if (!step)
-      return rewriter.notifyMatchFailure(op, kNoStepMessage);
     Location loc = op.getLoc();
     sconv::Stream stream = op.getStream();
     ConvStream convStream{stream, op.getX(), op.getWeights(), Value(), Value()};
-    ConvSpec spec{op,
-                  op.getCache(),
-                  op.getLayout(),
-                  convStream,
-                  op.getResidualConv(),
-                  op.getActivation() == Activation::Silu,
-                  op.getInsert()};
-    ConvNestBuilder conv(rewriter, spec, step, options);
-    inkling::Layout layout = op.getLayout().getDerived();
-    int64_t width = layout.range(toRuntime(stream)).width;
-    StreamOperand residual(op.getResidual(), width), sum(op.getSum(), width),
-        out(op.getOut(), width);
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
-    emitTokenNest(
-        rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
-          emitTokenRowNorm(
-              b, loc, t,
-              TokenRow{layout.headsPerRank, width,
-                       [&](OpBuilder &b, Location loc, Value h, Value c) {
-                         return conv.rowValue(b, loc, stream, t, h, c, kLanes);
-                       },
-                       [&](OpBuilder &b, Location loc, Value h) {
-                         conv.beginRow(b, loc, t, h);
-                         conv.reportRowSlot(b, loc, t, h);
-                       },
-                       residual, sum, out, op.getNormWeight(),
-                       op.getEpsilon().convertToFloat()});
+    ConvSpec spec = epilogueConvSpec(op, convStream, op.getResidualConv());
+    return lowerWithConvNest(
+        rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          inkling::Layout layout = op.getLayout().getDerived();
+          int64_t width = layout.range(toRuntime(stream)).width;
+          StreamOperand residual(op.getResidual(), width),
+              sum(op.getSum(), width), out(op.getOut(), width);
+          Value tokens = memref::DimOp::create(rewriter, loc, op.getX(), 0);
+          emitTokenNest(
+              rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
+                // The conv's values of the head being normed.
+                ConvRow row;
+                emitTokenRowNorm(
+                    b, loc, t,
+                    TokenRow{layout.headsPerRank, width,
+                             [&](OpBuilder &b, Location loc, Value, Value c) {
+                               return conv.rowValue(b, loc, row, stream, c,
+                                                    kLanes);
+                             },
+                             [&](OpBuilder &b, Location loc, Value h) {
+                               row = conv.beginRow(b, loc, t, h);
+                               conv.reportRowSlot(b, loc, row);
+                             },
+                             residual, sum, out, op.getNormWeight(),
+                             op.getEpsilon().convertToFloat()});
+              });
         });
-    rewriter.eraseOp(op);
-    return success();
   }
-
-  SConvToLoopsOptions options;
 };
 
-struct FusedConvKvWriteLowering : OpRewritePattern<FusedConvKvWriteOp> {
-  FusedConvKvWriteLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(FusedConvKvWriteOp op,
                                 PatternRewriter &rewriter) const override {
-    auto step = op.getStep().getDefiningOp<StepOp>();
-    if (!step)
-      return rewriter.notifyMatchFailure(op, kNoStepMessage);
     Location loc = op.getLoc();
     SmallVector<sconv::Stream> streamList = op.getStreamList();
     SmallVector<ConvStream> streams;
     for (auto [i, stream] : llvm::enumerate(streamList))
       streams.push_back(
           {stream, op.getInputs()[i], op.getWeights()[i], Value(), Value()});
-    ConvSpec spec{op,
-                  op.getCache(),
-                  op.getLayout(),
-                  streams,
-                  op.getResidual(),
-                  op.getActivation() == Activation::Silu,
-                  op.getInsert()};
-    ConvNestBuilder conv(rewriter, spec, step, options);
-    inkling::Layout layout = op.getLayout().getDerived();
-    float epsilon = op.getEpsilon().convertToFloat();
-    Value tokens = memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
-    emitRowNest(
-        rewriter, loc, tokens, layout.headsPerRank,
-        [&](OpBuilder &b, Location loc, Value t, Value h) {
-          conv.beginRow(b, loc, t, h);
-          conv.reportRowSlot(b, loc, t, h);
-          for (auto [i, stream] : llvm::enumerate(streamList)) {
-            int64_t width = layout.range(toRuntime(stream)).width;
-            KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
-            auto source = [&, stream = stream](OpBuilder &b, Location loc,
-                                               Value c, int64_t lanes) {
-              return conv.rowValue(b, loc, stream, t, h, c, lanes);
-            };
-            auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
-                            int64_t lanes) {
-              dest.store(b, loc, v, h, c, lanes);
-            };
-            if (Value weight = op.getNormWeightOf(i)) {
-              emitRowNorm(b, loc, width, weight, epsilon, source, sink);
-              continue;
-            }
-            emitRowChunks(
-                b, loc, width,
-                [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                  sink(b, loc, c, source(b, loc, c, lanes), lanes);
-                },
-                /*parallel=*/false);
-          }
+    ConvSpec spec = epilogueConvSpec(op, streams, op.getResidual());
+    return lowerWithConvNest(
+        rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          inkling::Layout layout = op.getLayout().getDerived();
+          float epsilon = op.getEpsilon().convertToFloat();
+          Value tokens =
+              memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
+          emitRowNest(
+              rewriter, loc, tokens, layout.headsPerRank,
+              [&](OpBuilder &b, Location loc, Value t, Value h) {
+                ConvRow row = conv.beginRow(b, loc, t, h);
+                conv.reportRowSlot(b, loc, row);
+                for (auto [i, stream] : llvm::enumerate(streamList)) {
+                  int64_t width = layout.range(toRuntime(stream)).width;
+                  KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
+                  auto source = [&, stream = stream](OpBuilder &b, Location loc,
+                                                     Value c, int64_t lanes) {
+                    return conv.rowValue(b, loc, row, stream, c, lanes);
+                  };
+                  auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
+                                  int64_t lanes) {
+                    dest.store(b, loc, v, h, c, lanes);
+                  };
+                  if (Value weight = op.getNormWeightOf(i)) {
+                    emitRowNorm(b, loc, width, weight, epsilon, source, sink);
+                    continue;
+                  }
+                  emitRowChunks(
+                      b, loc, width,
+                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                        sink(b, loc, c, source(b, loc, c, lanes), lanes);
+                      },
+                      /*parallel=*/false);
+                }
+              });
         });
-    rewriter.eraseOp(op);
-    return success();
   }
-
-  SConvToLoopsOptions options;
 };
 
 } // namespace

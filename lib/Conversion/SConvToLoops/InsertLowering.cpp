@@ -16,7 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Lowering.h"
+#include "Patterns.h"
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/Lanes.h"
+#include "inkling/Conversion/SConvToLoops/Nest.h"
+#include "inkling/Conversion/SConvToLoops/StepMetadata.h"
 
 using namespace mlir;
 using namespace inkling;
@@ -72,7 +76,7 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
         if (checked)
           emitSlotReports(b, loc, op, slot, isReporter(b, loc, h, chunk),
                           status, t, slotLimit);
-        scf::IfOp::create(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+        emitIf(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
           emitChunk(b, loc, chunk, part.range.width,
                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                       Value v = part.x.load(b, loc, t, h, c, lanes);
@@ -82,7 +86,6 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
                                  ValueRange{slot.block, h, slot.row, col},
                                  part.cacheAlign);
                     });
-          scf::YieldOp::create(b, loc);
         });
       },
       [&](OpBuilder &b, Location loc, Value t, Value) {
@@ -106,33 +109,31 @@ LogicalResult lowerInserts(PatternRewriter &rewriter, Operation *op,
   return success();
 }
 
-struct InsertLowering : OpRewritePattern<InsertOp> {
-  InsertLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+bool splitStreams(const SConvToLoopsOptions &options) {
+  return options.strategy && options.strategy->splitStreams();
+}
+
+struct InsertLowering : OptionsPattern<InsertOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(InsertOp op,
                                 PatternRewriter &rewriter) const override {
     sconv::Stream stream = op.getStream();
     return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
                         op.getLayout(), op.getX(), stream, options.checked,
-                        options.splitStreams);
+                        splitStreams(options));
   }
-
-  SConvToLoopsOptions options;
 };
 
-struct InsertPackedLowering : OpRewritePattern<InsertPackedOp> {
-  InsertPackedLowering(MLIRContext *context, SConvToLoopsOptions options)
-      : OpRewritePattern(context), options(options) {}
+struct InsertPackedLowering : OptionsPattern<InsertPackedOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(InsertPackedOp op,
                                 PatternRewriter &rewriter) const override {
     return lowerInserts(rewriter, op, op.getStep(), op.getCache(),
                         op.getLayout(), op.getInputs(), op.getStreamList(),
-                        options.checked, options.splitStreams);
+                        options.checked, splitStreams(options));
   }
-
-  SConvToLoopsOptions options;
 };
 
 } // namespace

@@ -8,14 +8,19 @@
 // fused_conv) are one nest over the concatenation of their streams' chunks.
 //
 // This file: sconv.bind, sconv.step and the pass. The inserts are lowered in
-// InsertLowering.cpp, the convs in ConvLowering.cpp (the token-run nest of
-// prefill in ConvTokenRuns.cpp, their shared builder in ConvNest.h), with
-// the shared pieces in Lowering.h.
+// InsertLowering.cpp, the convs in ConvLowering.cpp (their builder in
+// ConvNest.h), the epilogues in EpilogueLowering.cpp, with the shared pieces
+// in IRHelpers.h, Lanes.h, Alignment.h, Nest.h and StepMetadata.h
+// (include/inkling/Conversion/SConvToLoops; bodies in Lanes.cpp,
+// Alignment.cpp, Nest.cpp and StepMetadata.cpp). A backend's forms come through
+// a LoopStrategy (the CPU's: lib/Target/CPU/CPULoopStrategy.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Lowering.h"
+#include "Patterns.h"
 #include "inkling/Conversion/Passes.h"
+#include "inkling/Conversion/SConvToLoops/IRHelpers.h"
+#include "inkling/Conversion/SConvToLoops/StepMetadata.h"
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -108,45 +113,58 @@ struct SConvLowerToLoopsPass
     : inkling::impl::SConvLowerToLoopsBase<SConvLowerToLoopsPass> {
   using Base::Base;
 
-  void runOnOperation() override {
-    Operation *root = getOperation();
-    bool invalid = false;
-    // Every op that reads the step's metadata (insert, conv, insert_packed,
-    // fused_conv) needs it from a visible sconv.step.
-    root->walk([&](StepCacheAccessOpInterface op) {
-      if (!op.getStepValue().getDefiningOp<StepOp>()) {
-        op->emitOpError() << kNoStepMessage;
-        invalid = true;
-      }
-    });
-    if (invalid)
-      return signalPassFailure();
+  SConvLowerToLoopsPass(const SConvLowerToLoopsOptions &options,
+                        std::shared_ptr<const LoopStrategy> strategy)
+      : Base(options), strategy(std::move(strategy)) {}
 
-    RewritePatternSet patterns(&getContext());
+  void runOnOperation() override {
     SConvToLoopsOptions options;
     options.checked = checked;
-    options.splitStreams = splitStreams;
-    options.hoistTaps = hoistTaps;
-    options.tokenRuns = tokenRuns;
-    options.evenOddLanes = evenOddLanes;
-    populateSConvToLoopsPatterns(patterns, options);
-    if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return signalPassFailure();
-
-    // No sconv op may remain (a step is erased with its last user).
-    WalkResult left = root->walk([&](Operation *op) {
-      if (isa<SConvDialect>(op->getDialect()) && !isa<StepOp>(op)) {
-        op->emitOpError() << "was not lowered by sconv-lower-to-loops";
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (left.wasInterrupted())
+    options.strategy = strategy.get();
+    if (failed(lowerSConvToLoops(getOperation(), options)))
       signalPassFailure();
   }
+
+  std::shared_ptr<const LoopStrategy> strategy;
 };
 
 } // namespace
+
+LogicalResult inkling::lowerSConvToLoops(Operation *root,
+                                         const SConvToLoopsOptions &options) {
+  bool invalid = false;
+  // Every op that reads the step's metadata (insert, conv, insert_packed,
+  // fused_conv) needs it from a visible sconv.step.
+  root->walk([&](StepCacheAccessOpInterface op) {
+    if (!op.getStepValue().getDefiningOp<StepOp>()) {
+      op->emitOpError() << kNoStepMessage;
+      invalid = true;
+    }
+  });
+  if (invalid)
+    return failure();
+
+  RewritePatternSet patterns(root->getContext());
+  populateSConvToLoopsPatterns(patterns, options);
+  if (failed(applyPatternsGreedily(root, std::move(patterns))))
+    return failure();
+
+  // No sconv op may remain (a step is erased with its last user).
+  WalkResult left = root->walk([&](Operation *op) {
+    if (isa<SConvDialect>(op->getDialect()) && !isa<StepOp>(op)) {
+      op->emitOpError() << "was not lowered by sconv-lower-to-loops";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(left.wasInterrupted());
+}
+
+std::unique_ptr<Pass>
+inkling::createSConvLowerToLoops(const SConvLowerToLoopsOptions &options,
+                                 std::shared_ptr<const LoopStrategy> strategy) {
+  return std::make_unique<SConvLowerToLoopsPass>(options, std::move(strategy));
+}
 
 void inkling::populateSConvToLoopsPatterns(RewritePatternSet &patterns,
                                            const SConvToLoopsOptions &options) {

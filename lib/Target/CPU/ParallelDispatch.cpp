@@ -1,12 +1,14 @@
-//===- ParallelDispatch.cpp - inkling-cpu-parallel-dispatch ---------------===//
+//===- ParallelDispatch.cpp - The threading of the loop nests -------------===//
 //
-// Each loop nest twice: as scf.parallel for steps large enough to pay for
-// threads, as scf.for loops for the others, chosen at run time per call
-// (why: Passes.td).
+// inkling-cpu-parallel-dispatch: each loop nest twice, as scf.parallel for
+// steps large enough to pay for threads, as scf.for loops for the others,
+// chosen at run time per call; inkling-cpu-serialize-inner-loops: only the
+// outermost loop of a nest stays parallel (why: Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TripCount.h"
+#include "inkling/Target/CPU/BranchCounters.h"
 #include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -15,6 +17,7 @@
 
 namespace inkling::cpu {
 #define GEN_PASS_DEF_PARALLELDISPATCHPASS
+#define GEN_PASS_DEF_SERIALIZEINNERLOOPSPASS
 #include "inkling/Target/CPU/Passes.h.inc"
 } // namespace inkling::cpu
 
@@ -22,11 +25,11 @@ using namespace mlir;
 
 namespace {
 
-/// Rewrites `nest` and every scf.parallel in it into scf.for loops, the
-/// innermost first (each rewrite replaces the loop it is given).
-LogicalResult toSequentialLoops(RewriterBase &rewriter, scf::ParallelOp nest) {
-  SmallVector<scf::ParallelOp> loops;
-  nest.walk([&](scf::ParallelOp loop) { loops.push_back(loop); });
+/// Rewrites each of `loops` into scf.for loops, in order: innermost first,
+/// as a post-order walk lists them, so that every loop is rewritten before
+/// the loop around it (whose body it is part of).
+LogicalResult toNestedFors(RewriterBase &rewriter,
+                           ArrayRef<scf::ParallelOp> loops) {
   for (scf::ParallelOp loop : loops) {
     rewriter.setInsertionPoint(loop);
     if (failed(scf::parallelForToNestedFors(rewriter, loop)))
@@ -59,11 +62,36 @@ struct ParallelDispatchPass
                                       /*withElseRegion=*/true);
       // then: a copy that stays parallel; else: the nest itself, sequential.
       rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+      if (branchCounters)
+        inkling::cpu::emitBranchCount(rewriter, loc, nest,
+                                      inkling::cpu::Branch::Threaded);
       rewriter.clone(*nest);
       rewriter.moveOpBefore(nest, branch.elseBlock()->getTerminator());
-      if (failed(toSequentialLoops(rewriter, nest)))
+      if (branchCounters) {
+        rewriter.setInsertionPoint(nest);
+        inkling::cpu::emitBranchCount(rewriter, loc, nest,
+                                      inkling::cpu::Branch::Sequential);
+      }
+      // The nest and every scf.parallel in it.
+      SmallVector<scf::ParallelOp> loops;
+      nest.walk([&](scf::ParallelOp loop) { loops.push_back(loop); });
+      if (failed(toNestedFors(rewriter, loops)))
         return signalPassFailure();
     }
+  }
+};
+
+struct SerializeInnerLoopsPass
+    : inkling::cpu::impl::SerializeInnerLoopsPassBase<SerializeInnerLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ParallelOp> inner;
+    getOperation().walk([&](scf::ParallelOp loop) {
+      if (loop->getParentOfType<scf::ParallelOp>())
+        inner.push_back(loop);
+    });
+    IRRewriter rewriter(&getContext());
+    if (failed(toNestedFors(rewriter, inner)))
+      signalPassFailure();
   }
 };
 

@@ -6,7 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "TripCount.h"
-#include "inkling/Conversion/SConvToLoops/SConvToLoops.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
 #include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -46,7 +47,7 @@ Value buildLineAlignedBase(OpBuilder &b, Location loc, Value memref) {
 /// A store the lowering marked as line-aligned given a line-aligned base,
 /// whose memref is defined outside `nest` (so it can be checked before).
 bool isLineStore(vector::StoreOp store, Operation *nest) {
-  if (!store->hasAttr(inkling::kLineAlignedAttrName))
+  if (!store->hasAttr(inkling::cpu::kLineAlignedAttrName))
     return false;
   return !nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
 }
@@ -78,6 +79,9 @@ struct StreamingStoresPass
                                      buildLineAlignedBase(b, loc, base));
     auto branch = scf::IfOp::create(b, loc, stream, /*withElseRegion=*/true);
     OpBuilder thenBuilder = branch.getThenBodyBuilder();
+    if (branchCounters)
+      inkling::cpu::emitBranchCount(thenBuilder, loc, nest,
+                                    inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
       if (store.getNontemporal())
@@ -90,6 +94,11 @@ struct StreamingStoresPass
         store.setAlignment(static_cast<uint64_t>(kLineBytes));
     });
     nest->moveBefore(branch.elseBlock()->getTerminator());
+    if (branchCounters) {
+      OpBuilder elseBuilder(nest);
+      inkling::cpu::emitBranchCount(elseBuilder, loc, nest,
+                                    inkling::cpu::Branch::StreamingOff);
+    }
   }
 
   void runOnOperation() override {

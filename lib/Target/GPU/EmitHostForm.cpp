@@ -377,8 +377,6 @@ struct EmitHostFormPass : impl::EmitHostFormPassBase<EmitHostFormPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!module->hasAttr(kKernelsAttrName))
-      return;
     Builder attrs(&getContext());
     auto record = [&](DictionaryAttr entry, LLVM::LLVMFuncOp kernel,
                       NamedAttrList &update) -> LogicalResult {

@@ -134,6 +134,9 @@ LogicalResult updateKernelRecords(
     llvm::function_ref<LogicalResult(
         DictionaryAttr entry, LLVM::LLVMFuncOp kernel, NamedAttrList &update)>
         update) {
+  // A module without kernels (nothing was outlined) has nothing to update.
+  if (!module->hasAttr(kKernelsAttrName))
+    return success();
   FailureOr<ArrayAttr> kernels = getKernelRecords(module);
   if (failed(kernels))
     return failure();

@@ -32,8 +32,6 @@ struct RecordKernelParamsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!module->hasAttr(kKernelsAttrName))
-      return;
     Builder b(&getContext());
     auto record = [&](DictionaryAttr entry, LLVM::LLVMFuncOp func,
                       NamedAttrList &update) -> LogicalResult {

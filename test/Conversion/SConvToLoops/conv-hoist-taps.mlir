@@ -1,5 +1,5 @@
-// RUN: inkling-opt %s --sconv-lower-to-loops=hoist-taps=true --canonicalize | FileCheck %s
-// RUN: inkling-opt %s --sconv-lower-to-loops="hoist-taps=true checked=true" --canonicalize | FileCheck %s --check-prefix=CHECKED
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops=hoist-taps=true --canonicalize | FileCheck %s
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true checked=true" --canonicalize | FileCheck %s --check-prefix=CHECKED
 
 #real = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 !cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>

@@ -1,6 +1,6 @@
-// RUN: inkling-opt %s --sconv-lower-to-loops="hoist-taps=true token-runs=true" --canonicalize | FileCheck %s
-// RUN: inkling-opt %s --sconv-lower-to-loops="hoist-taps=true token-runs=true checked=true" --canonicalize | FileCheck %s --check-prefix=CHECKED
-// RUN: inkling-opt %s --sconv-lower-to-loops="hoist-taps=true token-runs=true even-odd-lanes=true" --canonicalize | FileCheck %s --check-prefix=EVENODD
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true" --canonicalize | FileCheck %s
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true checked=true" --canonicalize | FileCheck %s --check-prefix=CHECKED
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true even-odd-lanes=true" --canonicalize | FileCheck %s --check-prefix=EVENODD
 
 #real = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 !cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>

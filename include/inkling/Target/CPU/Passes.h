@@ -2,7 +2,9 @@
 //
 // The passes `inkling-lower-to-cpu` adds around upstream MLIR's conversions
 // (declared in Passes.td, where each has its description):
-// inkling-cpu-emit-c-interface, inkling-cpu-serialize-inner-loops,
+// inkling-cpu-lower-to-loops{...} (the CPU's LoopStrategy,
+// LoopStrategy.h), inkling-cpu-emit-c-interface,
+// inkling-cpu-serialize-inner-loops,
 // inkling-cpu-parallel-dispatch{min-iterations=...},
 // inkling-cpu-streaming-stores{min-iterations=...} and
 // inkling-bf16-memory-as-i16. Each has a `create<Name>()` (and
@@ -14,7 +16,9 @@
 #define INKLING_TARGET_CPU_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -11,6 +11,67 @@
 
 include "mlir/Pass/PassBase.td"
 
+def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
+  let summary = "sconv-lower-to-loops with the CPU's forms of the nests";
+  let description = [{
+    The shared loop lowering (`sconv-lower-to-loops`, whose description
+    says what every nest computes) with the CPU's LoopStrategy
+    (include/inkling/Target/CPU/LoopStrategy.h): each option below is one
+    of the CPU's forms; without any, the nests are those of
+    `sconv-lower-to-loops`. Every form computes the same bits.
+    `inkling-lower-to-cpu` adds `sconv-lower-to-loops` with this strategy
+    (split-streams from its own option, hoist-taps, token-runs and
+    even-odd-lanes on).
+  }];
+  let options = [
+    Option<"checked", "checked", "bool", /*default=*/"false",
+           "As sconv-lower-to-loops' checked">,
+    Option<"splitStreams", "split-streams", "bool", /*default=*/"false",
+           "In the nest of a fused op (insert_packed, fused_conv), run one "
+           "inner loop per stream in row order instead of one loop over the "
+           "concatenated chunks with a per-chunk dispatch: the same chunks "
+           "in the same order, one nest either way (LLVM vectorizes a plain "
+           "per-stream loop; the GPU keeps the concatenated loop: "
+           "consecutive threads, consecutive chunks)">,
+    Option<"hoistTaps", "hoist-taps", "bool", /*default=*/"false",
+           "In an unchecked conv's nest, choose each tap's source (step "
+           "input, cache row through the block table, or 0) once per "
+           "(token, head) before the chunk loop, and read every tap from "
+           "the step input without selection when the token is at least "
+           "kernel - 1 tokens into its step (prefill): the chunk loop then "
+           "only loads, converts, multiplies and stores (the GPU keeps the "
+           "per-chunk selection: one chunk per thread, fewer registers)">,
+    Option<"tokenRuns", "token-runs", "bool", /*default=*/"false",
+           "In an unchecked conv, for a step whose real tokens are at least "
+           "kernel x its sequences (chosen at run time; else the (token, "
+           "head) nest), a nest over (run of 4 tokens, head) whose "
+           "innermost loop, per sequence in the run and chunk, walks the "
+           "tokens and carries the last kernel - 1 inputs as loop values, "
+           "with the weights loaded once per run: each input is loaded "
+           "once. Its stores of one 64-byte line at a line-aligned offset "
+           "carry `inkling.line_aligned` (see inkling-cpu-streaming-stores)">,
+    Option<"evenOddLanes", "even-odd-lanes", "bool", /*default=*/"false",
+           "In the token-run nest, hold a chunk's f32 lanes in even-odd "
+           "order (the even channels, then the odd ones; the weights and "
+           "bias loaded in that order): a bf16 row widens to f32 with a "
+           "shift and a mask of its 32-bit words and narrows back with the "
+           "rounding written on the words and one or, where the natural "
+           "order needs a lane-crossing widen and narrow per vector">,
+    Option<"branchCounters", "branch-counters", "bool", /*default=*/"false",
+           "Count each run-time branch of the conv nests taken (token runs "
+           "on or off, a run unrolled or looped) in public i64 globals "
+           "(include/inkling/Target/CPU/BranchCounters.h): for tests">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def EmitCInterfacePass
     : Pass<"inkling-cpu-emit-c-interface", "mlir::ModuleOp"> {
   let summary = "Mark every public function with a body llvm.emit_c_interface";
@@ -86,6 +147,8 @@ def ParallelDispatchPass
     Option<"minIterations", "min-iterations", "int64_t", /*default=*/"64",
            "Nests of fewer iterations run sequentially; 0 or 1: always the "
            "parallel form">,
+    Option<"branchCounters", "branch-counters", "bool", /*default=*/"false",
+           "Count each branch taken in a public i64 global (BranchCounters.h): for tests">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -142,6 +205,8 @@ def StreamingStoresPass
     Option<"minIterations", "min-iterations", "int64_t", /*default=*/"4096",
            "Stream the stores of nests with at least this many iterations; "
            "0: never">,
+    Option<"branchCounters", "branch-counters", "bool", /*default=*/"false",
+           "Count each branch taken in a public i64 global (BranchCounters.h): for tests">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -53,7 +53,8 @@ mlir::FailureOr<mlir::ArrayAttr> getKernelRecords(mlir::ModuleOp module);
 
 /// After the NVVM lowering: calls `update` with each checked record, its
 /// kernel's `llvm.func` (an error if a kernel has none) and the record's
-/// attributes to change, then stores the changed records.
+/// attributes to change, then stores the changed records. A module without
+/// records (no kernel) is left as it is.
 mlir::LogicalResult updateKernelRecords(
     mlir::ModuleOp module,
     llvm::function_ref<mlir::LogicalResult(mlir::DictionaryAttr entry,

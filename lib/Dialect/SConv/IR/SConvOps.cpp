@@ -105,8 +105,66 @@ static LogicalResult verifyDistinctStreams(Operation *op, ArrayAttr streams) {
   return success();
 }
 
+/// H*w: the channels of a bias (or of a hidden-row norm's weight).
+static int64_t channelsOf(LayoutAttr layout, Stream stream) {
+  return layout.getHeadsPerRank() * layout.getStreamWidth(stream);
+}
+
 static std::string indexedName(StringRef name, size_t index) {
   return (name + "[" + Twine(index) + "]").str();
+}
+
+/// Folds the static token count of operand `name` (of `type`) into
+/// `tokens` (dynamic: none seen yet): every input of a fused op has the
+/// tokens of 'inputs[0]'.
+static LogicalResult sameTokens(Operation *op, StringRef name, Type type,
+                                int64_t &tokens) {
+  int64_t count = cast<MemRefType>(type).getDimSize(0);
+  if (ShapedType::isDynamic(count))
+    return success();
+  if (!ShapedType::isDynamic(tokens) && count != tokens)
+    return op->emitOpError() << "operand '" << name << "': expected " << tokens
+                             << " tokens like 'inputs[0]', found " << count;
+  tokens = count;
+  return success();
+}
+
+/// Stream `stream`'s input and weights of a fused conv.
+static LogicalResult verifyConvStream(Operation *op, LayoutAttr layout,
+                                      Stream stream, ValueRange inputs,
+                                      ValueRange weights, size_t i) {
+  return failure(
+      failed(verifyStreamOperand(op, indexedName("inputs", i),
+                                 inputs[i].getType(), layout, stream)) ||
+      failed(verifyWeightsOperand(op, indexedName("weights", i),
+                                  weights[i].getType(), layout, stream)));
+}
+
+using EffectList =
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>;
+
+/// The effects of a fused conv (FusedConvOp, FusedConvKvWriteOp): it reads
+/// every operand of `reads`, then the cache and the step (and `extraRead`),
+/// writes the cache when it inserts, then every operand of `writes`.
+static void addFusedConvEffects(EffectList &effects, OpOperand &cache,
+                                OpOperand &step, OpOperand *extraRead,
+                                bool insert,
+                                ArrayRef<MutableOperandRange> reads,
+                                ArrayRef<MutableOperandRange> writes) {
+  auto *read = MemoryEffects::Read::get();
+  auto *write = MemoryEffects::Write::get();
+  for (MutableOperandRange range : reads)
+    for (OpOperand &operand : range)
+      effects.emplace_back(read, &operand);
+  effects.emplace_back(read, &cache);
+  effects.emplace_back(read, &step);
+  if (extraRead)
+    effects.emplace_back(read, extraRead);
+  if (insert)
+    effects.emplace_back(write, &cache);
+  for (MutableOperandRange range : writes)
+    for (OpOperand &operand : range)
+      effects.emplace_back(write, &operand);
 }
 
 #define GET_OP_CLASSES
@@ -269,8 +327,9 @@ LogicalResult ConvOp::verify() {
           verifyStreamOperand(*this, "x", getX().getType(), layout, stream)) ||
       failed(verifyWeightsOperand(*this, "weights", getWeights().getType(),
                                   layout, stream)) ||
-      (getBias() && failed(verifyBiasOperand(*this, "bias", getBias().getType(),
-                                             layout, stream))) ||
+      (getBias() &&
+       failed(verifyChannelsOperand(*this, "bias", getBias().getType(), layout,
+                                    channelsOf(layout, stream)))) ||
       failed(verifyStreamOperand(*this, "out", getOut().getType(), layout,
                                  stream)))
     return failure();
@@ -314,15 +373,9 @@ LogicalResult InsertPackedOp::verify() {
   for (auto [i, input] : llvm::enumerate(getInputs())) {
     std::string name = indexedName("inputs", i);
     if (failed(verifyStreamOperand(*this, name, input.getType(), getLayout(),
-                                   streams[i])))
+                                   streams[i])) ||
+        failed(sameTokens(*this, name, input.getType(), tokens)))
       return failure();
-    int64_t count = cast<MemRefType>(input.getType()).getDimSize(0);
-    if (ShapedType::isDynamic(count))
-      continue;
-    if (!ShapedType::isDynamic(tokens) && count != tokens)
-      return emitOpError() << "operand '" << name << "': expected " << tokens
-                           << " tokens like 'inputs[0]', found " << count;
-    tokens = count;
   }
   return verifyStepCoversTokens(*this, getStep(), tokens);
 }
@@ -338,28 +391,15 @@ SmallVector<Stream> FusedConvOp::getStreamList() {
 bool FusedConvOp::readsOnlyHistory() { return true; }
 
 SmallVector<Stream> FusedConvOp::getStepWrittenStreams() {
-  if (!getInsert())
-    return {};
-  return getStreamList();
+  return getInsert() ? getStreamList() : SmallVector<Stream>();
 }
 
-void FusedConvOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  auto *read = MemoryEffects::Read::get();
-  auto *write = MemoryEffects::Write::get();
-  for (OpOperand &operand : getInputsMutable())
-    effects.emplace_back(read, &operand);
-  for (OpOperand &operand : getWeightsMutable())
-    effects.emplace_back(read, &operand);
-  for (OpOperand &operand : getBiasesMutable())
-    effects.emplace_back(read, &operand);
-  effects.emplace_back(read, &getCacheMutable());
-  effects.emplace_back(read, &getStepMutable());
-  if (getInsert())
-    effects.emplace_back(write, &getCacheMutable());
-  for (OpOperand &operand : getOutsMutable())
-    effects.emplace_back(write, &operand);
+void FusedConvOp::getEffects(EffectList &effects) {
+  addFusedConvEffects(
+      effects, getCacheMutable(), getStepMutable(), /*extraRead=*/nullptr,
+      getInsert(),
+      {getInputsMutable(), getWeightsMutable(), getBiasesMutable()},
+      {getOutsMutable()});
 }
 
 LogicalResult FusedConvOp::verify() {
@@ -381,15 +421,12 @@ LogicalResult FusedConvOp::verify() {
     return failure();
   for (size_t i = 0; i < count; ++i) {
     Value input = getInputs()[i], out = getOuts()[i];
-    if (failed(verifyStreamOperand(*this, indexedName("inputs", i),
-                                   input.getType(), layout, streams[i])) ||
-        failed(verifyWeightsOperand(*this, indexedName("weights", i),
-                                    getWeights()[i].getType(), layout,
-                                    streams[i])) ||
+    if (failed(verifyConvStream(*this, layout, streams[i], getInputs(),
+                                getWeights(), i)) ||
         (!getBiases().empty() &&
-         failed(verifyBiasOperand(*this, indexedName("biases", i),
-                                  getBiases()[i].getType(), layout,
-                                  streams[i]))) ||
+         failed(verifyChannelsOperand(*this, indexedName("biases", i),
+                                      getBiases()[i].getType(), layout,
+                                      channelsOf(layout, streams[i])))) ||
         failed(verifyStreamOperand(*this, indexedName("outs", i), out.getType(),
                                    layout, streams[i])))
       return failure();
@@ -445,8 +482,8 @@ LogicalResult RmsNormOp::verify() {
           verifyStreamOperand(*this, "x", getX().getType(), layout, stream)) ||
       failed(verifyStreamOperand(*this, "out", getOut().getType(), layout,
                                  stream)) ||
-      failed(verifyNormWeightOperand(*this, "weight", getWeight().getType(),
-                                     layout, layout.getStreamWidth(stream))) ||
+      failed(verifyChannelsOperand(*this, "weight", getWeight().getType(),
+                                   layout, layout.getStreamWidth(stream))) ||
       failed(verifyNormWidth(*this, layout, stream)) ||
       failed(verifyEpsilon(*this, getEpsilonAttr())))
     return failure();
@@ -485,29 +522,15 @@ Value FusedConvKvWriteOp::getNormWeightOf(unsigned i) {
 bool FusedConvKvWriteOp::readsOnlyHistory() { return true; }
 
 SmallVector<Stream> FusedConvKvWriteOp::getStepWrittenStreams() {
-  if (!getInsert())
-    return {};
-  return getStreamList();
+  return getInsert() ? getStreamList() : SmallVector<Stream>();
 }
 
-void FusedConvKvWriteOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  auto *read = MemoryEffects::Read::get();
-  auto *write = MemoryEffects::Write::get();
-  for (OpOperand &operand : getInputsMutable())
-    effects.emplace_back(read, &operand);
-  for (OpOperand &operand : getWeightsMutable())
-    effects.emplace_back(read, &operand);
-  for (OpOperand &operand : getNormWeightsMutable())
-    effects.emplace_back(read, &operand);
-  effects.emplace_back(read, &getCacheMutable());
-  effects.emplace_back(read, &getStepMutable());
-  effects.emplace_back(read, &getKvSlotsMutable());
-  if (getInsert())
-    effects.emplace_back(write, &getCacheMutable());
-  for (OpOperand &operand : getKvCachesMutable())
-    effects.emplace_back(write, &operand);
+void FusedConvKvWriteOp::getEffects(EffectList &effects) {
+  addFusedConvEffects(
+      effects, getCacheMutable(), getStepMutable(), &getKvSlotsMutable(),
+      getInsert(),
+      {getInputsMutable(), getWeightsMutable(), getNormWeightsMutable()},
+      {getKvCachesMutable()});
 }
 
 LogicalResult FusedConvKvWriteOp::verify() {
@@ -536,31 +559,23 @@ LogicalResult FusedConvKvWriteOp::verify() {
   int64_t tokens = ShapedType::kDynamic;
   for (size_t i = 0; i < count; ++i) {
     Value input = getInputs()[i];
-    if (failed(verifyStreamOperand(*this, indexedName("inputs", i),
-                                   input.getType(), layout, streams[i])) ||
-        failed(verifyWeightsOperand(*this, indexedName("weights", i),
-                                    getWeights()[i].getType(), layout,
-                                    streams[i])) ||
+    if (failed(verifyConvStream(*this, layout, streams[i], getInputs(),
+                                getWeights(), i)) ||
         failed(verifyKvCacheOperand(*this, indexedName("kv_caches", i),
                                     getKvCaches()[i].getType(), layout,
                                     streams[i])))
       return failure();
     if (Value weight = getNormWeightOf(i))
-      if (failed(verifyNormWeightOperand(
+      if (failed(verifyChannelsOperand(
               *this,
               indexedName("norm_weights",
                           llvm::count(normed.take_front(i), true)),
               weight.getType(), layout, layout.getStreamWidth(streams[i]))) ||
           failed(verifyNormWidth(*this, layout, streams[i])))
         return failure();
-    int64_t rows = cast<MemRefType>(input.getType()).getDimSize(0);
-    if (!ShapedType::isDynamic(rows)) {
-      if (!ShapedType::isDynamic(tokens) && rows != tokens)
-        return emitOpError()
-               << "operand '" << indexedName("inputs", i) << "': expected "
-               << tokens << " tokens like 'inputs[0]', found " << rows;
-      tokens = rows;
-    }
+    if (failed(sameTokens(*this, indexedName("inputs", i), input.getType(),
+                          tokens)))
+      return failure();
   }
   if (failed(verifyKvSlots(*this, "kv_slots", getKvSlots(), tokens)))
     return failure();
@@ -581,9 +596,8 @@ static LogicalResult verifyAddNorm(Operation *op, LayoutAttr layout,
                                  stream)) ||
       failed(verifyStreamOperand(op, "sum", sum.getType(), layout, stream)) ||
       failed(verifyStreamOperand(op, "out", out.getType(), layout, stream)) ||
-      failed(verifyNormWeightOperand(op, weightName, weight.getType(), layout,
-                                     layout.getHeadsPerRank() *
-                                         layout.getStreamWidth(stream))) ||
+      failed(verifyChannelsOperand(op, weightName, weight.getType(), layout,
+                                   channelsOf(layout, stream))) ||
       failed(verifyNormWidth(op, layout, stream)) ||
       failed(verifyEpsilon(op, epsilon)))
     return failure();

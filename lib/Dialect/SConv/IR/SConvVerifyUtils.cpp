@@ -75,6 +75,28 @@ LogicalResult checkShape(Operation *op, StringRef name, MemRefType type,
   return success();
 }
 
+/// checkShape, then checkStrides.
+LogicalResult checkDims(Operation *op, StringRef name, MemRefType type,
+                        ArrayRef<int64_t> shape, ArrayRef<int64_t> strides) {
+  if (failed(checkShape(op, name, type, shape)))
+    return failure();
+  return checkStrides(op, name, type, strides);
+}
+
+/// Calls `check` with `type` as a memref of the layout's element type (an
+/// error otherwise) and the stream's H and w.
+using StreamCheck = function_ref<LogicalResult(MemRefType memref, int64_t heads,
+                                               int64_t width)>;
+LogicalResult checkStreamMemRef(Operation *op, StringRef name, Type type,
+                                LayoutAttr layout, Stream stream,
+                                StreamCheck check) {
+  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
+  if (failed(memref))
+    return failure();
+  return check(*memref, layout.getHeadsPerRank(),
+               layout.getStreamWidth(stream));
+}
+
 } // namespace
 
 LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
@@ -93,11 +115,10 @@ LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
                                        : std::to_string(memref->getDimSize(2)))
            << ") differs from the layout's block_size (" << derived.blockSize
            << ")";
-  if (failed(checkShape(
+  if (failed(checkDims(
           op, name, *memref,
-          {dyn, derived.headsPerRank, derived.blockSize, derived.headSize})) ||
-      failed(checkStrides(op, name, *memref,
-                          {dyn, derived.headStride(), derived.headSize, 1})))
+          {dyn, derived.headsPerRank, derived.blockSize, derived.headSize},
+          {dyn, derived.headStride(), derived.headSize, 1})))
     return failure();
   int64_t blockStride = memref->getStridesAndOffset().first[0];
   if (!ShapedType::isDynamic(blockStride) &&
@@ -111,26 +132,20 @@ LogicalResult verifyCacheOperand(Operation *op, StringRef name, Type type,
 
 LogicalResult verifyStreamOperand(Operation *op, StringRef name, Type type,
                                   LayoutAttr layout, Stream stream) {
-  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
-  if (failed(memref))
-    return failure();
-  int64_t heads = layout.getHeadsPerRank();
-  int64_t width = layout.getStreamWidth(stream);
   int64_t dyn = ShapedType::kDynamic;
-  if (memref->getRank() == 3) {
-    if (failed(checkShape(op, name, *memref, {dyn, heads, width})))
-      return failure();
-    return checkStrides(op, name, *memref, {dyn, width, 1});
-  }
-  if (memref->getRank() == 2) {
-    if (failed(checkShape(op, name, *memref, {dyn, heads * width})))
-      return failure();
-    return checkStrides(op, name, *memref, {dyn, 1});
-  }
-  return operandError(op, name)
-         << "expected shape [T, " << heads << ", " << width << "] or [T, "
-         << heads * width << "] for stream '" << stringifyStream(stream)
-         << "', found " << formatDims(memref->getShape());
+  return checkStreamMemRef(
+      op, name, type, layout, stream,
+      [&](MemRefType memref, int64_t heads, int64_t width) -> LogicalResult {
+        if (memref.getRank() == 3)
+          return checkDims(op, name, memref, {dyn, heads, width},
+                           {dyn, width, 1});
+        if (memref.getRank() == 2)
+          return checkDims(op, name, memref, {dyn, heads * width}, {dyn, 1});
+        return operandError(op, name)
+               << "expected shape [T, " << heads << ", " << width << "] or [T, "
+               << heads * width << "] for stream '" << stringifyStream(stream)
+               << "', found " << formatDims(memref.getShape());
+      });
 }
 
 LogicalResult verifyWeightsOperand(Operation *op, StringRef name, Type type,
@@ -140,20 +155,7 @@ LogicalResult verifyWeightsOperand(Operation *op, StringRef name, Type type,
     return failure();
   int64_t channels = layout.getHeadsPerRank() * layout.getStreamWidth(stream);
   int64_t kernel = layout.getKernel();
-  if (failed(checkShape(op, name, *memref, {channels, kernel})))
-    return failure();
-  return checkStrides(op, name, *memref, {kernel, 1});
-}
-
-LogicalResult verifyBiasOperand(Operation *op, StringRef name, Type type,
-                                LayoutAttr layout, Stream stream) {
-  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
-  if (failed(memref))
-    return failure();
-  int64_t channels = layout.getHeadsPerRank() * layout.getStreamWidth(stream);
-  if (failed(checkShape(op, name, *memref, {channels})))
-    return failure();
-  return checkStrides(op, name, *memref, {1});
+  return checkDims(op, name, *memref, {channels, kernel}, {kernel, 1});
 }
 
 LogicalResult verifyMetadataOperand(Operation *op, StringRef name, Type type,
@@ -203,40 +205,38 @@ LogicalResult verifyTokenSeqCoversTokens(Operation *op, Value stepValue,
 
 LogicalResult verifyKvCacheOperand(Operation *op, StringRef name, Type type,
                                    LayoutAttr layout, Stream stream) {
-  FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
-  if (failed(memref))
-    return failure();
-  int64_t heads = layout.getHeadsPerRank();
-  int64_t width = layout.getStreamWidth(stream);
   int64_t dyn = ShapedType::kDynamic;
-  if (memref->getRank() != 4 || memref->isDynamicDim(1) ||
-      memref->getDimSize(1) < 1)
-    return operandError(op, name)
-           << "expected the attention cache [num_blocks, block_size, " << heads
-           << ", " << width << "] (NHD) with a static block size >= 1, found "
-           << formatDims(memref->getShape());
-  int64_t blockSize = memref->getDimSize(1);
-  if (failed(checkShape(op, name, *memref, {dyn, blockSize, heads, width})) ||
-      failed(checkStrides(op, name, *memref, {dyn, heads * width, width, 1})))
-    return failure();
-  int64_t blockStride = memref->getStridesAndOffset().first[0];
-  if (!ShapedType::isDynamic(blockStride) &&
-      blockStride < blockSize * heads * width)
-    return operandError(op, name)
-           << "block stride " << blockStride
-           << " is smaller than a block of block_size*H*w = "
-           << blockSize * heads * width << " elements";
-  return success();
+  return checkStreamMemRef(
+      op, name, type, layout, stream,
+      [&](MemRefType memref, int64_t heads, int64_t width) -> LogicalResult {
+        if (memref.getRank() != 4 || memref.isDynamicDim(1) ||
+            memref.getDimSize(1) < 1)
+          return operandError(op, name)
+                 << "expected the attention cache [num_blocks, block_size, "
+                 << heads << ", " << width
+                 << "] (NHD) with a static block size >= 1, found "
+                 << formatDims(memref.getShape());
+        int64_t blockSize = memref.getDimSize(1);
+        if (failed(checkDims(op, name, memref, {dyn, blockSize, heads, width},
+                             {dyn, heads * width, width, 1})))
+          return failure();
+        int64_t blockStride = memref.getStridesAndOffset().first[0];
+        if (!ShapedType::isDynamic(blockStride) &&
+            blockStride < blockSize * heads * width)
+          return operandError(op, name)
+                 << "block stride " << blockStride
+                 << " is smaller than a block of block_size*H*w = "
+                 << blockSize * heads * width << " elements";
+        return success();
+      });
 }
 
-LogicalResult verifyNormWeightOperand(Operation *op, StringRef name, Type type,
-                                      LayoutAttr layout, int64_t channels) {
+LogicalResult verifyChannelsOperand(Operation *op, StringRef name, Type type,
+                                    LayoutAttr layout, int64_t channels) {
   FailureOr<MemRefType> memref = memrefOf(op, name, type, layout.getDtype());
   if (failed(memref))
     return failure();
-  if (failed(checkShape(op, name, *memref, {channels})))
-    return failure();
-  return checkStrides(op, name, *memref, {1});
+  return checkDims(op, name, *memref, {channels}, {1});
 }
 
 LogicalResult verifyNormWidth(Operation *op, LayoutAttr layout, Stream stream) {

@@ -29,11 +29,6 @@ mlir::LogicalResult verifyWeightsOperand(mlir::Operation *op,
                                          llvm::StringRef name, mlir::Type type,
                                          LayoutAttr layout, Stream stream);
 
-/// Bias `[H*w]`, contiguous.
-mlir::LogicalResult verifyBiasOperand(mlir::Operation *op, llvm::StringRef name,
-                                      mlir::Type type, LayoutAttr layout,
-                                      Stream stream);
-
 /// A step metadata buffer: a ranked memref of `rank` with signless integer
 /// elements of `bitWidth` bits.
 mlir::LogicalResult verifyMetadataOperand(mlir::Operation *op,
@@ -58,11 +53,11 @@ mlir::LogicalResult verifyKvCacheOperand(mlir::Operation *op,
                                          llvm::StringRef name, mlir::Type type,
                                          LayoutAttr layout, Stream stream);
 
-/// A norm weight of `channels` bf16, contiguous.
-mlir::LogicalResult verifyNormWeightOperand(mlir::Operation *op,
-                                            llvm::StringRef name,
-                                            mlir::Type type, LayoutAttr layout,
-                                            int64_t channels);
+/// `channels` elements of the layout's type, contiguous: a bias `[H*w]`
+/// or a norm weight.
+mlir::LogicalResult verifyChannelsOperand(mlir::Operation *op,
+                                          llvm::StringRef name, mlir::Type type,
+                                          LayoutAttr layout, int64_t channels);
 
 /// The rows a norm runs over: `w` (the stream's width) a multiple of 8,
 /// so that every row is whole 16-byte chunks (the reduction order of

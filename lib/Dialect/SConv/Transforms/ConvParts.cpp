@@ -6,6 +6,15 @@ using namespace mlir;
 
 namespace inkling::sconv {
 
+/// The operands and attributes sconv.conv and sconv.fused_conv share.
+template <typename Op> static void setSharedParts(ConvParts &parts, Op op) {
+  parts.cache = op.getCache();
+  parts.step = op.getStep();
+  parts.layout = op.getLayout();
+  parts.residual = op.getResidual();
+  parts.activation = op.getActivation();
+}
+
 std::optional<ConvParts> ConvParts::of(Operation *op) {
   ConvParts parts;
   if (auto conv = dyn_cast<ConvOp>(op)) {
@@ -15,11 +24,7 @@ std::optional<ConvParts> ConvParts::of(Operation *op) {
       parts.biases = {conv.getBias()};
     parts.outs = {conv.getOut()};
     parts.streams = {conv.getStream()};
-    parts.cache = conv.getCache();
-    parts.step = conv.getStep();
-    parts.layout = conv.getLayout();
-    parts.residual = conv.getResidual();
-    parts.activation = conv.getActivation();
+    setSharedParts(parts, conv);
     return parts;
   }
   if (auto fused = dyn_cast<FusedConvOp>(op)) {
@@ -28,11 +33,7 @@ std::optional<ConvParts> ConvParts::of(Operation *op) {
     parts.biases = llvm::to_vector(fused.getBiases());
     parts.outs = llvm::to_vector(fused.getOuts());
     parts.streams = fused.getStreamList();
-    parts.cache = fused.getCache();
-    parts.step = fused.getStep();
-    parts.layout = fused.getLayout();
-    parts.residual = fused.getResidual();
-    parts.activation = fused.getActivation();
+    setSharedParts(parts, fused);
     parts.insert = fused.getInsert();
     return parts;
   }

@@ -134,12 +134,23 @@ bool ReorderingOracle::commute(Operation *first, Operation *second) {
   return true;
 }
 
-bool ReorderingOracle::canMoveDownTo(Operation *op, Operation *target) {
-  if (op->getBlock() != target->getBlock() || !op->isBeforeInBlock(target))
+/// Whether `op` and `target` share a block and every op strictly between
+/// `first` and `last` (`op` and `target` in block order) commutes with
+/// `op`, each pair given to `commute` in block order.
+bool ReorderingOracle::commutesBetween(Operation *op, Operation *target,
+                                       bool down) {
+  Operation *first = down ? op : target, *last = down ? target : op;
+  if (op->getBlock() != target->getBlock() || !first->isBeforeInBlock(last))
     return false;
-  for (Operation *it = op->getNextNode(); it != target; it = it->getNextNode())
-    if (!commute(op, it))
+  for (Operation *it = first->getNextNode(); it != last; it = it->getNextNode())
+    if (!(down ? commute(op, it) : commute(it, op)))
       return false;
+  return true;
+}
+
+bool ReorderingOracle::canMoveDownTo(Operation *op, Operation *target) {
+  if (!commutesBetween(op, target, /*down=*/true))
+    return false;
   // Results used in between would be used before their definition.
   for (Value result : op->getResults())
     for (Operation *user : result.getUsers())
@@ -149,11 +160,9 @@ bool ReorderingOracle::canMoveDownTo(Operation *op, Operation *target) {
 }
 
 bool ReorderingOracle::canMoveUpTo(Operation *op, Operation *target) {
-  if (op->getBlock() != target->getBlock() || !target->isBeforeInBlock(op))
+  if (!commutesBetween(op, target, /*down=*/false))
     return false;
-  for (Operation *it = target->getNextNode(); it != op; it = it->getNextNode())
-    if (!commute(it, op))
-      return false;
+  // Operands defined in between would be used before their definition.
   for (Value operand : op->getOperands()) {
     Operation *def = operand.getDefiningOp();
     if (def && def->getBlock() == op->getBlock() &&

@@ -42,6 +42,9 @@ public:
   bool mayAlias(mlir::Value lhs, mlir::Value rhs);
 
 private:
+  /// The shared part of canMoveDownTo (`down`) and canMoveUpTo.
+  bool commutesBetween(mlir::Operation *op, mlir::Operation *target, bool down);
+
   mlir::AliasAnalysis &aliasAnalysis;
 };
 

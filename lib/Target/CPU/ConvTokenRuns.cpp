@@ -1,7 +1,8 @@
 //===- ConvTokenRuns.cpp - The token-run nest of a conv (prefill) ---------===//
 //
-// The CPU's form of an unchecked conv when real tokens >= W * B (see
-// ConvLowering.cpp for the choice and the (token, head) nest):
+// The CPU's form of an unchecked conv when real tokens >= W * B (the choice:
+// CPULoopStrategy.cpp; the (token, head) nest: lib/Conversion/SConvToLoops/
+// ConvLowering.cpp), built from the shared ConvNestBuilder's pieces:
 //
 //   scf.parallel (run r of kRunTokens tokens, h) {
 //     for b in the sequences of the run's real tokens [s, e):
@@ -15,15 +16,20 @@
 //   }
 //
 // With even-odd-lanes a chunk's f32 lanes are its even channels, then its
-// odd ones (LaneOrder::EvenOdd in Lowering.h).
+// odd ones (LaneOrder::EvenOdd in Lanes.h). Stores of a 64-byte line whose
+// address is line-aligned whenever its base is carry kLineAlignedAttrName.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConvNest.h"
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
 
 using namespace mlir;
 using namespace inkling;
 using namespace inkling::loops;
+using inkling::cpu::CPULoopOptions;
 
 namespace {
 
@@ -36,13 +42,76 @@ namespace {
 constexpr int64_t kRunTokens = 4;
 /// Channels per innermost iteration of the token-run nest: a 64-byte line
 /// of bf16 per token, so that each line of a token's rows is visited once.
-constexpr int64_t kRunLanes = 32;
+constexpr int64_t kRunLanes = kLineLanes;
+
+/// Tokens [s, e) of sequence seq (first token start, computed positions
+/// before the step): the part of a run the token-run nest walks.
+struct RunSpan {
+  Value seq, start, computed, s, e;
+};
+
+/// What every token of a run shares in one chunk of channels c.. of head
+/// h: the lane order, the bias (acc's start) and the tap weights.
+struct RunChunk {
+  Value h, c;
+  int64_t lanes;
+  LaneOrder order;
+  Value bias;
+  SmallVector<Value> tapWeights;
+};
+
+/// Marks a store of one 64-byte line that `aligned` proves line-aligned
+/// whenever its memref's base is.
+void markLine(Operation *store, bool aligned) {
+  auto vector = dyn_cast<vector::StoreOp>(store);
+  if (aligned && vector &&
+      vector.getValueToStore().getType().getNumElements() == kLineLanes)
+    store->setAttr(cpu::kLineAlignedAttrName,
+                   UnitAttr::get(store->getContext()));
+}
+
+/// The token-run nest of one conv, from the pieces of its ConvNestBuilder.
+class TokenRunNest {
+public:
+  TokenRunNest(const ConvNestBuilder &nest, const CPULoopOptions &options)
+      : nest(nest), options(options), kernel(nest.kernel()),
+        blockSize(nest.blockSize()), insert(nest.insert()) {}
+
+  void build(OpBuilder &b, Location loc, Value realTokens) const;
+
+private:
+  LaneOrder runLaneOrder(int64_t lanes) const;
+  SmallVector<Value> runWindow(OpBuilder &b, Location loc, const ConvPart &part,
+                               const RunSpan &span, Value h, Value c,
+                               int64_t lanes, LaneOrder order) const;
+  SmallVector<Value> runToken(OpBuilder &b, Location loc, const ConvPart &part,
+                              const RunChunk &chunk, Value t,
+                              const SlotInfo &at, ValueRange window) const;
+  void runLanes(OpBuilder &b, Location loc, const ConvPart &part,
+                const RunSpan &span, Value h, Value c, int64_t lanes,
+                ArrayRef<SlotInfo> fullRun) const;
+  void runChunks(OpBuilder &b, Location loc, const RunSpan &span, Value h,
+                 ArrayRef<SlotInfo> fullRun) const;
+  void runSequence(OpBuilder &b, Location loc, Value seq, Value t0, Value real,
+                   Value h) const;
+  void runPadding(OpBuilder &b, Location loc, Value t0, Value real, Value t1,
+                  Value h, Value c1) const;
+  void count(OpBuilder &b, Location loc, cpu::Branch branch) const {
+    if (options.branchCounters)
+      cpu::emitBranchCount(b, loc, nest.op(), branch);
+  }
+
+  const ConvNestBuilder &nest;
+  const CPULoopOptions &options;
+  const int64_t kernel, blockSize;
+  const bool insert;
+};
 
 } // namespace
 
 // Even-odd lanes (the CPU's choice): no lane-crossing shuffle between a
 // row's bf16 and the f32 lanes of the fmas.
-LaneOrder ConvNestBuilder::runLaneOrder(int64_t lanes) const {
+LaneOrder TokenRunNest::runLaneOrder(int64_t lanes) const {
   return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
              ? LaneOrder::EvenOdd
              : LaneOrder::Natural;
@@ -50,46 +119,44 @@ LaneOrder ConvNestBuilder::runLaneOrder(int64_t lanes) const {
 
 // The window of the kernel - 1 inputs before span.s, oldest first: x, or
 // the cache rows / 0 of the positions before the step.
-SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
-                                              const ConvPart &part,
-                                              const RunSpan &span, Value h,
-                                              Value c, int64_t lanes,
-                                              LaneOrder order) {
+SmallVector<Value> TokenRunNest::runWindow(OpBuilder &b, Location loc,
+                                           const ConvPart &part,
+                                           const RunSpan &span, Value h,
+                                           Value c, int64_t lanes,
+                                           LaneOrder order) const {
   ArithBuilder ab(b, loc);
   SmallVector<Value> window;
   for (int64_t back = kernel - 1; back >= 1; --back) {
     Value u = ab.sub(span.s, cIndex(b, loc, back));
     Value inStep = cmp(b, loc, arith::CmpIPredicate::sge, u, span.start);
-    auto tap = scf::IfOp::create(
+    Value tap = emitIfValue(
         b, loc, inStep,
-        [&](OpBuilder &b, Location loc) {
-          scf::YieldOp::create(b, loc,
-                               xTap(b, loc, part, u, h, c, lanes, order));
+        [&](OpBuilder &b, Location loc) -> Value {
+          return nest.xTap(b, loc, part, u, h, c, lanes, order);
         },
-        [&](OpBuilder &b, Location loc) {
+        [&](OpBuilder &b, Location loc) -> Value {
           ArithBuilder ab(b, loc);
           Value q = ab.sub(span.computed, ab.sub(span.start, u));
           Value history =
               cmp(b, loc, arith::CmpIPredicate::sge, q, cIndex(b, loc, 0));
-          auto read = scf::IfOp::create(
+          Value read = emitIfValue(
               b, loc, history,
-              [&](OpBuilder &b, Location loc) {
+              [&](OpBuilder &b, Location loc) -> Value {
                 auto [logical, row] = emitBlockAndRow(b, loc, q, blockSize);
                 Value physical = toIndex(
                     b, loc,
-                    memref::LoadOp::create(b, loc, blockTable,
+                    memref::LoadOp::create(b, loc, nest.blockTable(),
                                            ValueRange{span.seq, logical}));
-                scf::YieldOp::create(b, loc,
-                                     cacheTap(b, loc, part, physical, h, row,
-                                              cacheCol(b, loc, part, c), lanes,
-                                              order));
+                return nest.cacheTap(b, loc, part, physical, h, row,
+                                     nest.cacheCol(b, loc, part, c), lanes,
+                                     order);
               },
-              [&](OpBuilder &b, Location loc) {
-                scf::YieldOp::create(b, loc, splatF32(b, loc, 0.0f, lanes));
+              [&](OpBuilder &b, Location loc) -> Value {
+                return splatF32(b, loc, 0.0f, lanes);
               });
-          scf::YieldOp::create(b, loc, read.getResult(0));
+          return read;
         });
-    window.push_back(tap.getResult(0));
+    window.push_back(tap);
   }
   return window;
 }
@@ -97,27 +164,31 @@ SmallVector<Value> ConvNestBuilder::runWindow(OpBuilder &b, Location loc,
 // One token t of a run: x[t] loaded once, stored at t's slot (and_insert),
 // convolved with the window of the W-1 inputs before it. Returns the window
 // of the next token.
-SmallVector<Value> ConvNestBuilder::runToken(OpBuilder &b, Location loc,
-                                             const ConvPart &part,
-                                             const RunChunk &chunk, Value t,
-                                             const SlotInfo &at,
-                                             ValueRange window) {
+SmallVector<Value> TokenRunNest::runToken(OpBuilder &b, Location loc,
+                                          const ConvPart &part,
+                                          const RunChunk &chunk, Value t,
+                                          const SlotInfo &at,
+                                          ValueRange window) const {
   Value xRaw = part.x.load(b, loc, t, chunk.h, chunk.c, chunk.lanes);
   if (insert) {
-    scf::IfOp::create(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
-      storeLanes(b, loc, xRaw, cache,
-                 ValueRange{at.block, chunk.h, at.row,
-                            cacheCol(b, loc, part, chunk.c)},
-                 part.cacheAlign, part.cacheLineAligned);
-      scf::YieldOp::create(b, loc);
+    emitIf(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+      markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                          ValueRange{at.block, chunk.h, at.row,
+                                     nest.cacheCol(b, loc, part, chunk.c)},
+                          part.cacheAlign),
+               part.cacheLineAligned);
     });
   }
   Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
   SmallVector<Value> tapValues(window);
   tapValues.push_back(xt);
-  finishLanes(
-      b, loc, part, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
-      chunk.bias, xt, t, chunk.h, chunk.c, chunk.lanes, chunk.order);
+  Value acc = nest.convResult(
+      b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
+      chunk.bias, xt, chunk.lanes);
+  markLine(part.out.store(b, loc,
+                          truncToBf16(b, loc, acc, chunk.lanes, chunk.order), t,
+                          chunk.h, chunk.c),
+           part.out.lineAligned);
   return SmallVector<Value>(ArrayRef<Value>(tapValues).drop_front());
 }
 
@@ -126,14 +197,15 @@ SmallVector<Value> ConvNestBuilder::runToken(OpBuilder &b, Location loc,
 // element's arithmetic is that of convLanes. With `fullRun` (the slots of
 // a whole run's kRunTokens tokens, all of this sequence) the tokens are
 // unrolled: no loop, no slot load per chunk.
-void ConvNestBuilder::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
-                               const RunSpan &span, Value h, Value c,
-                               int64_t lanes, ArrayRef<SlotInfo> fullRun) {
+void TokenRunNest::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
+                            const RunSpan &span, Value h, Value c,
+                            int64_t lanes, ArrayRef<SlotInfo> fullRun) const {
   ArithBuilder ab(b, loc);
   Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
   RunChunk chunk{h, c, lanes, runLaneOrder(lanes), {}, {}};
-  chunk.bias = biasLanes(b, loc, part, channel, lanes, chunk.order);
-  chunk.tapWeights = tapWeightsOf(b, loc, part, channel, lanes, chunk.order);
+  chunk.bias = nest.biasLanes(b, loc, part, channel, lanes, chunk.order);
+  chunk.tapWeights =
+      nest.tapWeightsOf(b, loc, part, channel, lanes, chunk.order);
   SmallVector<Value> window =
       runWindow(b, loc, part, span, h, c, lanes, chunk.order);
   if (!fullRun.empty()) {
@@ -147,17 +219,17 @@ void ConvNestBuilder::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
       [&](OpBuilder &b, Location loc, Value t, ValueRange previous) {
         SlotInfo at;
         if (insert)
-          at = emitSlot(b, loc, slots, t, blockSize, /*checked=*/false,
-                        slotLimit);
+          at = emitSlot(b, loc, nest.slots(), t, blockSize, /*checked=*/false,
+                        nest.slotLimit());
         scf::YieldOp::create(b, loc,
                              runToken(b, loc, part, chunk, t, at, previous));
       });
 }
 
 // Every stream's chunks of head h for the tokens of `span`.
-void ConvNestBuilder::runChunks(OpBuilder &b, Location loc, const RunSpan &span,
-                                Value h, ArrayRef<SlotInfo> fullRun) {
-  for (const ConvPart &part : parts) {
+void TokenRunNest::runChunks(OpBuilder &b, Location loc, const RunSpan &span,
+                             Value h, ArrayRef<SlotInfo> fullRun) const {
+  for (const ConvPart &part : nest.parts()) {
     // Whole groups of kRunLanes channels (a 64-byte line per token), then
     // the rest by 16-byte chunks.
     const int64_t width = part.range.width;
@@ -186,10 +258,10 @@ void ConvNestBuilder::runChunks(OpBuilder &b, Location loc, const RunSpan &span,
 // The real tokens of sequence seq in [t0, real), every stream: unrolled
 // when they are a whole run (the common case of a long prefill), with each
 // token's slot computed once for every chunk.
-void ConvNestBuilder::runSequence(OpBuilder &b, Location loc, Value seq,
-                                  Value t0, Value real, Value h) {
+void TokenRunNest::runSequence(OpBuilder &b, Location loc, Value seq, Value t0,
+                               Value real, Value h) const {
   ArithBuilder ab(b, loc);
-  Value qslBuf = step.getQueryStartLoc();
+  Value qslBuf = nest.step().getQueryStartLoc();
   auto load = [&](Value buf, Value i) {
     return toIndex(b, loc, memref::LoadOp::create(b, loc, buf, i));
   };
@@ -197,37 +269,37 @@ void ConvNestBuilder::runSequence(OpBuilder &b, Location loc, Value seq,
   span.seq = seq;
   span.start = load(qslBuf, seq);
   Value end = load(qslBuf, ab.add(seq, cIndex(b, loc, 1)));
-  span.computed = load(numComputedBuf, seq);
+  span.computed = load(nest.numComputed(), seq);
   span.s = arith::MaxUIOp::create(b, loc, span.start, t0);
   span.e = arith::MinUIOp::create(b, loc, end, real);
   Value whole = cmp(b, loc, arith::CmpIPredicate::eq, ab.sub(span.e, span.s),
                     cIndex(b, loc, kRunTokens));
-  scf::IfOp::create(
+  emitIfElse(
       b, loc, whole,
       [&](OpBuilder &b, Location loc) {
+        count(b, loc, cpu::Branch::RunsUnrolled);
         SmallVector<SlotInfo> fullRun(kRunTokens);
         for (int64_t i = 0; insert && i < kRunTokens; ++i)
           fullRun[i] =
-              emitSlot(b, loc, slots,
+              emitSlot(b, loc, nest.slots(),
                        ArithBuilder(b, loc).add(span.s, cIndex(b, loc, i)),
-                       blockSize, /*checked=*/false, slotLimit);
+                       blockSize, /*checked=*/false, nest.slotLimit());
         runChunks(b, loc, span, h, fullRun);
-        scf::YieldOp::create(b, loc);
       },
       [&](OpBuilder &b, Location loc) {
+        count(b, loc, cpu::Branch::RunsLooped);
         runChunks(b, loc, span, h, {});
-        scf::YieldOp::create(b, loc);
       });
 }
 
 // Padding tokens [max(t0, real), t1): out = x, no cache access (c1: the
 // nest's constant 1).
-void ConvNestBuilder::runPadding(OpBuilder &b, Location loc, Value t0,
-                                 Value real, Value t1, Value h, Value c1) {
+void TokenRunNest::runPadding(OpBuilder &b, Location loc, Value t0, Value real,
+                              Value t1, Value h, Value c1) const {
   scf::ForOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, t0, real), t1, c1, ValueRange{},
       [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-        for (const ConvPart &part : parts)
+        for (const ConvPart &part : nest.parts())
           scf::ForOp::create(
               b, loc, cIndex(b, loc, 0),
               cIndex(b, loc, numChunks(part.range.width)), cIndex(b, loc, 1),
@@ -245,14 +317,16 @@ void ConvNestBuilder::runPadding(OpBuilder &b, Location loc, Value t0,
       });
 }
 
-void ConvNestBuilder::runNest(OpBuilder &b, Location loc, Value realTokens) {
+void TokenRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
   Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value tokens = nest.tokens(), batch = nest.batch();
+  Value numComputedBuf = nest.numComputed();
   Value runTokens = cIndex(b, loc, kRunTokens);
   Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
-  Value qslBuf = step.getQueryStartLoc();
+  Value qslBuf = nest.step().getQueryStartLoc();
   scf::ParallelOp::create(
       b, loc, ValueRange{c0, c0},
-      ValueRange{runs, cIndex(b, loc, layout.headsPerRank)}, ValueRange{c1, c1},
+      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
       [&](OpBuilder &b, Location loc, ValueRange rh) {
         ArithBuilder ab(b, loc);
         Value h = rh[1];
@@ -262,7 +336,7 @@ void ConvNestBuilder::runNest(OpBuilder &b, Location loc, Value realTokens) {
         Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
         Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
         // The real tokens [t0, real): per sequence that holds some.
-        scf::IfOp::create(b, loc, any, [&](OpBuilder &b, Location loc) {
+        emitIf(b, loc, any, [&](OpBuilder &b, Location loc) {
           ArithBuilder ab(b, loc);
           Value first =
               emitSequence(b, loc, qslBuf, numComputedBuf, batch, t0).seq;
@@ -276,8 +350,13 @@ void ConvNestBuilder::runNest(OpBuilder &b, Location loc, Value realTokens) {
                 runSequence(b, loc, seq, t0, real, h);
                 scf::YieldOp::create(b, loc);
               });
-          scf::YieldOp::create(b, loc);
         });
         runPadding(b, loc, t0, real, t1, h, c1);
       });
+}
+
+void inkling::cpu::emitTokenRunNest(const ConvNestBuilder &nest, OpBuilder &b,
+                                    Location loc, Value realTokens,
+                                    const CPULoopOptions &options) {
+  TokenRunNest(nest, options).build(b, loc, realTokens);
 }

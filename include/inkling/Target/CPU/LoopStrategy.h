@@ -1,0 +1,90 @@
+//===- LoopStrategy.h - The CPU's forms of the loop nests -------*- C++ -*-===//
+//
+// The CPU's LoopStrategy for `sconv-lower-to-loops` (the shared conversion,
+// lib/Conversion/SConvToLoops, emits the nests every backend needs; these
+// are the forms only the CPU wants): split streams, hoisted taps, the
+// token-run nest of prefill with its even-odd lanes, and the line marks
+// that `inkling-cpu-streaming-stores` consumes. The pass
+// `inkling-cpu-lower-to-loops` (Passes.td) is the same lowering with them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_TARGET_CPU_LOOPSTRATEGY_H
+#define INKLING_TARGET_CPU_LOOPSTRATEGY_H
+
+#include "inkling/Conversion/SConvToLoops/LoopStrategy.h"
+#include "inkling/Conversion/SConvToLoops/SConvToLoops.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+
+namespace inkling::cpu {
+
+/// A discardable unit attribute the CPU's token-run nest puts on a
+/// `vector.store` of one 64-byte line whose address is a multiple of 64
+/// bytes whenever its memref's base (aligned pointer plus offset) is: the
+/// layout's strides and offsets prove the rest. `inkling-cpu-streaming-
+/// stores` may then claim 64-byte alignment for it after checking the base
+/// at run time.
+inline constexpr llvm::StringLiteral kLineAlignedAttrName =
+    "inkling.line_aligned";
+
+/// The CPU's choices (see the `inkling-cpu-lower-to-loops` pass
+/// description for each).
+struct CPULoopOptions {
+  bool splitStreams = false;
+  bool hoistTaps = false;
+  /// Unchecked convs, for steps whose sequences average at least `kernel`
+  /// tokens (chosen per call): the (run of 4 tokens, head) nest.
+  bool tokenRuns = false;
+  /// In the token-run nest, a chunk's f32 lanes in even-odd order.
+  bool evenOddLanes = false;
+  /// Count each run-time branch taken (BranchCounters.h).
+  bool branchCounters = false;
+};
+
+/// hoist-taps (HoistedTaps.cpp).
+class CPUTapHoisting : public TapHoisting {
+public:
+  llvm::SmallVector<loops::TapSource>
+  tapSources(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+             mlir::Location loc, const loops::ConvRow &row) const override;
+  llvm::SmallVector<mlir::Value>
+  hoistedTaps(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+              mlir::Location loc, const loops::ConvRow &row,
+              const loops::ConvPart &part, mlir::Value c,
+              int64_t lanes) const override;
+  llvm::SmallVector<mlir::Value>
+  pairedTapWeights(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                   mlir::Location loc, mlir::Value all, int64_t lanes,
+                   loops::LaneOrder order) const override;
+};
+
+class CPULoopStrategy : public LoopStrategy {
+public:
+  explicit CPULoopStrategy(const CPULoopOptions &options) : options(options) {}
+
+  bool splitStreams() const override { return options.splitStreams; }
+  const TapHoisting *tapHoisting() const override {
+    return options.hoistTaps ? &hoisting : nullptr;
+  }
+  /// With token-runs (unchecked): the run-time choice between the token-run
+  /// nest (ConvTokenRuns.cpp) and the (token, head) nest.
+  void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                    mlir::Location loc) const override;
+
+private:
+  CPULoopOptions options;
+  CPUTapHoisting hoisting;
+};
+
+/// The token-run nest of `nest`'s conv at `b`'s insertion point, over the
+/// step's first `realTokens` tokens (ConvTokenRuns.cpp).
+void emitTokenRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                      mlir::Location loc, mlir::Value realTokens,
+                      const CPULoopOptions &options);
+
+} // namespace inkling::cpu
+
+#endif // INKLING_TARGET_CPU_LOOPSTRATEGY_H

@@ -1,0 +1,79 @@
+//===- CPULoopStrategy.cpp - The CPU's forms of the loop nests ------------===//
+//
+// The CPU's LoopStrategy (LoopStrategy.h) and `inkling-cpu-lower-to-loops`,
+// the shared loop lowering with it. The token-run nest is in
+// ConvTokenRuns.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Conversion/SConvToLoops/IRHelpers.h"
+#include "inkling/Conversion/SConvToLoops/StepMetadata.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
+#include "inkling/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+namespace inkling::cpu {
+#define GEN_PASS_DEF_CPULOWERTOLOOPSPASS
+#include "inkling/Target/CPU/Passes.h.inc"
+} // namespace inkling::cpu
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+
+void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
+                                        Location loc) const {
+  if (!options.tokenRuns || nest.checked()) {
+    nest.emitTokenNest(b, loc);
+    return;
+  }
+  // Runs when the sequences average at least `kernel` real tokens (most
+  // windows come from x); else the (token, head) nest.
+  Value realTokens = emitRealTokens(b, loc, nest.step());
+  Value batch = nest.batch();
+  Value prefill = arith::AndIOp::create(
+      b, loc,
+      cmp(b, loc, arith::CmpIPredicate::uge, realTokens,
+          ArithBuilder(b, loc).mul(batch, cIndex(b, loc, nest.kernel()))),
+      cmp(b, loc, arith::CmpIPredicate::ugt, batch, cIndex(b, loc, 0)));
+  emitIfElse(
+      b, loc, prefill,
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
+        emitTokenRunNest(nest, b, loc, realTokens, options);
+      },
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
+        nest.emitTokenNest(b, loc);
+      });
+}
+
+namespace {
+
+struct CPULowerToLoopsPass
+    : cpu::impl::CPULowerToLoopsPassBase<CPULowerToLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    cpu::CPULoopOptions cpuOptions;
+    cpuOptions.splitStreams = splitStreams;
+    cpuOptions.hoistTaps = hoistTaps;
+    cpuOptions.tokenRuns = tokenRuns;
+    cpuOptions.evenOddLanes = evenOddLanes;
+    cpuOptions.branchCounters = branchCounters;
+    cpu::CPULoopStrategy strategy(cpuOptions);
+    SConvToLoopsOptions options;
+    options.checked = checked;
+    options.strategy = &strategy;
+    if (failed(lowerSConvToLoops(getOperation(), options)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
