@@ -51,6 +51,8 @@ FaultPlan FaultPlan::parse(const std::string &text) {
               : kind == "padding" ? Kind::Padding
                                   : Kind::Output;
   plan.step = std::atoll(text.c_str() + colon + 1);
+  if (size_t second = text.find(':', colon + 1); second != std::string::npos)
+    plan.layer = std::atoll(text.c_str() + second + 1);
   return plan;
 }
 
@@ -284,7 +286,8 @@ bool Checker::checkCacheRow(const Request &r, int64_t q, int64_t physical,
   return true;
 }
 
-bool Checker::injectFault(FaultPlan::Kind fault, const CheckedStep &s,
+bool Checker::injectFault(FaultPlan::Kind fault, int64_t layer,
+                          const CheckedStep &s,
                           const SequenceManager &manager) {
   using Kind = FaultPlan::Kind;
   if (fault == Kind::Input || fault == Kind::Output) {
@@ -325,9 +328,9 @@ bool Checker::injectFault(FaultPlan::Kind fault, const CheckedStep &s,
             stream = st;
             break;
           }
-        auto *cacheData = reinterpret_cast<uint16_t *>(io_.layerBase(0));
+        auto *cacheData = reinterpret_cast<uint16_t *>(io_.layerBase(layer));
         uint16_t &value =
-            cacheData[m.physical * io_.plan().layers[0].strides[0] +
+            cacheData[m.physical * io_.plan().layers[layer].strides[0] +
                       (q % N) * sig_.layout.headSize +
                       sig_.layout.range(stream).offset + 2];
         if (!executorOk(exec_, s.step, "injecting the fault",

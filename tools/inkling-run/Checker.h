@@ -26,11 +26,13 @@ struct Mismatch {
   std::string text;
 };
 
-/// --inject-fault=KIND:STEP.
+/// --inject-fault=KIND:STEP[:LAYER].
 struct FaultPlan {
   enum class Kind { None, Input, Output, Cache, Padding };
   Kind kind = Kind::None;
   int64_t step = -1;
+  /// The layer whose value is corrupted (default 0).
+  int64_t layer = 0;
   static FaultPlan parse(const std::string &text);
   bool at(int64_t s, Kind k) const { return step == s && kind == k; }
 };
@@ -61,7 +63,7 @@ public:
   /// cannot bring a page back (printed; mismatch() not found).
   bool checkCache(const CheckedStep &s, const SequenceManager &manager);
   /// Corrupts one value; false if the executor failed (printed).
-  bool injectFault(FaultPlan::Kind fault, const CheckedStep &s,
+  bool injectFault(FaultPlan::Kind fault, int64_t layer, const CheckedStep &s,
                    const SequenceManager &manager);
 
   const Mismatch &mismatch() const { return mismatch_; }

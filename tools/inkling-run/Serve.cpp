@@ -226,8 +226,8 @@ int Server::runLayers() {
   for (int64_t layer = 0; layer < opt_.layers; ++layer) {
     auto a = Clock::now();
     io_.fillInputs(layer, batch_, info_, workload_, step_);
-    if (fault_.at(step_, Kind::Input) && layer == 0)
-      checker_.injectFault(Kind::Input, checkedStep(), *manager_);
+    if (fault_.at(step_, Kind::Input) && layer == fault_.layer)
+      checker_.injectFault(Kind::Input, layer, checkedStep(), *manager_);
     auto b = Clock::now();
     bool invoked = io_.invokeLayer(layer, info_, step_, failure_);
     auto c = Clock::now();
@@ -241,8 +241,8 @@ int Server::runLayers() {
       return report(1);
     }
     if ((fault_.at(step_, Kind::Output) || fault_.at(step_, Kind::Padding)) &&
-        layer == 0)
-      checker_.injectFault(fault_.kind, checkedStep(), *manager_);
+        layer == fault_.layer)
+      checker_.injectFault(fault_.kind, layer, checkedStep(), *manager_);
     if (opt_.check && !checker_.checkOutputs(layer, checkedStep())) {
       ++stats_.mismatches;
       stats_.checking += seconds(c, Clock::now());
@@ -265,7 +265,8 @@ int Server::finishStep() {
   auto t3 = Clock::now();
   stats_.schedule += seconds(t2, t3);
   if (fault_.at(step_, FaultPlan::Kind::Cache) &&
-      !checker_.injectFault(FaultPlan::Kind::Cache, checkedStep(), *manager_))
+      !checker_.injectFault(FaultPlan::Kind::Cache, fault_.layer, checkedStep(),
+                            *manager_))
     return report(1);
   if (opt_.check && !checker_.checkCache(checkedStep(), *manager_)) {
     stats_.checking += seconds(t3, Clock::now());
@@ -301,6 +302,10 @@ int Server::run() {
     return rc;
   bool tty = opt_.progress && !opt_.json && isatty(STDOUT_FILENO);
   fault_ = FaultPlan::parse(opt_.injectFault);
+  if (fault_.layer < 0 || fault_.layer >= opt_.layers)
+    return fail("--inject-fault=" + opt_.injectFault + ": layer " +
+                std::to_string(fault_.layer) + " of " +
+                std::to_string(opt_.layers));
   auto start = Clock::now();
   for (step_ = 0; step_ < opt_.steps; ++step_) {
     auto t0 = Clock::now();

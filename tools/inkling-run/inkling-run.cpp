@@ -207,8 +207,8 @@ cl::opt<std::string>
     injectFault("inject-fault", cl::Hidden,
                 cl::desc("input:STEP, output:STEP, cache:STEP or "
                          "padding:STEP (a padding token's output, with "
-                         "--pad-tokens): corrupt one value (tests the "
-                         "checker)"));
+                         "--pad-tokens), each with :LAYER (default 0): "
+                         "corrupt one value (tests the checker)"));
 
 cl::opt<std::string> corruptMetadata(
     "corrupt-metadata", cl::Hidden,

@@ -45,17 +45,25 @@
 // RUN:   --cross-layer --steps=30 --token-budget=64 --inject-fault=cache:10 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FAULT
 // FAULT: inkling-run: mismatch after step 10, layer 0: cache of stream k
-// The same at N = 3 (three layers' pages) and N = 32 (one cache per layer).
-// (inkling-run's fault corrupts layer 0 only: a fault on a layer >= 1 needs
-// an option it does not have yet.)
+// The same at N = 3 (three layers' pages) and N = 32 (one cache per layer),
+// on a layer >= 1 (a checker that skipped layers past 0 would miss them).
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=3 \
 // RUN:   --cross-layer --layers=3 --steps=30 --token-budget=64 \
-// RUN:   --inject-fault=cache:10 2>&1 | FileCheck %s --check-prefix=FAULT3
-// FAULT3: inkling-run: mismatch after step 10, layer 0: cache of stream k, {{.*}} (block {{[0-9]+}}, row {{[0-2]}})
+// RUN:   --inject-fault=cache:10:2 2>&1 | FileCheck %s --check-prefix=FAULT3
+// FAULT3: inkling-run: mismatch after step 10, layer 2: cache of stream k, {{.*}} (block {{[0-9]+}}, row {{[0-2]}})
 // RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=32 \
-// RUN:   --fusion=none --steps=30 --token-budget=64 --inject-fault=cache:10 2>&1 \
+// RUN:   --fusion=none --steps=30 --token-budget=64 --inject-fault=cache:10:1 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FAULT32
-// FAULT32: inkling-run: mismatch after step 10, layer 0: cache of stream k
+// FAULT32: inkling-run: mismatch after step 10, layer 1: cache of stream k
+// An output fault on layer 1, and a layer the run does not have.
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=32 \
+// RUN:   --fusion=none --steps=30 --token-budget=64 --inject-fault=output:10:1 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FAULTOUT1
+// FAULTOUT1: inkling-run: mismatch in step 10, layer 1: output of stream k
+// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir \
+// RUN:   --steps=3 --inject-fault=cache:1:5 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FAULTLAYER
+// FAULTLAYER: inkling-run: --inject-fault=cache:1:5: layer 5 of 2
 //
 // --list-ops shows the rewritten geometry.
 // RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=16 \

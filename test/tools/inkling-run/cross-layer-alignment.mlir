@@ -16,13 +16,20 @@
 // PLAN: layers.0.sconv (sconv): tensor 0 at byte 0, shape [32768, 1, 1, 4], strides [16, 4, 4, 1] x 2 bytes; block size 1, page 8 bytes, block stride 32 bytes (padded)
 // PLAN: layers.1.sconv (sconv): tensor 0 at byte 16,
 //
-// RUN: not inkling-run %t/tiny.mlir --cross-layer --block-size=1 --steps=5 \
-// RUN:   --token-budget=16 --no-progress 2>&1 | FileCheck %s --check-prefix=N1
-// N1: inkling-run: {{.*}}tiny.mlir: cross-layer pages of 8 bytes would start layer 1's cache at a base that is not 16-byte aligned; the cache plan pads them to 16 bytes: compile @tiny's sconv.bind with page_bytes 16 at block size 1
-// N1-NOT: step 0
-// RUN: not inkling-run %t/tiny.mlir --cross-layer --block-size=3 --steps=5 \
-// RUN:   --token-budget=16 --no-progress 2>&1 | FileCheck %s --check-prefix=N3
-// N3: the cache plan pads them to 32 bytes: compile @tiny's sconv.bind with page_bytes 32 at block size 3
+// Served at N = 1 and N = 3: --cross-layer pads the page the same way
+// (sconv-set-cache-geometry), so the IR's bind and the plan agree and every
+// layer's base is aligned.
+// RUN: inkling-run %t/tiny.mlir --cross-layer --block-size=1 --steps=20 \
+// RUN:   --token-budget=16 --no-progress | FileCheck %s --check-prefix=SERVE
+// RUN: inkling-run %t/tiny.mlir --cross-layer --block-size=3 --steps=20 \
+// RUN:   --token-budget=16 --no-progress | FileCheck %s --check-prefix=SERVE
+//
+// A bind that holds unpadded cross-layer pages itself is refused before the
+// first step.
+// RUN: not inkling-run %t/unpadded.mlir --steps=5 --token-budget=16 \
+// RUN:   --no-progress 2>&1 | FileCheck %s --check-prefix=UNPADDED
+// UNPADDED: inkling-run: {{.*}}unpadded.mlir: cross-layer pages of 8 bytes would start layer 1's cache at a base that is not 16-byte aligned
+// UNPADDED-NOT: step 0
 //
 // Per layer the page stays (each layer's tensor is its own base): it serves.
 // RUN: inkling-run %t/tiny.mlir --block-size=1 --steps=20 --token-budget=16 \
@@ -45,6 +52,27 @@ module attributes {inkling.num_layers = 2 : i64} {
       %block_table: memref<?x?xi32>, %slots: memref<?xi64>,
       %k: memref<?x1x1xbf16>, %wk: memref<1x2xbf16>, %yk: memref<?x1x1xbf16>) {
     %cache = sconv.bind %buffer layout #layout page_bytes 16
+        : memref<?xi8> -> !cache
+    %step = sconv.step query_start_loc %qsl num_computed %num_computed
+        block_table %block_table slot_mapping %slots
+        : memref<?xi32>, memref<?xi32>, memref<?x?xi32>, memref<?xi64>
+    sconv.conv %k, %wk history %cache[k] layout #layout step %step into %yk
+        : memref<?x1x1xbf16>, memref<1x2xbf16>, !cache -> memref<?x1x1xbf16>
+    sconv.insert %k into %cache[k] layout #layout step %step
+        : memref<?x1x1xbf16>, !cache
+    return
+  }
+}
+
+//--- unpadded.mlir
+#layout = #sconv.layout<kv_heads = 1, head_dim = 1, hidden = 1, kernel = 2, tp = 1, block_size = 1>
+!cache = memref<?x1x1x4xbf16, strided<[8, 4, 4, 1]>>
+module attributes {inkling.num_layers = 2 : i64} {
+  func.func @tiny(
+      %buffer: memref<?xi8>, %qsl: memref<?xi32>, %num_computed: memref<?xi32>,
+      %block_table: memref<?x?xi32>, %slots: memref<?xi64>,
+      %k: memref<?x1x1xbf16>, %wk: memref<1x2xbf16>, %yk: memref<?x1x1xbf16>) {
+    %cache = sconv.bind %buffer layout #layout page_bytes 16 layers 2
         : memref<?xi8> -> !cache
     %step = sconv.step query_start_loc %qsl num_computed %num_computed
         block_table %block_table slot_mapping %slots

@@ -51,6 +51,11 @@ FailureOr<CacheGeometry> sconv::planCacheGeometry(BindOp bind,
   geometry.layers = layers == 0 ? oldLayers : layers;
   int64_t oldPage = static_cast<int64_t>(bind.getPageBytes()) / oldLayers;
   int64_t pageBytes = derived->pageBytes() + (oldPage - oldDerived.pageBytes());
+  // Cross-layer: layer l's cache starts l pages into the allocation, and
+  // the kernels' 16-byte accesses need every base aligned: the page is
+  // padded to the alignment, as the runtime's cache plan pads it.
+  if (geometry.layers > 1 && pageBytes % kBufferAlignment != 0)
+    pageBytes += kBufferAlignment - pageBytes % kBufferAlignment;
   if (geometry.layers > 1 &&
       __builtin_mul_overflow(pageBytes, geometry.layers, &pageBytes)) {
     error = "cross-layer block stride overflows";

@@ -33,7 +33,9 @@ struct CacheGeometry {
 
 /// The geometry `bind` gets with block size `blockSize` (0: its layout's)
 /// and `layers` pages side by side in a block stride (0: as the bind has;
-/// 1: a page per block). A layer's page keeps its padding. Fails with a
+/// 1: a page per block). A layer's page keeps its padding, and cross-layer
+/// pages are padded to a multiple of 16 bytes (every layer's base stays
+/// aligned; the runtime's cache plan pads them alike). Fails with a
 /// message naming the value (a block size the layout cannot take, a layer
 /// count outside [0, 2^20], a block stride that overflows).
 mlir::FailureOr<CacheGeometry> planCacheGeometry(BindOp bind, int64_t blockSize,
