@@ -499,7 +499,8 @@ Status exec::validateHostCall(const LayerSignature &sig,
 }
 
 std::string exec::describeCheckedStatus(const int64_t status[5]) {
-  // Indexed by the kind (the lowering's CheckKind).
+  // Indexed by the kind (CheckKind,
+  // inkling/Conversion/SConvToLoops/StepMetadata.h).
   static const char *kinds[] = {
       "?",        "slot",
       "block id", "logical block beyond the block table",

@@ -22,7 +22,9 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
 
     - `sconv.bind` becomes `memref.view` of the byte buffer plus
       `memref.reinterpret_cast` to `[num_blocks, H, N, D]` with the op's
-      strides (`num_blocks = buffer bytes / page_bytes`).
+      strides (`num_blocks` = the blocks whose unpadded page lies in the
+      buffer: `(buffer bytes - H*N*D*2) / page_bytes + 1`, the runtime's
+      `Layout::blocksInBuffer`).
     - `sconv.insert`: tokens with `slot_mapping[t] < 0` are skipped; the row
       is `cache[slot / N, h, slot % N, offset + c]`.
     - `sconv.conv`: docs/Design.md section 4's taps (zero below position 0, the
@@ -48,9 +50,9 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
     multiple of 8 gets a scalar tail loop in its last chunk.
 
     Alignment contract: the base (aligned pointer) of every memref operand
-    is 16-byte aligned (callers check it: `LayerProgram::checkArguments`,
-    used by inkling-run's replay and CPU serving; the JIT tests allocate
-    64-byte aligned buffers). Under that contract a vector access claims
+    is 16-byte aligned (callers check it: `exec::validateArguments`, the
+    layer ABI's one argument validator, run by the C/Python call, inkling-run's
+    serving and replay; the JIT tests allocate 64-byte aligned buffers). Under that contract a vector access claims
     the alignment its address provably has: the gcd of 8 with the static
     offset, every stride times what its index is known to be a multiple of
     (a chunk's channel is a multiple of 8; the flat index h*w + c only of

@@ -18,18 +18,6 @@ class OpPassManager;
 
 namespace inkling {
 
-/// The `fusion` option's values, shared by the CPU and GPU pipelines.
-inline llvm::cl::ValuesClass fusionStrategyValues() {
-  return llvm::cl::values(
-      clEnumValN(sconv::FusionStrategy::ConvInsert, "conv-insert",
-                 "inserts fold into their convs; convs fuse (default)"),
-      clEnumValN(sconv::FusionStrategy::PackedInserts, "packed-inserts",
-                 "inserts are deferred and packed into one row write; convs "
-                 "fuse"),
-      clEnumValN(sconv::FusionStrategy::None, "none",
-                 "no fusion: one loop nest per op"));
-}
-
 /// Options of `inkling-lower-to-cpu`.
 struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
   Option<int64_t> blockSize{
@@ -65,12 +53,10 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "lowering (the sconv-fuse pipeline). Default conv-insert: every "
           "insert folds into the conv of the same input and the convs that "
           "are ready together fuse, 3 loop nests per decoder layer instead "
-          "of 8, x read once for conv and insert; inkling-bench-fusion "
-          "measures the layer 1.13-1.31x faster than unfused and than "
-          "packed-inserts at 8192 tokens, and faster than unfused at decode "
-          "sizes (docs/fusion.md)"),
+          "of 8, x read once for conv and insert (inkling-bench-fusion "
+          "measures the strategies against each other: docs/fusion.md)"),
       llvm::cl::init(sconv::FusionStrategy::ConvInsert),
-      fusionStrategyValues()};
+      sconv::fusionStrategyValues()};
   Option<bool> splitStreams{
       *this, "split-streams",
       llvm::cl::desc(
@@ -108,9 +94,8 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
           "smaller steps keep ordinary stores, decided at run time on each "
           "call (inkling-cpu-streaming-stores, which also checks the bases "
           "of 64-byte line stores). 0: never. Default 4096: a prefill of "
-          "2048 tokens at the real layout and up; inkling-bench-fusion "
-          "measures the layer at 8192 tokens in 0.6-0.7x the time of "
-          "ordinary stores (docs/fusion.md)"),
+          "2048 tokens at the real layout and up (inkling-bench-fusion "
+          "measures both kinds of stores: docs/fusion.md)"),
       llvm::cl::init(4096)};
   Option<bool> branchCounters{
       *this, "branch-counters",
@@ -133,9 +118,6 @@ void buildLowerToCPUPipeline(mlir::OpPassManager &pm,
 
 /// Registers `inkling-lower-to-cpu` with the pass pipeline registry.
 void registerLowerToCPUPipeline();
-
-/// Registers every Inkling pipeline.
-inline void registerPipelines() { registerLowerToCPUPipeline(); }
 
 /// Options of `inkling-lower-to-nvvm`.
 struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
@@ -179,7 +161,7 @@ struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
                      "(default conv-insert: a decoder layer whose ops are "
                      "ready together is one kernel launch instead of 8)"),
       llvm::cl::init(sconv::FusionStrategy::ConvInsert),
-      fusionStrategyValues()};
+      sconv::fusionStrategyValues()};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit path for bin/fatbin and libdevice (empty: "

@@ -5,16 +5,36 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <iterator>
 
 namespace inkling::sconv {
 
 std::optional<FusionStrategy> parseFusionStrategy(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<FusionStrategy>>(name)
-      .Case("conv-insert", FusionStrategy::ConvInsert)
-      .Case("packed-inserts", FusionStrategy::PackedInserts)
-      .Case("none", FusionStrategy::None)
-      .Default(std::nullopt);
+  for (const FusionStrategyInfo &info : kFusionStrategies)
+    if (name == info.name)
+      return info.strategy;
+  return std::nullopt;
+}
+
+const char *fusionStrategyName(FusionStrategy strategy) {
+  for (const FusionStrategyInfo &info : kFusionStrategies)
+    if (info.strategy == strategy)
+      return info.name;
+  return "?";
+}
+
+llvm::cl::ValuesClass fusionStrategyValues() {
+  static_assert(std::size(kFusionStrategies) == 3,
+                "every FusionStrategy in the table");
+  auto value = [](const FusionStrategyInfo &info) {
+    return llvm::cl::OptionEnumValue{info.name, static_cast<int>(info.strategy),
+                                     info.description};
+  };
+  return llvm::cl::ValuesClass({value(kFusionStrategies[0]),
+                                value(kFusionStrategies[1]),
+                                value(kFusionStrategies[2])});
 }
 
 void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy) {
@@ -55,13 +75,7 @@ struct FusionPipelineOptions
     : public mlir::PassPipelineOptions<FusionPipelineOptions> {
   Option<FusionStrategy> strategy{
       *this, "strategy", llvm::cl::desc("How inserts and convs are fused"),
-      llvm::cl::init(FusionStrategy::ConvInsert),
-      llvm::cl::values(clEnumValN(FusionStrategy::ConvInsert, "conv-insert",
-                                  "inserts fold into their convs (default)"),
-                       clEnumValN(FusionStrategy::PackedInserts,
-                                  "packed-inserts",
-                                  "inserts are packed into one row write"),
-                       clEnumValN(FusionStrategy::None, "none", "no fusion"))};
+      llvm::cl::init(FusionStrategy::ConvInsert), fusionStrategyValues()};
 };
 } // namespace
 

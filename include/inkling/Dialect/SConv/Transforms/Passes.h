@@ -28,8 +28,27 @@ enum class FusionStrategy {
   None,
 };
 
+/// Every strategy's name and description: the one table of the names (the
+/// `fusion` / `strategy` options, parseFusionStrategy, the C API's strings).
+struct FusionStrategyInfo {
+  FusionStrategy strategy;
+  const char *name;
+  const char *description;
+};
+inline constexpr FusionStrategyInfo kFusionStrategies[] = {
+    {FusionStrategy::ConvInsert, "conv-insert",
+     "inserts fold into their convs; convs fuse (default)"},
+    {FusionStrategy::PackedInserts, "packed-inserts",
+     "inserts are deferred and packed into one row write; convs fuse"},
+    {FusionStrategy::None, "none", "no fusion: one loop nest per op"},
+};
+
 /// Parses "conv-insert", "packed-inserts" or "none".
 std::optional<FusionStrategy> parseFusionStrategy(llvm::StringRef name);
+/// The strategy's name in kFusionStrategies.
+const char *fusionStrategyName(FusionStrategy strategy);
+/// kFusionStrategies as the values of a command-line option.
+llvm::cl::ValuesClass fusionStrategyValues();
 
 /// Adds the fusion passes of `strategy` (nested on every function-like op).
 void buildFusionPipeline(mlir::OpPassManager &pm, FusionStrategy strategy);
