@@ -178,14 +178,12 @@ private:
 } // namespace
 
 int Replayer::run() {
-  if (int rc = selectOp())
-    return rc;
-  if (int rc = readInputs())
-    return rc;
-  if (int rc = readMetadata())
-    return rc;
-  if (int rc = checkCacheArray())
-    return rc;
+  // Each stage returns 0 or the exit code of a printed error.
+  for (int (Replayer::*stage)() :
+       {&Replayer::selectOp, &Replayer::readInputs, &Replayer::readMetadata,
+        &Replayer::checkCacheArray})
+    if (int rc = (this->*stage)())
+      return rc;
   // Inputs are read and checked before the (slower) compilation. Checked
   // mode adds a status buffer as the last argument.
   CompileOptions compile;
