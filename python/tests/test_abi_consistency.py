@@ -112,6 +112,14 @@ class AbiConsistencyTest(unittest.TestCase):
         self.assertEqual(caught.exception.code, inkling.INVALID_ARGUMENT)
         return caught.exception.message
 
+    @staticmethod
+    def tool_env():
+        # inkling-run carries its own sanitizer runtime: not the one the
+        # sanitizer build preloads into python.
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        return env
+
     def replay(self, meta, case):
         inputs = ["cache", "x", "weights"]
         for name, array in meta.items():
@@ -124,7 +132,7 @@ class AbiConsistencyTest(unittest.TestCase):
         run = subprocess.run(
             [TOOL, SMALL_LAYER, "--replay=0", "--inputs=" + ",".join(inputs),
              "--outputs=" + os.path.join(self.dir.name, "out%d" % case)],
-            capture_output=True, text=True)
+            capture_output=True, text=True, env=self.tool_env())
         self.assertEqual(run.returncode, 1, run.stderr)
         return run.stderr
 
@@ -132,7 +140,7 @@ class AbiConsistencyTest(unittest.TestCase):
         run = subprocess.run(
             [TOOL, SMALL_LAYER, "--steps=4", "--no-progress",
              "--corrupt-metadata=2:%s[%d]=%d" % (name, index, value)],
-            capture_output=True, text=True)
+            capture_output=True, text=True, env=self.tool_env())
         self.assertEqual(run.returncode, 1, run.stderr)
         return run.stderr
 

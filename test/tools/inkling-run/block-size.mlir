@@ -56,14 +56,14 @@
 // RUN:   | FileCheck %s --check-prefix=FAULT32
 // FAULT32: inkling-run: mismatch after step 10, layer 1: cache of stream k
 // An output fault on layer 1, and a layer the run does not have.
-// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=32 \
-// RUN:   --fusion=none --steps=30 --token-budget=64 --inject-fault=output:10:1 2>&1 \
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir --block-size=32 \
+// RUN:   --steps=30 --token-budget=64 --inject-fault=output:10:1 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FAULTOUT1
 // FAULTOUT1: inkling-run: mismatch in step 10, layer 1: output of stream k
-// RUN: not inkling-run %inkling_src/examples/decoder_layer.mlir \
+// RUN: not inkling-run %inkling_src/examples/small_layer.mlir \
 // RUN:   --steps=3 --inject-fault=cache:1:5 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FAULTLAYER
-// FAULTLAYER: inkling-run: --inject-fault=cache:1:5: layer 5 of 2
+// FAULTLAYER: inkling-run: --inject-fault=cache:1:5: layer 5 of 3
 //
 // --list-ops shows the rewritten geometry.
 // RUN: inkling-run %inkling_src/examples/decoder_layer.mlir --block-size=16 \
