@@ -182,8 +182,9 @@ void SequenceManager::planSnapshots(const Sequence &seq, int64_t numTokens,
     int64_t firstBlock = firstHistoryBlock(b), lastBlock = b / blockSize_ - 1;
     if (b - history_ >= storeFrom)
       continue; // the window stores it
-    if (firstBlock < chain.base)
-      continue; // hashes dropped: cannot be registered
+    if (firstBlock < chain.base || lastBlock >= chain.end())
+      continue; // hashes dropped, or not known yet (tokens scheduled ahead
+                // of their ids): cannot be registered
     int64_t cached = firstBlock;
     while (cached <= lastBlock && cache_.find(chain.at(cached)) >= 0)
       ++cached;
