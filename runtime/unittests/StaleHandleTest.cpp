@@ -93,8 +93,8 @@ TEST(StaleHandleTest, BindRefusesMisalignedMetadata) {
   HostStepBuffers host(4, 16, 16, 4);
   std::vector<int64_t> slots(17);
   StepBufferSpec spec = host.spec;
-  spec.slotMapping = reinterpret_cast<int64_t *>(
-      reinterpret_cast<char *>(slots.data()) + 4);
+  spec.slotMapping =
+      reinterpret_cast<int64_t *>(reinterpret_cast<char *>(slots.data()) + 4);
   StatusOr<StepBuffers> bound = StepBuffers::bind(spec, 4);
   ASSERT_FALSE(bound.isOk());
   EXPECT_EQ(bound.status().message(),
