@@ -169,7 +169,10 @@ def layer_ir(kv_heads, head_dim, hidden, kernel, page_bytes, token_seq=False):
     return "\n".join(lines)
 
 
-class LayerCpuTest(unittest.TestCase):
+class LayerCallCase(unittest.TestCase):
+    """The small layer on the CPU, a fresh Fixture per test, and assertBad:
+    what the CPU layer tests (here and test_layer_buffers.py) share."""
+
     @classmethod
     def setUpClass(cls):
         cls.layer = inkling.Layer(read(SMALL_LAYER), name="small_layer.mlir")
@@ -204,6 +207,9 @@ class LayerCpuTest(unittest.TestCase):
         args = dict(self.f.args)
         args.update(changes)
         return args
+
+
+class LayerCpuTest(LayerCallCase):
 
     def test_signature(self):
         self.assertEqual(self.layer.function, "small_layer")

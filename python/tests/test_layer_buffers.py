@@ -9,44 +9,10 @@ import unittest
 
 import numpy as np
 
-import inkling
-from test_layer import SMALL_LAYER, Fixture, read
+from test_layer import LayerCallCase
 
 
-class LayerBuffersTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.layer = inkling.Layer(read(SMALL_LAYER), name="small_layer.mlir")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.layer.close()
-
-    def setUp(self):
-        self.rng = np.random.default_rng(1234)
-        self.f = Fixture(self.layer, self.rng)
-        self.f.snapshot()
-
-    def tearDown(self):
-        self.f.close()
-
-    def call_with(self, **changes):
-        args = dict(self.f.args)
-        args.update(changes)
-        return args
-
-    def assertBad(self, message, **kwargs):
-        """The call raises INVALID_ARGUMENT with `message`, and writes
-        nothing."""
-        outputs = {n: np.array(v) for n, v in self.f.args.items()
-                   if n.startswith("output_") or n == "cache"}
-        with self.assertRaises(inkling.InklingError) as caught:
-            self.layer(**kwargs)
-        self.assertEqual(caught.exception.code, inkling.INVALID_ARGUMENT)
-        self.assertIn(message, str(caught.exception))
-        for name, before in outputs.items():
-            np.testing.assert_array_equal(self.f.args[name], before, name)
-
+class LayerBuffersTest(LayerCallCase):
     def test_overlapping_buffers(self):
         # An output that is its input: later tokens would read overwritten
         # x (#28). Refused before anything runs, naming both arguments.
