@@ -18,8 +18,13 @@ class OpPassManager;
 
 namespace inkling {
 
-/// Options of `inkling-lower-to-cpu`.
-struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
+/// The engine's cache geometry, an option pair both pipelines take (their
+/// first stage, sconv-set-cache-geometry, applies it).
+template <typename Derived>
+struct CacheGeometryOptions : mlir::PassPipelineOptions<Derived> {
+  template <typename T>
+  using Option =
+      typename mlir::PassPipelineOptions<Derived>::template Option<T>;
   Option<int64_t> blockSize{
       *this, "block-size",
       llvm::cl::desc("The engine's tokens per cache block N, applied first "
@@ -32,6 +37,10 @@ struct LowerToCPUOptions : mlir::PassPipelineOptions<LowerToCPUOptions> {
                      "stride, applied first (sconv-set-cache-geometry): 0 "
                      "(default), as the IR's bind says; 1, a page per block"),
       llvm::cl::init(0)};
+};
+
+/// Options of `inkling-lower-to-cpu`.
+struct LowerToCPUOptions : CacheGeometryOptions<LowerToCPUOptions> {
   Option<bool> checked{
       *this, "checked",
       llvm::cl::desc("Guard slot and block ids at run time (the "
@@ -120,19 +129,7 @@ void buildLowerToCPUPipeline(mlir::OpPassManager &pm,
 void registerLowerToCPUPipeline();
 
 /// Options of `inkling-lower-to-nvvm`.
-struct LowerToNVVMOptions : mlir::PassPipelineOptions<LowerToNVVMOptions> {
-  Option<int64_t> blockSize{
-      *this, "block-size",
-      llvm::cl::desc("The engine's tokens per cache block N, applied first "
-                     "(sconv-set-cache-geometry): 0 (default), the "
-                     "layout's"),
-      llvm::cl::init(0)};
-  Option<int64_t> crossLayers{
-      *this, "cross-layers",
-      llvm::cl::desc("Pages of this many layers side by side in one block "
-                     "stride, applied first (sconv-set-cache-geometry): 0 "
-                     "(default), as the IR's bind says; 1, a page per block"),
-      llvm::cl::init(0)};
+struct LowerToNVVMOptions : CacheGeometryOptions<LowerToNVVMOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target GPU (sm_90: H100/H200)"),
                            llvm::cl::init("sm_90")};
