@@ -234,6 +234,37 @@ TEST_F(BranchTest, RunsUnrolledWhenWholeLoopedWhenSplit) {
   EXPECT_EQ(split[Branch::RunsLooped], 2 * 2) << describe(split);
 }
 
+// A decode step walks runs of 4 consecutive tokens of any sequences (per
+// (run, head)): whole runs unrolled, the step's last, shorter run in a
+// loop; off (decode-runs=false), the (token, head) nest runs instead.
+TEST_F(BranchTest, DecodeRunsWholeAndPartialForDecode) {
+  mlir::ExecutionEngine *engine = compile(counted());
+  // 9 sequences of one token (positions before, at and after W - 1): runs
+  // [0, 4) and [4, 8) whole, [8, 9) partial; per head (2).
+  Counts nine = run(engine, {{6, 1},
+                             {0, 1},
+                             {2, 1},
+                             {3, 1},
+                             {17, 1},
+                             {1, 1},
+                             {9, 1},
+                             {4, 1},
+                             {31, 1}});
+  EXPECT_EQ(nine[Branch::TokenRunsOff], 1) << describe(nine);
+  EXPECT_EQ(nine[Branch::DecodeRunsWhole], 2 * 2) << describe(nine);
+  EXPECT_EQ(nine[Branch::DecodeRunsPartial], 1 * 2) << describe(nine);
+  // Drafts: runs mix sequences with in-step taps (T = 7 < W x B = 12).
+  Counts drafts = run(engine, {{6, 3}, {0, 2}, {5, 2}});
+  EXPECT_EQ(drafts[Branch::DecodeRunsWhole], 1 * 2) << describe(drafts);
+  EXPECT_EQ(drafts[Branch::DecodeRunsPartial], 1 * 2) << describe(drafts);
+  CompileOptions off = counted();
+  off.decodeRuns = false;
+  Counts plain = run(compile(off), {{6, 1}, {0, 1}, {2, 1}, {3, 1}, {17, 1}});
+  EXPECT_EQ(plain[Branch::TokenRunsOff], 1) << describe(plain);
+  EXPECT_EQ(plain[Branch::DecodeRunsWhole], -1) << describe(plain);
+  EXPECT_EQ(plain[Branch::DecodeRunsPartial], -1) << describe(plain);
+}
+
 // Streaming stores from `streaming-stores-min-iterations` outer iterations
 // of the nest on: (run of 4 tokens, head) in the token-run nest.
 TEST_F(BranchTest, StreamingStoresOnForLargeStepsOffForSmall) {

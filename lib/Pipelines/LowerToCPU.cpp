@@ -57,12 +57,14 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   lowerOptions.checked = options.checked;
   // The CPU's forms of the nests (lib/Target/CPU/CPULoopStrategy.cpp,
   // docs/fusion.md): taps chosen per (token, head); for prefill-sized steps
-  // a (run of 4 tokens, head) nest whose 64-byte chunks keep their f32
-  // lanes in even-odd order.
+  // a (run of 4 tokens, head) nest, for the others a (run of 4 tokens of
+  // any sequences, head) nest, both by 64-byte lines of channels whose f32
+  // lanes are in even-odd order.
   inkling::cpu::CPULoopOptions cpuLoops;
   cpuLoops.splitStreams = options.splitStreams;
   cpuLoops.hoistTaps = true;
   cpuLoops.tokenRuns = true;
+  cpuLoops.decodeRuns = options.decodeRuns;
   cpuLoops.evenOddLanes = true;
   cpuLoops.branchCounters = options.branchCounters;
   pm.addPass(inkling::createSConvLowerToLoops(

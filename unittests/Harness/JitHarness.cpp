@@ -187,6 +187,7 @@ void toPipelineOptions(const CompileOptions &compileOptions,
   options.checked = compileOptions.checked;
   options.fusion = compileOptions.fusion;
   options.splitStreams = compileOptions.splitStreams;
+  options.decodeRuns = compileOptions.decodeRuns;
   options.threads = compileOptions.threads;
   options.minParallelIterations = compileOptions.minParallelIterations;
   options.streamingStoresMinIterations =

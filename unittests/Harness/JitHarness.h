@@ -164,6 +164,8 @@ struct CompileOptions {
   bool checked = false;
   sconv::FusionStrategy fusion = sconv::FusionStrategy::ConvInsert;
   bool splitStreams = true;
+  /// The pipeline's `decode-runs` (its default).
+  bool decodeRuns = true;
   /// The pipeline's `threads` (1: no OpenMP) and `min-parallel-iterations`.
   int threads = 1;
   int64_t minParallelIterations = 64;

@@ -75,6 +75,15 @@ struct LowerToCPUOptions : CacheGeometryOptions<LowerToCPUOptions> {
           "the CPU, where a plain per-stream loop vectorizes; off gives the "
           "GPU's loop over the concatenated chunks"),
       llvm::cl::init(true)};
+  Option<bool> decodeRuns{
+      *this, "decode-runs",
+      llvm::cl::desc(
+          "For the steps that are not prefill (decode), the (run of 4 "
+          "tokens, head) nest by 64-byte lines with the weights loaded once "
+          "per run (the inkling-cpu-lower-to-loops option of the same name); "
+          "off: the (token, head) nest by 16-byte chunks. The same bits "
+          "either way (inkling-bench-fusion measures both: docs/fusion.md)"),
+      llvm::cl::init(true)};
   Option<int> threads{
       *this, "threads",
       llvm::cl::desc(

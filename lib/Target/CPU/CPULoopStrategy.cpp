@@ -27,12 +27,24 @@ using namespace inkling::loops;
 
 void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
                                         Location loc) const {
-  if (!options.tokenRuns || nest.checked()) {
+  // The steps that are not prefill: the decode-run nest, else the
+  // (token, head) nest.
+  auto decode = [&](OpBuilder &b, Location loc) {
+    if (options.decodeRuns)
+      emitDecodeRunNest(nest, b, loc, options);
+    else
+      nest.emitTokenNest(b, loc);
+  };
+  if (nest.checked()) {
     nest.emitTokenNest(b, loc);
     return;
   }
+  if (!options.tokenRuns) {
+    decode(b, loc);
+    return;
+  }
   // Runs when the sequences average at least `kernel` real tokens (most
-  // windows come from x); else the (token, head) nest.
+  // windows come from x); else the decode form.
   Value realTokens = emitRealTokens(b, loc, nest.step());
   Value batch = nest.batch();
   Value prefill = arith::AndIOp::create(
@@ -50,7 +62,7 @@ void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
-        nest.emitTokenNest(b, loc);
+        decode(b, loc);
       });
 }
 
@@ -65,6 +77,7 @@ struct CPULowerToLoopsPass
     cpuOptions.splitStreams = splitStreams;
     cpuOptions.hoistTaps = hoistTaps;
     cpuOptions.tokenRuns = tokenRuns;
+    cpuOptions.decodeRuns = decodeRuns;
     cpuOptions.evenOddLanes = evenOddLanes;
     cpuOptions.branchCounters = branchCounters;
     cpu::CPULoopStrategy strategy(cpuOptions);

@@ -7,7 +7,7 @@
 //   scf.parallel (run r of kRunTokens tokens, h) {
 //     for b in the sequences of the run's real tokens [s, e):
 //       [e - s == kRunTokens: the tokens' slots, once for every chunk]
-//       for stream i, kRunLanes channels c (then 16-byte chunks):
+//       for stream i, kLineLanes channels c (then 16-byte chunks):
 //         weights, bias; window = the W-1 inputs before s (x, cache or 0)
 //         for t in [s, e) (window):   // unrolled when e - s == kRunTokens
 //           x = x_i[t, h, c]; [and_insert: store x at t's slot]
@@ -26,10 +26,12 @@
 #include "inkling/Target/CPU/BranchCounters.h"
 #include "inkling/Target/CPU/LoopStrategy.h"
 
+#include "RunPieces.h"
+
 using namespace mlir;
 using namespace inkling;
 using namespace inkling::loops;
-using inkling::cpu::CPULoopOptions;
+using namespace inkling::cpu;
 
 namespace {
 
@@ -40,35 +42,12 @@ namespace {
 /// nest, runs of 4 the fastest); a run's window reload (W-1 loads) and
 /// weights still serve 4 tokens.
 constexpr int64_t kRunTokens = 4;
-/// Channels per innermost iteration of the token-run nest: a 64-byte line
-/// of bf16 per token, so that each line of a token's rows is visited once.
-constexpr int64_t kRunLanes = kLineLanes;
 
 /// Tokens [s, e) of sequence seq (first token start, computed positions
 /// before the step): the part of a run the token-run nest walks.
 struct RunSpan {
   Value seq, start, computed, s, e;
 };
-
-/// What every token of a run shares in one chunk of channels c.. of head
-/// h: the lane order, the bias (acc's start) and the tap weights.
-struct RunChunk {
-  Value h, c;
-  int64_t lanes;
-  LaneOrder order;
-  Value bias;
-  SmallVector<Value> tapWeights;
-};
-
-/// Marks a store of one 64-byte line that `aligned` proves line-aligned
-/// whenever its memref's base is.
-void markLine(Operation *store, bool aligned) {
-  auto vector = dyn_cast<vector::StoreOp>(store);
-  if (aligned && vector &&
-      vector.getValueToStore().getType().getNumElements() == kLineLanes)
-    store->setAttr(cpu::kLineAlignedAttrName,
-                   UnitAttr::get(store->getContext()));
-}
 
 /// The token-run nest of one conv, from the pieces of its ConvNestBuilder.
 class TokenRunNest {
@@ -80,7 +59,6 @@ public:
   void build(OpBuilder &b, Location loc, Value realTokens) const;
 
 private:
-  LaneOrder runLaneOrder(int64_t lanes) const;
   SmallVector<Value> runWindow(OpBuilder &b, Location loc, const ConvPart &part,
                                const RunSpan &span, Value h, Value c,
                                int64_t lanes, LaneOrder order) const;
@@ -108,14 +86,6 @@ private:
 };
 
 } // namespace
-
-// Even-odd lanes (the CPU's choice): no lane-crossing shuffle between a
-// row's bf16 and the f32 lanes of the fmas.
-LaneOrder TokenRunNest::runLaneOrder(int64_t lanes) const {
-  return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
-             ? LaneOrder::EvenOdd
-             : LaneOrder::Natural;
-}
 
 // The window of the kernel - 1 inputs before span.s, oldest first: x, or
 // the cache rows / 0 of the positions before the step.
@@ -201,11 +171,7 @@ void TokenRunNest::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
                             const RunSpan &span, Value h, Value c,
                             int64_t lanes, ArrayRef<SlotInfo> fullRun) const {
   ArithBuilder ab(b, loc);
-  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-  RunChunk chunk{h, c, lanes, runLaneOrder(lanes), {}, {}};
-  chunk.bias = nest.biasLanes(b, loc, part, channel, lanes, chunk.order);
-  chunk.tapWeights =
-      nest.tapWeightsOf(b, loc, part, channel, lanes, chunk.order);
+  RunChunk chunk = loadRunChunk(nest, options, b, loc, part, h, c, lanes);
   SmallVector<Value> window =
       runWindow(b, loc, part, span, h, c, lanes, chunk.order);
   if (!fullRun.empty()) {
@@ -229,30 +195,11 @@ void TokenRunNest::runLanes(OpBuilder &b, Location loc, const ConvPart &part,
 // Every stream's chunks of head h for the tokens of `span`.
 void TokenRunNest::runChunks(OpBuilder &b, Location loc, const RunSpan &span,
                              Value h, ArrayRef<SlotInfo> fullRun) const {
-  for (const ConvPart &part : nest.parts()) {
-    // Whole groups of kRunLanes channels (a 64-byte line per token), then
-    // the rest by 16-byte chunks.
-    const int64_t width = part.range.width;
-    const int64_t groups = width / kRunLanes;
-    const int64_t perGroup = kRunLanes / kLanes;
-    scf::ForOp::create(
-        b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
-        ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
-          Value c = ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes));
-          runLanes(b, loc, part, span, h, c, kRunLanes, fullRun);
-          scf::YieldOp::create(b, loc);
-        });
-    scf::ForOp::create(
-        b, loc, cIndex(b, loc, groups * perGroup),
-        cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1), ValueRange{},
-        [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
-          emitChunk(b, loc, chunk, width,
-                    [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                      runLanes(b, loc, part, span, h, c, lanes, fullRun);
-                    });
-          scf::YieldOp::create(b, loc);
-        });
-  }
+  for (const ConvPart &part : nest.parts())
+    forEachLineChunk(b, loc, part.range.width,
+                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                       runLanes(b, loc, part, span, h, c, lanes, fullRun);
+                     });
 }
 
 // The real tokens of sequence seq in [t0, real), every stream: unrolled

@@ -85,30 +85,35 @@ SmallVector<Value> cpu::CPUTapHoisting::hoistedTaps(
       },
       [&](OpBuilder &b, Location loc) {
         SmallVector<Value> values;
-        for (const TapSource &tap : row.taps) {
-          Value fromStep = emitIfValue(
-              b, loc, tap.inStep,
-              [&](OpBuilder &b, Location loc) -> Value {
-                return nest.xTap(b, loc, part, tap.token, h, c, lanes);
-              },
-              [&](OpBuilder &b, Location loc) -> Value {
-                Value fromCache = emitIfValue(
-                    b, loc, tap.history,
-                    [&](OpBuilder &b, Location loc) -> Value {
-                      return nest.cacheTap(b, loc, part, tap.block, h, tap.row,
-                                           nest.cacheCol(b, loc, part, c),
-                                           lanes);
-                    },
-                    [&](OpBuilder &b, Location loc) -> Value {
-                      return splatF32(b, loc, 0.0f, lanes);
-                    });
-                return fromCache;
-              });
-          values.push_back(fromStep);
-        }
+        for (const TapSource &tap : row.taps)
+          values.push_back(tapValue(nest, b, loc, part, tap, h, c, lanes));
         scf::YieldOp::create(b, loc, values);
       });
   return SmallVector<Value>(prefill.getResults());
+}
+
+// x[tap.token], the cache row of the tap, or 0, as `tap` says.
+Value cpu::CPUTapHoisting::tapValue(const ConvNestBuilder &nest, OpBuilder &b,
+                                    Location loc, const ConvPart &part,
+                                    const TapSource &tap, Value h, Value c,
+                                    int64_t lanes, LaneOrder order) const {
+  return emitIfValue(
+      b, loc, tap.inStep,
+      [&](OpBuilder &b, Location loc) -> Value {
+        return nest.xTap(b, loc, part, tap.token, h, c, lanes, order);
+      },
+      [&](OpBuilder &b, Location loc) -> Value {
+        return emitIfValue(
+            b, loc, tap.history,
+            [&](OpBuilder &b, Location loc) -> Value {
+              return nest.cacheTap(b, loc, part, tap.block, h, tap.row,
+                                   nest.cacheCol(b, loc, part, c), lanes,
+                                   order);
+            },
+            [&](OpBuilder &b, Location loc) -> Value {
+              return splatF32(b, loc, 0.0f, lanes);
+            });
+      });
 }
 
 // The weights of `lanes` channels for an even kernel:

@@ -32,6 +32,10 @@ enum class Branch {
   /// tokens unrolled, or a loop over the sequence's tokens in the run.
   RunsUnrolled,
   RunsLooped,
+  /// In the decode-run nest (decode-runs), per (run, head): a whole run of
+  /// 4 tokens, or the step's last, shorter one.
+  DecodeRunsWhole,
+  DecodeRunsPartial,
   /// inkling-cpu-streaming-stores: the non-temporal copy, or the nest.
   StreamingOn,
   StreamingOff,
@@ -40,18 +44,24 @@ enum class Branch {
   Sequential,
 };
 
-inline constexpr std::array<Branch, 8> kBranches = {
-    Branch::TokenRunsOn, Branch::TokenRunsOff, Branch::RunsUnrolled,
-    Branch::RunsLooped,  Branch::StreamingOn,  Branch::StreamingOff,
-    Branch::Threaded,    Branch::Sequential};
+inline constexpr std::array<Branch, 10> kBranches = {
+    Branch::TokenRunsOn, Branch::TokenRunsOff,    Branch::RunsUnrolled,
+    Branch::RunsLooped,  Branch::DecodeRunsWhole, Branch::DecodeRunsPartial,
+    Branch::StreamingOn, Branch::StreamingOff,    Branch::Threaded,
+    Branch::Sequential};
 
 /// The counters' symbols, in the order of Branch.
 inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
-    kBranchCounterSymbols = {
-        "inkling_branch_token_runs_on", "inkling_branch_token_runs_off",
-        "inkling_branch_runs_unrolled", "inkling_branch_runs_looped",
-        "inkling_branch_streaming_on",  "inkling_branch_streaming_off",
-        "inkling_branch_threaded",      "inkling_branch_sequential"};
+    kBranchCounterSymbols = {"inkling_branch_token_runs_on",
+                             "inkling_branch_token_runs_off",
+                             "inkling_branch_runs_unrolled",
+                             "inkling_branch_runs_looped",
+                             "inkling_branch_decode_runs_whole",
+                             "inkling_branch_decode_runs_partial",
+                             "inkling_branch_streaming_on",
+                             "inkling_branch_streaming_off",
+                             "inkling_branch_threaded",
+                             "inkling_branch_sequential"};
 
 /// The symbol of `branch`'s counter.
 inline llvm::StringRef branchCounterSymbol(Branch branch) {

@@ -38,7 +38,10 @@ struct CPULoopOptions {
   /// Unchecked convs, for steps whose sequences average at least `kernel`
   /// tokens (chosen per call): the (run of 4 tokens, head) nest.
   bool tokenRuns = false;
-  /// In the token-run nest, a chunk's f32 lanes in even-odd order.
+  /// Unchecked convs, for the other steps (decode; chosen per call): the
+  /// (run of 4 consecutive tokens of any sequences, head) nest.
+  bool decodeRuns = false;
+  /// In the run nests, a chunk's f32 lanes in even-odd order.
   bool evenOddLanes = false;
   /// Count each run-time branch taken (BranchCounters.h).
   bool branchCounters = false;
@@ -59,6 +62,14 @@ public:
   pairedTapWeights(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                    mlir::Location loc, mlir::Value all, int64_t lanes,
                    loops::LaneOrder order) const override;
+  /// Tap `tap` of channels c.. of head h in f32: x[tap.token] in the step,
+  /// the cache row of a history position, else 0.
+  mlir::Value
+  tapValue(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+           mlir::Location loc, const loops::ConvPart &part,
+           const loops::TapSource &tap, mlir::Value h, mlir::Value c,
+           int64_t lanes,
+           loops::LaneOrder order = loops::LaneOrder::Natural) const;
 };
 
 class CPULoopStrategy : public LoopStrategy {
@@ -69,8 +80,9 @@ public:
   const TapHoisting *tapHoisting() const override {
     return options.hoistTaps ? &hoisting : nullptr;
   }
-  /// With token-runs (unchecked): the run-time choice between the token-run
-  /// nest (ConvTokenRuns.cpp) and the (token, head) nest.
+  /// With token-runs or decode-runs (unchecked): the run-time choice
+  /// between the token-run nest (ConvTokenRuns.cpp) and the decode-run nest
+  /// (ConvDecodeRuns.cpp) or the (token, head) nest.
   void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                     mlir::Location loc) const override;
 
@@ -78,6 +90,11 @@ private:
   CPULoopOptions options;
   CPUTapHoisting hoisting;
 };
+
+/// The decode-run nest of `nest`'s conv at `b`'s insertion point
+/// (ConvDecodeRuns.cpp).
+void emitDecodeRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                       mlir::Location loc, const CPULoopOptions &options);
 
 /// The token-run nest of `nest`'s conv at `b`'s insertion point, over the
 /// step's first `realTokens` tokens (ConvTokenRuns.cpp).

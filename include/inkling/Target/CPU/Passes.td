@@ -20,8 +20,8 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
     of the CPU's forms; without any, the nests are those of
     `sconv-lower-to-loops`. Every form computes the same bits.
     `inkling-lower-to-cpu` adds `sconv-lower-to-loops` with this strategy
-    (split-streams from its own option, hoist-taps, token-runs and
-    even-odd-lanes on).
+    (split-streams from its own option, hoist-taps, token-runs,
+    decode-runs and even-odd-lanes on).
   }];
   let options = [
     Option<"checked", "checked", "bool", /*default=*/"false",
@@ -50,8 +50,16 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
            "with the weights loaded once per run: each input is loaded "
            "once. Its stores of one 64-byte line at a line-aligned offset "
            "carry `inkling.line_aligned` (see inkling-cpu-streaming-stores)">,
+    Option<"decodeRuns", "decode-runs", "bool", /*default=*/"false",
+           "In an unchecked conv, for the steps that token-runs leaves to "
+           "the (token, head) nest (all steps without token-runs), a nest "
+           "over (run of 4 consecutive tokens of any sequences, head) whose "
+           "innermost loop, per 64-byte line of channels, loads the weights "
+           "once and walks the run's tokens, each with its taps' sources "
+           "chosen once per (token, head): each line of a token's rows is "
+           "visited once, and the run's history rows load together">,
     Option<"evenOddLanes", "even-odd-lanes", "bool", /*default=*/"false",
-           "In the token-run nest, hold a chunk's f32 lanes in even-odd "
+           "In the run nests (token-runs, decode-runs), hold a chunk's f32 lanes in even-odd "
            "order (the even channels, then the odd ones; the weights and "
            "bias loaded in that order): a bf16 row widens to f32 with a "
            "shift and a mask of its 32-bit words and narrows back with the "

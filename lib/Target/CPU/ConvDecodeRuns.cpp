@@ -1,0 +1,180 @@
+//===- ConvDecodeRuns.cpp - The decode-run nest of a conv -----------------===//
+//
+// The CPU's form of an unchecked conv for the steps that are not prefill
+// (real tokens < W * B, the choice: CPULoopStrategy.cpp), built from the
+// shared ConvNestBuilder's pieces. Decode steps have one token (or a few
+// drafts) per sequence, so the prefill nest's runs of one sequence's tokens
+// are one token long; here a run is kDecodeRunTokens consecutive tokens of
+// any sequences, each with its own taps:
+//
+//   scf.parallel (run r of kDecodeRunTokens tokens, h) {
+//     whole run: per token t_i of the run, once: its sequence, slot and
+//       each tap's source (x, a cache row through the block table, or 0)
+//     for stream i, kLineLanes channels c (then 16-byte chunks):
+//       weights, bias: once for the run (in registers across its tokens)
+//       for each token t_i (unrolled):
+//         x = x_i[t_i, h, c]; [and_insert: store x at t_i's slot]
+//         out_i = bf16(act(fma chain over the taps, x) + x)
+//     the step's last, partial run: per token, the same with the weights
+//       loaded per token
+//   }
+//
+// Every line of a token's rows (x, out, its slot's row, each history row)
+// is visited once per stream, as a 64-byte access; the W-1 history rows of
+// the run's tokens are independent loads that the core overlaps, where the
+// (token, head) nest walks one token's rows in 16-byte chunks. Every
+// element's arithmetic is that of the (token, head) nest: the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
+
+#include "RunPieces.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+using namespace inkling::cpu;
+
+namespace {
+
+/// Tokens per outer iteration of the decode-run nest: the weights of a
+/// line serve this many tokens, whose rows (x, out, slot row, W-1 history
+/// rows each) are walked together; 4, as the token-run nest's runs.
+constexpr int64_t kDecodeRunTokens = 4;
+
+/// The decode-run nest of one conv, from the pieces of its ConvNestBuilder.
+class DecodeRunNest {
+public:
+  DecodeRunNest(const ConvNestBuilder &nest, const CPULoopOptions &options)
+      : nest(nest), options(options), insert(nest.insert()) {}
+
+  void build(OpBuilder &b, Location loc) const;
+
+private:
+  ConvRow tokenRow(OpBuilder &b, Location loc, Value t, Value h) const;
+  void token(OpBuilder &b, Location loc, const ConvPart &part,
+             const RunChunk &chunk, const ConvRow &row) const;
+  void chunks(OpBuilder &b, Location loc, Value h,
+              ArrayRef<ConvRow> rows) const;
+  void count(OpBuilder &b, Location loc, Branch branch) const {
+    if (options.branchCounters)
+      emitBranchCount(b, loc, nest.op(), branch);
+  }
+
+  const ConvNestBuilder &nest;
+  const CPULoopOptions &options;
+  const bool insert;
+  CPUTapHoisting sources;
+};
+
+} // namespace
+
+// Token t's sequence, slot (masked for a padding token) and tap sources.
+ConvRow DecodeRunNest::tokenRow(OpBuilder &b, Location loc, Value t,
+                                Value h) const {
+  ConvRow row = nest.beginRow(b, loc, t, h);
+  if (row.taps.empty())
+    row.taps = sources.tapSources(nest, b, loc, row);
+  return row;
+}
+
+// One token of a run in one chunk: x loaded once, stored at the token's
+// slot (and_insert), convolved with its taps; a padding token's output is
+// its input, and it touches no cache.
+void DecodeRunNest::token(OpBuilder &b, Location loc, const ConvPart &part,
+                          const RunChunk &chunk, const ConvRow &row) const {
+  Value xRaw = part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes);
+  emitIfElse(
+      b, loc, row.live,
+      [&](OpBuilder &b, Location loc) {
+        if (insert) {
+          emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
+            markLine(
+                storeLanes(b, loc, xRaw, nest.cache(),
+                           ValueRange{row.slot.block, chunk.h, row.slot.row,
+                                      nest.cacheCol(b, loc, part, chunk.c)},
+                           part.cacheAlign),
+                part.cacheLineAligned);
+          });
+        }
+        Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
+        SmallVector<Value> tapValues;
+        for (const TapSource &tap : row.taps)
+          tapValues.push_back(sources.tapValue(nest, b, loc, part, tap, chunk.h,
+                                               chunk.c, chunk.lanes,
+                                               chunk.order));
+        tapValues.push_back(xt);
+        Value acc = nest.convResult(
+            b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
+            chunk.bias, xt, chunk.lanes);
+        markLine(part.out.store(
+                     b, loc, truncToBf16(b, loc, acc, chunk.lanes, chunk.order),
+                     row.t, chunk.h, chunk.c),
+                 part.out.lineAligned);
+      },
+      [&](OpBuilder &b, Location loc) {
+        part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c);
+      });
+}
+
+// Every stream's chunks of head h for the tokens of `rows`: each chunk's
+// weights once for all of them.
+void DecodeRunNest::chunks(OpBuilder &b, Location loc, Value h,
+                           ArrayRef<ConvRow> rows) const {
+  for (const ConvPart &part : nest.parts())
+    forEachLineChunk(b, loc, part.range.width,
+                     [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                       RunChunk chunk = loadRunChunk(nest, options, b, loc,
+                                                     part, h, c, lanes);
+                       for (const ConvRow &row : rows)
+                         token(b, loc, part, chunk, row);
+                     });
+}
+
+void DecodeRunNest::build(OpBuilder &b, Location loc) const {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value tokens = nest.tokens();
+  Value runTokens = cIndex(b, loc, kDecodeRunTokens);
+  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0},
+      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange rh) {
+        ArithBuilder ab(b, loc);
+        Value h = rh[1];
+        Value t0 = ab.mul(rh[0], runTokens);
+        Value t1 =
+            arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
+        Value whole =
+            cmp(b, loc, arith::CmpIPredicate::eq, ab.sub(t1, t0), runTokens);
+        emitIfElse(
+            b, loc, whole,
+            [&](OpBuilder &b, Location loc) {
+              count(b, loc, Branch::DecodeRunsWhole);
+              SmallVector<ConvRow> rows;
+              for (int64_t i = 0; i < kDecodeRunTokens; ++i)
+                rows.push_back(tokenRow(
+                    b, loc, ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)),
+                    h));
+              chunks(b, loc, h, rows);
+            },
+            [&](OpBuilder &b, Location loc) {
+              count(b, loc, Branch::DecodeRunsPartial);
+              scf::ForOp::create(
+                  b, loc, t0, t1, c1, ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+                    chunks(b, loc, h, tokenRow(b, loc, t, h));
+                    scf::YieldOp::create(b, loc);
+                  });
+            });
+      });
+}
+
+void inkling::cpu::emitDecodeRunNest(const ConvNestBuilder &nest, OpBuilder &b,
+                                     Location loc,
+                                     const CPULoopOptions &options) {
+  DecodeRunNest(nest, options).build(b, loc);
+}

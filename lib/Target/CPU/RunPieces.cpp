@@ -1,0 +1,55 @@
+//===- RunPieces.cpp - What the CPU's run nests share ---------------------===//
+
+#include "RunPieces.h"
+
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+
+LaneOrder cpu::runLaneOrder(const CPULoopOptions &options, int64_t lanes) {
+  return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
+             ? LaneOrder::EvenOdd
+             : LaneOrder::Natural;
+}
+
+cpu::RunChunk cpu::loadRunChunk(const ConvNestBuilder &nest,
+                                const CPULoopOptions &options, OpBuilder &b,
+                                Location loc, const ConvPart &part, Value h,
+                                Value c, int64_t lanes) {
+  ArithBuilder ab(b, loc);
+  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+  RunChunk chunk{h, c, lanes, runLaneOrder(options, lanes), {}, {}};
+  chunk.bias = nest.biasLanes(b, loc, part, channel, lanes, chunk.order);
+  chunk.tapWeights =
+      nest.tapWeightsOf(b, loc, part, channel, lanes, chunk.order);
+  return chunk;
+}
+
+void cpu::forEachLineChunk(OpBuilder &b, Location loc, int64_t width,
+                           LanesBody body) {
+  const int64_t groups = width / kLineLanes;
+  const int64_t perGroup = kLineLanes / kLanes;
+  scf::ForOp::create(
+      b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
+        Value c = ArithBuilder(b, loc).mul(group, cIndex(b, loc, kLineLanes));
+        body(b, loc, c, kLineLanes);
+        scf::YieldOp::create(b, loc);
+      });
+  scf::ForOp::create(b, loc, cIndex(b, loc, groups * perGroup),
+                     cIndex(b, loc, numChunks(width)), cIndex(b, loc, 1),
+                     ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value chunk, ValueRange) {
+                       emitChunk(b, loc, chunk, width, body);
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+void cpu::markLine(Operation *store, bool aligned) {
+  auto vector = dyn_cast<vector::StoreOp>(store);
+  if (aligned && vector &&
+      vector.getValueToStore().getType().getNumElements() == kLineLanes)
+    store->setAttr(kLineAlignedAttrName, UnitAttr::get(store->getContext()));
+}

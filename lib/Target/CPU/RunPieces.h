@@ -1,0 +1,51 @@
+//===- RunPieces.h - What the CPU's run nests share -------------*- C++ -*-===//
+//
+// The pieces the token-run nest of prefill (ConvTokenRuns.cpp) and the
+// decode-run nest (ConvDecodeRuns.cpp) share: a chunk's weights and bias
+// loaded once for the tokens of a run, the walk over a row's 64-byte lines
+// then 16-byte chunks, the lane order and the line marks of the stores.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef INKLING_LIB_TARGET_CPU_RUNPIECES_H
+#define INKLING_LIB_TARGET_CPU_RUNPIECES_H
+
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
+
+namespace inkling::cpu {
+
+/// What every token of a run shares in one chunk of channels c.. of head
+/// h: the lane order, the bias (acc's start) and the tap weights.
+struct RunChunk {
+  mlir::Value h, c;
+  int64_t lanes;
+  loops::LaneOrder order;
+  mlir::Value bias;
+  llvm::SmallVector<mlir::Value> tapWeights;
+};
+
+/// Even-odd lanes (the CPU's choice, evenOddLanes): no lane-crossing
+/// shuffle between a row's bf16 and the f32 lanes of the fmas.
+loops::LaneOrder runLaneOrder(const CPULoopOptions &options, int64_t lanes);
+
+/// The bias and weights of channels c.. of head h of `part`, in the run
+/// lane order.
+RunChunk loadRunChunk(const loops::ConvNestBuilder &nest,
+                      const CPULoopOptions &options, mlir::OpBuilder &b,
+                      mlir::Location loc, const loops::ConvPart &part,
+                      mlir::Value h, mlir::Value c, int64_t lanes);
+
+/// Calls `body` for every chunk of a row of `width` channels: whole groups
+/// of kLineLanes channels (a 64-byte line per token), then the rest by
+/// 16-byte chunks (and a shorter last one).
+void forEachLineChunk(mlir::OpBuilder &b, mlir::Location loc, int64_t width,
+                      loops::LanesBody body);
+
+/// Marks a store of one 64-byte line that `aligned` proves line-aligned
+/// whenever its memref's base is (kLineAlignedAttrName).
+void markLine(mlir::Operation *store, bool aligned);
+
+} // namespace inkling::cpu
+
+#endif // INKLING_LIB_TARGET_CPU_RUNPIECES_H
