@@ -23,6 +23,9 @@
 //                      of >= 64 (token, head) pairs
 //   layer/memcpy       memcpy of the step's row bytes, the unit of the
 //                      layer's memory bound (below)
+//   layer/token-nest   layer/conv-insert with decode-runs=false: decode
+//                      steps in the (token, head) nest by 16-byte chunks
+//                      (the baseline of the decode-run nest)
 //   layer/plain-stores layer/conv-insert without non-temporal stores
 //                      (streaming-stores-min-iterations=0; the default,
 //                      4096, streams the stores of large steps)
@@ -152,10 +155,27 @@ struct Engines {
   std::unique_ptr<mlir::ExecutionEngine> threaded;
   /// conv-insert with ordinary stores only.
   std::unique_ptr<mlir::ExecutionEngine> plainStores;
+  /// conv-insert without the decode-run nest (decode-runs=false).
+  std::unique_ptr<mlir::ExecutionEngine> tokenNest;
   /// packed-inserts and none with ordinary stores only.
   std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> plainInserts;
   std::map<int64_t, std::unique_ptr<Workload>> workloads;
+  /// Seconds to lower and JIT the module: conv-insert on one thread, and
+  /// threaded (threads = 0).
+  double compileOneThread = 0, compileThreaded = 0;
 };
+
+/// `compile`, timed into `seconds`.
+std::unique_ptr<mlir::ExecutionEngine>
+timedCompile(const std::string &source, const CompileOptions &options,
+             std::string &error, double &seconds) {
+  auto start = std::chrono::steady_clock::now();
+  auto engine = compile(source, options, error);
+  seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return engine;
+}
 
 Engines &engines() {
   static Engines *e = [] {
@@ -169,7 +189,10 @@ Engines &engines() {
       CompileOptions options;
       options.fusion = s;
       std::string error;
-      e->engines[s] = compile(source, options, error);
+      double seconds = 0;
+      e->engines[s] = timedCompile(source, options, error, seconds);
+      if (s == FusionStrategy::ConvInsert)
+        e->compileOneThread = seconds;
       if (s != FusionStrategy::ConvInsert && e->engines[s]) {
         options.streamingStoresMinIterations = 0;
         e->plainInserts[s] = compile(source, options, error);
@@ -184,11 +207,15 @@ Engines &engines() {
     threaded.threads = 0;
     CompileOptions plainStores;
     plainStores.streamingStoresMinIterations = 0;
+    CompileOptions tokenNest;
+    tokenNest.decodeRuns = false;
     std::string error;
-    e->threaded = compile(source, threaded, error);
+    e->threaded = timedCompile(source, threaded, error, e->compileThreaded);
     if (e->threaded)
       e->plainStores = compile(source, plainStores, error);
-    if (!e->threaded || !e->plainStores) {
+    if (e->plainStores)
+      e->tokenNest = compile(source, tokenNest, error);
+    if (!e->threaded || !e->plainStores || !e->tokenNest) {
       std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
       std::exit(1);
     }
@@ -387,6 +414,10 @@ void BM_LayerThreads(benchmark::State &state) {
   timed(state, "layer/threads",
         [](Workload &w) { callLayer(w, *engines().threaded); });
 }
+void BM_LayerTokenNest(benchmark::State &state) {
+  timed(state, "layer/token-nest",
+        [](Workload &w) { callLayer(w, *engines().tokenNest); });
+}
 void BM_LayerPlainStores(benchmark::State &state) {
   timed(state, "layer/plain-stores",
         [](Workload &w) { callLayer(w, *engines().plainStores); });
@@ -419,6 +450,7 @@ BENCHMARK(BM_LayerPacked)->Apply(tokenArgs);
 BENCHMARK(BM_LayerNone)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTokenSeq)->Apply(tokenArgs);
 BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
+BENCHMARK(BM_LayerTokenNest)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
 
@@ -470,23 +502,32 @@ void printSummary() {
               "memcpy's time per byte of traffic x the layer's traffic; %d "
               "threads)\n",
               defaultThreadCount());
-  std::printf("%6s | %11s %11s %13s | %11s %11s %12s | %11s %13s\n", "T",
-              "1-thr us", "all-thr us", "1-thr/all-thr", "traffic KiB",
-              "bound us", "1-thr/bound", "plain us", "1-thr/plain");
+  std::printf("%6s | %11s %11s %13s | %11s %11s %12s | %11s %13s | %11s "
+              "%12s\n",
+              "T", "1-thr us", "all-thr us", "1-thr/all-thr", "traffic KiB",
+              "bound us", "1-thr/bound", "plain us", "1-thr/plain", "(t,h) us",
+              "(t,h)/1-thr");
   for (int64_t t : kTokenCounts) {
     double one = get("layer/conv-insert", t), all = get("layer/threads", t),
-           copy = get("layer/memcpy", t), plain = get("layer/plain-stores", t);
+           copy = get("layer/memcpy", t), plain = get("layer/plain-stores", t),
+           nest = get("layer/token-nest", t);
     if (one == 0 || all == 0 || copy == 0)
       continue;
     Workload &w = workload(t);
     double bound = copy * static_cast<double>(w.layerTraffic) /
                    (2.0 * static_cast<double>(w.rowBytes));
     std::printf("%6lld | %11.2f %11.2f %13.2f | %11.1f %11.2f %12.2f | %11.2f "
-                "%13.2f\n",
+                "%13.2f | %11.2f %12.2f\n",
                 static_cast<long long>(t), one * 1e6, all * 1e6,
                 ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
-                bound * 1e6, ratio(one, bound), plain * 1e6, ratio(one, plain));
+                bound * 1e6, ratio(one, bound), plain * 1e6, ratio(one, plain),
+                nest * 1e6, ratio(nest, one));
   }
+  Engines &e = engines();
+  std::printf("\nCompile (lower + JIT of the module's three functions): one "
+              "thread %.2f s, threaded %.2f s (%.2fx)\n",
+              e.compileOneThread, e.compileThreaded,
+              ratio(e.compileThreaded, e.compileOneThread));
 }
 
 } // namespace
