@@ -7,25 +7,27 @@
 // head) form for prefill-sized steps, then the (token, head) one; an
 // insert's nest once.
 //
-// RUN: inkling-opt %s --inkling-lower-to-cpu --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu=decode-runs=false --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DEFAULT
-// RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=conv-insert --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu="fusion=conv-insert decode-runs=false" --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DEFAULT
-// RUN: inkling-opt %s --inkling-lower-to-cpu=split-streams=false --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu="split-streams=false decode-runs=false" --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CONCAT
-// RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=packed-inserts --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu="fusion=packed-inserts decode-runs=false" --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PACKED
-// RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=none --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu="fusion=none decode-runs=false" --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NONE
 // The same counts with grep -c over the whole module:
-// RUN: inkling-opt %s --inkling-lower-to-cpu --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu=decode-runs=false --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | grep -c 'scf.parallel (%[a-z0-9_]*, %[a-z0-9_]*)' | FileCheck %s --check-prefix=COUNT3
-// RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=none --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
+// RUN: inkling-opt %s --inkling-lower-to-cpu="fusion=none decode-runs=false" --mlir-print-ir-after=sconv-lower-to-loops -o /dev/null 2>&1 \
 // RUN:   | grep -c 'scf.parallel (%[a-z0-9_]*, %[a-z0-9_]*)' | FileCheck %s --check-prefix=COUNT8
 // RUN: not inkling-opt %s --inkling-lower-to-cpu=fusion=fastest 2>&1 | FileCheck %s --check-prefix=BAD
 // And the whole pipeline still reaches the LLVM dialect with each strategy.
 // RUN: inkling-opt %s --inkling-lower-to-cpu=fusion=packed-inserts | FileCheck %s --check-prefix=LLVM
 // RUN: inkling-opt %s --inkling-lower-to-cpu="fusion=conv-insert checked=true" | FileCheck %s --check-prefix=LLVM
+// (decode-runs=false throughout: the nests counted are the (token, head)
+// ones; the decode-run nest has its own test, conv-decode-runs.mlir.)
 
 // The decoder layer of test/Dialect/SConv/Transforms/fusion-pipeline.mlir at
 // the real layout: K and V are ready together (QKV projection); attention

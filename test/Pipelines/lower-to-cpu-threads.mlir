@@ -17,38 +17,46 @@
 
 // The fused layer is one nest in two forms, chosen per call on the step's
 // shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)
-// nest, then the (token, head) one. Each is a branch on its outer
-// iterations (ceil(T / 4) * 8, T * 8) >= 32 between one region on 4
-// threads and the sequential nest; the four streams' chains (16 fmas) in
-// each, 5 times in the token-run form (4 unrolled tokens and the token
-// loop). Streaming stores off here (their copies: STREAM below).
-// FUSED-LABEL: llvm.func @decoder_layer
-// FUSED-DAG:     %[[MIN:.*]] = llvm.mlir.constant(32 : index) : i64
-// FUSED-DAG:     %[[N:.*]] = llvm.mlir.constant(4 : i32) : i32
-// FUSED:         %[[BIG1:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
-// FUSED-NEXT:    llvm.cond_br %[[BIG1]], ^[[PAR1:.*]], ^[[SEQ1:[a-z0-9]*]]
-// FUSED:       ^[[PAR1]]:
-// FUSED-NEXT:    omp.parallel num_threads(%[[N]] : i32) {
+// nest of prefill, then the (run of 4 tokens, head) decode-run nest. Each
+// is a branch on its outer iterations (ceil(T / 4) * 8) >= 32 between a
+// call of its threaded copy, outlined into a private function of its own
+// (one region on 4 threads), and the sequential nest, which stays in the
+// layer's function with no OpenMP op: the single-thread code. The four
+// streams' chains (16 fmas) in each, 5 times (4 unrolled tokens and the
+// token loop). Streaming stores off here (their copies: STREAM below).
+// FUSED-LABEL: llvm.func @decoder_layer_threaded0(
+// FUSED-SAME:    attributes {{{.*}}passthrough = ["noinline"]
+// FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
 // FUSED-NEXT:      omp.wsloop {
 // FUSED-NEXT:        omp.loop_nest ({{.*}}) : i64 = {{.*}} collapse(2) {
 // FUSED-NOT:     omp.parallel
 // FUSED-COUNT-80: llvm.intr.fma
 // FUSED:           omp.terminator
+// FUSED-LABEL: llvm.func @decoder_layer_threaded1(
+// FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
+// FUSED-NOT:     omp.parallel
+// FUSED-COUNT-80: llvm.intr.fma
+// FUSED:           omp.terminator
+// FUSED-LABEL: llvm.func @decoder_layer(
+// FUSED-NOT:     omp.
+// FUSED:         %[[MIN:.*]] = llvm.mlir.constant(32 : index) : i64
+// FUSED-NOT:     omp.
+// FUSED:         %[[BIG1:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
+// FUSED-NEXT:    llvm.cond_br %[[BIG1]], ^[[PAR1:.*]], ^[[SEQ1:[a-z0-9]*]]
+// FUSED:       ^[[PAR1]]:
+// FUSED-NOT:     omp.
+// FUSED:         llvm.call @decoder_layer_threaded0(
 // FUSED:       ^[[SEQ1]]:
 // FUSED-NOT:     omp.
 // FUSED-COUNT-80: llvm.intr.fma
 // FUSED:         %[[BIG2:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
 // FUSED-NEXT:    llvm.cond_br %[[BIG2]], ^[[PAR2:.*]], ^[[SEQ2:[a-z0-9]*]]
 // FUSED:       ^[[PAR2]]:
-// FUSED-NEXT:    omp.parallel num_threads(%[[N]] : i32) {
-// FUSED-NEXT:      omp.wsloop {
-// FUSED-NEXT:        omp.loop_nest ({{.*}}) : i64 = {{.*}} collapse(2) {
-// FUSED-NOT:     omp.parallel
-// FUSED-COUNT-16: llvm.intr.fma
-// FUSED:           omp.terminator
+// FUSED-NOT:     omp.
+// FUSED:         llvm.call @decoder_layer_threaded1(
 // FUSED:       ^[[SEQ2]]:
 // FUSED-NOT:     omp.
-// FUSED-COUNT-16: llvm.intr.fma
+// FUSED-COUNT-80: llvm.intr.fma
 // FUSED-NOT:     llvm.intr.fma
 // FUSED-NOT:     omp.
 
@@ -63,11 +71,10 @@
 
 // With streaming stores off no row is stored non-temporally. By default
 // (4096) each nest exists twice, once with non-temporal stores: in that
-// copy the 64-byte line stores of the token-run form (4 outputs and 4
-// cache rows of 32 channels, 5 times: 4 unrolled tokens and the token
+// copy the 64-byte line stores of the two run forms (4 outputs and 4
+// cache rows of 32 channels, 5 times each: 4 unrolled tokens and the token
 // loop) claim 64-byte alignment, checked at run time on the bases; the
-// 16-byte ones keep 16 (the (token, head) form's 4 outputs and 4 cache
-// rows, the padding outputs and the tail chunks of the token-run form).
+// 16-byte ones keep 16 (the token-run form's padding outputs).
 // ONE-NOT:     nontemporal
 // STREAM-LABEL: llvm.func @decoder_layer
 // STREAM-DAG:    llvm.store {{.*}} {alignment = 64 : i64, nontemporal} : vector<32xi16>
@@ -76,5 +83,5 @@
 // RUN:   | grep -c "alignment = 64 : i64, nontemporal} : vector<32xi16>" | FileCheck %s --check-prefix=LINES
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
 // RUN:   | grep -c "alignment = 16 : i64, nontemporal} : vector<8xi16>" | FileCheck %s --check-prefix=CHUNKS
-// LINES: {{^}}40{{$}}
-// CHUNKS: {{^}}16{{$}}
+// LINES: {{^}}80{{$}}
+// CHUNKS: {{^}}4{{$}}

@@ -11,7 +11,9 @@
 #include "inkling/Target/CPU/BranchCounters.h"
 #include "inkling/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -38,6 +40,29 @@ LogicalResult toNestedFors(RewriterBase &rewriter,
   return success();
 }
 
+/// Moves the threaded branch of `branch` into a private function of its
+/// own, which LLVM may not inline: the calling function then holds the
+/// single-thread code as the one-thread build has it, plus a branch and a
+/// call (the OpenMP lowering's outlining, allocas and captured values stay
+/// out of it).
+LogicalResult outlineThreaded(RewriterBase &rewriter, SymbolTable &symbols,
+                              scf::IfOp branch) {
+  auto parent = branch->getParentOfType<FunctionOpInterface>();
+  // A name unique in the module (outlineIfOp neither checks nor renames).
+  std::string name;
+  for (unsigned i = 0; name.empty() || symbols.lookup(name); ++i)
+    name = (parent.getName() + "_threaded" + llvm::Twine(i)).str();
+  func::FuncOp threaded;
+  if (failed(outlineIfOp(rewriter, branch, &threaded, name, nullptr, "")))
+    return branch.emitOpError("could not outline its threaded branch");
+  threaded.setPrivate();
+  // func-to-llvm forwards `passthrough` to the llvm.func: LLVM's noinline.
+  threaded->setAttr("passthrough", rewriter.getArrayAttr(
+                                       {rewriter.getStringAttr("noinline")}));
+  symbols.insert(threaded);
+  return success();
+}
+
 struct ParallelDispatchPass
     : inkling::cpu::impl::ParallelDispatchPassBase<ParallelDispatchPass> {
   using Base::Base;
@@ -52,6 +77,7 @@ struct ParallelDispatchPass
         nests.push_back(loop);
     });
     IRRewriter rewriter(&getContext());
+    SymbolTable symbols(getOperation());
     for (scf::ParallelOp nest : nests) {
       Location loc = nest.getLoc();
       rewriter.setInsertionPoint(nest);
@@ -76,6 +102,8 @@ struct ParallelDispatchPass
       SmallVector<scf::ParallelOp> loops;
       nest.walk([&](scf::ParallelOp loop) { loops.push_back(loop); });
       if (failed(toNestedFors(rewriter, loops)))
+        return signalPassFailure();
+      if (failed(outlineThreaded(rewriter, symbols, branch)))
         return signalPassFailure();
     }
   }

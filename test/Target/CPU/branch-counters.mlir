@@ -18,15 +18,19 @@
 // CHECK-DAG:   memref.global @inkling_branch_streaming_off : memref<1xi64> = dense<0>
 // CHECK-DAG:   memref.global @inkling_branch_threaded : memref<1xi64> = dense<0>
 // CHECK-DAG:   memref.global @inkling_branch_sequential : memref<1xi64> = dense<0>
+// The threaded copies of the nests are private functions of their own
+// (inkling-cpu-parallel-dispatch), counting where they start.
+// CHECK-LABEL: func.func private @conv_real_threaded0
+// CHECK:           memref.get_global @inkling_branch_threaded
+// CHECK:           scf.parallel
+// CHECK:           memref.get_global @inkling_branch_runs_unrolled
+// CHECK:           memref.get_global @inkling_branch_runs_looped
 // CHECK-LABEL: func.func @conv_real
 // CHECK:         scf.if %{{.+}} {
 // CHECK-NEXT:      %[[ON:.+]] = memref.get_global @inkling_branch_token_runs_on
 // CHECK:           memref.atomic_rmw addi %{{.+}}, %[[ON]][%{{.+}}] : (i64, memref<1xi64>) -> i64
 // CHECK:           memref.get_global @inkling_branch_streaming_on
-// CHECK:           memref.get_global @inkling_branch_threaded
-// CHECK:           scf.parallel
-// CHECK:           memref.get_global @inkling_branch_runs_unrolled
-// CHECK:           memref.get_global @inkling_branch_runs_looped
+// CHECK:           call @conv_real_threaded
 // CHECK:           memref.get_global @inkling_branch_sequential
 // CHECK:           memref.get_global @inkling_branch_streaming_off
 // CHECK:           %[[NORUNS:.+]] = memref.get_global @inkling_branch_token_runs_off

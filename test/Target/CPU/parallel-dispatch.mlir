@@ -2,8 +2,16 @@
 // RUN: inkling-opt %s --inkling-cpu-parallel-dispatch=min-iterations=1 --split-input-file | FileCheck %s --check-prefix=ALWAYS
 
 // One flag per nest from its trip counts (rounded up, 0 for an empty
-// dimension); the parallel copy under it, the nest as scf.for loops (inner
-// parallel loops too) otherwise, with the same body.
+// dimension); under it a call of the parallel copy, outlined into a
+// private function that LLVM may not inline (so the calling function holds
+// the single-thread code as the one-thread build has it), the nest as
+// scf.for loops (inner parallel loops too) otherwise, with the same body.
+// CHECK-LABEL: func.func private @nest_threaded0
+// CHECK-SAME:    (%[[F:[^:]*]]: f32, %[[M:[^:]*]]: memref<?x8x16xf32>
+// CHECK-SAME:    attributes {passthrough = ["noinline"]}
+// CHECK:         scf.parallel (%[[I:.*]], %[[H:.*]]) =
+// CHECK-NEXT:      scf.parallel (%[[C:.*]]) =
+// CHECK-NEXT:        memref.store %[[F]], %[[M]][%[[I]], %[[H]], %[[C]]]
 // CHECK-LABEL: func.func @nest
 // CHECK-SAME:    (%[[T:.*]]: index
 // CHECK:         %[[C0:.*]] = arith.constant 0 : index
@@ -22,16 +30,15 @@
 // CHECK:         %[[C64:.*]] = arith.constant 64 : index
 // CHECK:         %[[BIG:.*]] = arith.cmpi sge, %[[P1]], %[[C64]]
 // CHECK:         scf.if %[[BIG]] {
-// CHECK-NEXT:      scf.parallel (%[[I:.*]], %[[H:.*]]) = (%[[C0]], %[[C0]]) to (%[[T]], %[[C8]])
-// CHECK-NEXT:        scf.parallel (%[[C:.*]]) =
-// CHECK-NEXT:          memref.store %{{.*}}, %{{.*}}[%[[I]], %[[H]], %[[C]]]
-// CHECK:         } else {
+// CHECK-NEXT:      func.call @nest_threaded0(%{{.*}}, %arg1, {{.*}}%[[T]]
+// CHECK-NEXT:    } else {
 // CHECK-NEXT:      scf.for %[[SI:.*]] = %[[C0]] to %[[T]] step %[[C1]] {
 // CHECK-NEXT:        scf.for %[[SH:.*]] = %[[C0]] to %[[C8]] step %[[C1]] {
 // CHECK-NEXT:          scf.for %[[SC:.*]] =
 // CHECK-NEXT:            memref.store %{{.*}}, %{{.*}}[%[[SI]], %[[SH]], %[[SC]]]
 // CHECK-NOT:     scf.parallel
 // CHECK:         return
+// ALWAYS-NOT:    func.func private
 // ALWAYS-LABEL: func.func @nest
 // ALWAYS-NOT:    scf.if
 // ALWAYS-NOT:    scf.for
@@ -51,11 +58,16 @@ func.func @nest(%t: index, %m: memref<?x8x16xf32>) {
 
 // -----
 
-// Two nests, two flags; code outside the nests stays where it was.
+// Two nests, two flags, two outlined copies with names of their own; code
+// outside the nests stays where it was.
+// CHECK-LABEL: func.func private @two_threaded0
+// CHECK-LABEL: func.func private @two_threaded1
 // CHECK-LABEL: func.func @two
 // CHECK:         scf.if
+// CHECK-NEXT:      call @two_threaded0
 // CHECK:         memref.store {{.*}}[%{{.*}}] : memref<4xf32>
 // CHECK:         scf.if
+// CHECK-NEXT:      call @two_threaded1
 // CHECK-NOT:     scf.if
 func.func @two(%t: index, %m: memref<?xf32>, %z: memref<4xf32>) {
   %c0 = arith.constant 0 : index
