@@ -22,8 +22,10 @@
 // call of its threaded copy, outlined into a private function of its own
 // (one region on 4 threads), and the sequential nest, which stays in the
 // layer's function with no OpenMP op: the single-thread code. The four
-// streams' chains (16 fmas) in each, 5 times (4 unrolled tokens and the
-// token loop). Streaming stores off here (their copies: STREAM below).
+// streams' chains (16 fmas) in each, 5 times in the token-run form (4
+// unrolled tokens and the token loop), 9 in the decode-run form (its whole
+// runs with cache taps unselected, or selected; the token loop). Streaming
+// stores off here (their copies: STREAM below).
 // FUSED-LABEL: llvm.func @decoder_layer_threaded0(
 // FUSED-SAME:    attributes {{{.*}}passthrough = ["noinline"]
 // FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
@@ -35,7 +37,7 @@
 // FUSED-LABEL: llvm.func @decoder_layer_threaded1(
 // FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
 // FUSED-NOT:     omp.parallel
-// FUSED-COUNT-80: llvm.intr.fma
+// FUSED-COUNT-144: llvm.intr.fma
 // FUSED:           omp.terminator
 // FUSED-LABEL: llvm.func @decoder_layer(
 // FUSED-NOT:     omp.
@@ -56,7 +58,7 @@
 // FUSED:         llvm.call @decoder_layer_threaded1(
 // FUSED:       ^[[SEQ2]]:
 // FUSED-NOT:     omp.
-// FUSED-COUNT-80: llvm.intr.fma
+// FUSED-COUNT-144: llvm.intr.fma
 // FUSED-NOT:     llvm.intr.fma
 // FUSED-NOT:     omp.
 
@@ -72,8 +74,8 @@
 // With streaming stores off no row is stored non-temporally. By default
 // (4096) each nest exists twice, once with non-temporal stores: in that
 // copy the 64-byte line stores of the two run forms (4 outputs and 4
-// cache rows of 32 channels, 5 times each: 4 unrolled tokens and the token
-// loop) claim 64-byte alignment, checked at run time on the bases; the
+// cache rows of 32 channels; 5 times in the token-run form, 9 in the
+// decode-run form, as the fmas above) claim 64-byte alignment, checked at run time on the bases; the
 // 16-byte ones keep 16 (the token-run form's padding outputs).
 // ONE-NOT:     nontemporal
 // STREAM-LABEL: llvm.func @decoder_layer
@@ -83,5 +85,5 @@
 // RUN:   | grep -c "alignment = 64 : i64, nontemporal} : vector<32xi16>" | FileCheck %s --check-prefix=LINES
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu \
 // RUN:   | grep -c "alignment = 16 : i64, nontemporal} : vector<8xi16>" | FileCheck %s --check-prefix=CHUNKS
-// LINES: {{^}}80{{$}}
+// LINES: {{^}}112{{$}}
 // CHUNKS: {{^}}4{{$}}

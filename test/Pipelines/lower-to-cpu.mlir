@@ -32,13 +32,14 @@
 // one inner loop per stream on the CPU) the same arithmetic: no libgcc
 // call, no fmuladd. The 16 fmas of the four chains: 5 times in the
 // token-run form for prefill-sized steps (the 4 unrolled tokens of a whole
-// run, and the token loop of a partial one), 5 times in the decode-run form
-// of the other steps (the same shape); each form twice (the copy with
-// streaming stores for large steps).
+// run, and the token loop of a partial one), 9 times in the decode-run form
+// of the other steps (its whole runs twice: taps read from the cache
+// unselected, or selected; and the partial run's loop); each form twice
+// (the copy with streaming stores for large steps).
 // FUSED-NOT: __truncsfbf2
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-NOT: llvm.intr.fmuladd
-// FUSED-COUNT-320: llvm.intr.fma
+// FUSED-COUNT-448: llvm.intr.fma
 // FUSED-NOT: llvm.intr.fma
 // FUSED-NOT: __truncsfbf2
 

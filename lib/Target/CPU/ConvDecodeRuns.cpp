@@ -56,9 +56,9 @@ public:
 private:
   ConvRow tokenRow(OpBuilder &b, Location loc, Value t, Value h) const;
   void token(OpBuilder &b, Location loc, const ConvPart &part,
-             const RunChunk &chunk, const ConvRow &row) const;
-  void chunks(OpBuilder &b, Location loc, Value h,
-              ArrayRef<ConvRow> rows) const;
+             const RunChunk &chunk, const ConvRow &row, bool fromCache) const;
+  void chunks(OpBuilder &b, Location loc, Value h, ArrayRef<ConvRow> rows,
+              bool fromCache) const;
   void count(OpBuilder &b, Location loc, Branch branch) const {
     if (options.branchCounters)
       emitBranchCount(b, loc, nest.op(), branch);
@@ -83,54 +83,60 @@ ConvRow DecodeRunNest::tokenRow(OpBuilder &b, Location loc, Value t,
 
 // One token of a run in one chunk: x loaded once, stored at the token's
 // slot (and_insert), convolved with its taps; a padding token's output is
-// its input, and it touches no cache.
+// its input, and it touches no cache. `fromCache`: the token is live and
+// every tap is a history row (the run's check), loaded without selection.
 void DecodeRunNest::token(OpBuilder &b, Location loc, const ConvPart &part,
-                          const RunChunk &chunk, const ConvRow &row) const {
+                          const RunChunk &chunk, const ConvRow &row,
+                          bool fromCache) const {
   Value xRaw = part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes);
-  emitIfElse(
-      b, loc, row.live,
-      [&](OpBuilder &b, Location loc) {
-        if (insert) {
-          emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
-            markLine(
-                storeLanes(b, loc, xRaw, nest.cache(),
-                           ValueRange{row.slot.block, chunk.h, row.slot.row,
-                                      nest.cacheCol(b, loc, part, chunk.c)},
-                           part.cacheAlign),
-                part.cacheLineAligned);
-          });
-        }
-        Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
-        SmallVector<Value> tapValues;
-        for (const TapSource &tap : row.taps)
-          tapValues.push_back(sources.tapValue(nest, b, loc, part, tap, chunk.h,
-                                               chunk.c, chunk.lanes,
-                                               chunk.order));
-        tapValues.push_back(xt);
-        Value acc = nest.convResult(
-            b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
-            chunk.bias, xt, chunk.lanes);
-        markLine(part.out.store(
-                     b, loc, truncToBf16(b, loc, acc, chunk.lanes, chunk.order),
-                     row.t, chunk.h, chunk.c),
-                 part.out.lineAligned);
-      },
-      [&](OpBuilder &b, Location loc) {
-        part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c);
+  auto live = [&](OpBuilder &b, Location loc) {
+    if (insert) {
+      emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
+        markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                            ValueRange{row.slot.block, chunk.h, row.slot.row,
+                                       nest.cacheCol(b, loc, part, chunk.c)},
+                            part.cacheAlign),
+                 part.cacheLineAligned);
       });
+    }
+    Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
+    SmallVector<Value> tapValues;
+    for (const TapSource &tap : row.taps)
+      tapValues.push_back(
+          fromCache ? nest.cacheTap(b, loc, part, tap.block, chunk.h, tap.row,
+                                    nest.cacheCol(b, loc, part, chunk.c),
+                                    chunk.lanes, chunk.order)
+                    : sources.tapValue(nest, b, loc, part, tap, chunk.h,
+                                       chunk.c, chunk.lanes, chunk.order));
+    tapValues.push_back(xt);
+    Value acc = nest.convResult(
+        b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
+        chunk.bias, xt, chunk.lanes);
+    markLine(part.out.store(b, loc,
+                            truncToBf16(b, loc, acc, chunk.lanes, chunk.order),
+                            row.t, chunk.h, chunk.c),
+             part.out.lineAligned);
+  };
+  if (fromCache) {
+    live(b, loc);
+    return;
+  }
+  emitIfElse(b, loc, row.live, live, [&](OpBuilder &b, Location loc) {
+    part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c);
+  });
 }
 
 // Every stream's chunks of head h for the tokens of `rows`: each chunk's
 // weights once for all of them.
 void DecodeRunNest::chunks(OpBuilder &b, Location loc, Value h,
-                           ArrayRef<ConvRow> rows) const {
+                           ArrayRef<ConvRow> rows, bool fromCache) const {
   for (const ConvPart &part : nest.parts())
     forEachLineChunk(b, loc, part.range.width,
                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                        RunChunk chunk = loadRunChunk(nest, options, b, loc,
                                                      part, h, c, lanes);
                        for (const ConvRow &row : rows)
-                         token(b, loc, part, chunk, row);
+                         token(b, loc, part, chunk, row, fromCache);
                      });
 }
 
@@ -159,14 +165,31 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
                 rows.push_back(tokenRow(
                     b, loc, ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)),
                     h));
-              chunks(b, loc, h, rows);
+              // The common decode run: every token live, every tap a
+              // history row; its chunks then load the taps unselected.
+              Value fromCache = arith::ConstantIntOp::create(b, loc, 1, 1);
+              for (const ConvRow &row : rows) {
+                fromCache = arith::AndIOp::create(b, loc, fromCache, row.live);
+                for (const TapSource &tap : row.taps)
+                  fromCache =
+                      arith::AndIOp::create(b, loc, fromCache, tap.history);
+              }
+              emitIfElse(
+                  b, loc, fromCache,
+                  [&](OpBuilder &b, Location loc) {
+                    chunks(b, loc, h, rows, /*fromCache=*/true);
+                  },
+                  [&](OpBuilder &b, Location loc) {
+                    chunks(b, loc, h, rows, /*fromCache=*/false);
+                  });
             },
             [&](OpBuilder &b, Location loc) {
               count(b, loc, Branch::DecodeRunsPartial);
               scf::ForOp::create(
                   b, loc, t0, t1, c1, ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-                    chunks(b, loc, h, tokenRow(b, loc, t, h));
+                    chunks(b, loc, h, tokenRow(b, loc, t, h),
+                           /*fromCache=*/false);
                     scf::YieldOp::create(b, loc);
                   });
             });
