@@ -46,3 +46,25 @@
 // RUN:   --inject-fault=normed:3 2>&1 | FileCheck %s --check-prefix=NORMED
 // NORMED: inkling-run: mismatch in step 3, layer 0: argument 21 (normed_attn), token 0, head 0, channel 3: expected
 // NORMED: mismatches 1
+//
+// Already-fused IR (sconv.fused_conv_kv_write, sconv.fused_conv_add_norm)
+// has the same roles and is served the same way.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: inkling-opt %inkling_src/examples/small_layer_epilogues.mlir --sconv-fuse -o %t/fused.mlir
+// RUN: inkling-run %t/fused.mlir --list-ops | FileCheck %s --check-prefix=FUSED-OPS
+// FUSED-OPS: op 0: sconv.fused_conv_kv_write [k, v]
+// FUSED-OPS-NEXT: epilogue [k]: rms_norm, kv_write -> kv_cache_k
+// FUSED-OPS-NEXT: epilogue [v]: kv_write -> kv_cache_v
+// FUSED-OPS: op 2: sconv.fused_conv_add_norm [mlp]
+// FUSED-OPS-NEXT: epilogue [mlp]: add, rms_norm -> sum_mlp, normed_mlp
+// RUN: inkling-run %t/fused.mlir --steps=12 --json | FileCheck %s
+//
+// IR whose epilogues the host cannot drive: one line naming the op.
+// RUN: sed -e 's/sconv.kv_write %yv into/sconv.kv_write %v into/' \
+// RUN:   %inkling_src/examples/small_layer_epilogues.mlir > %t/input-rows.mlir
+// RUN: not inkling-run %t/input-rows.mlir 2>&1 | FileCheck %s --check-prefix=ROWS
+// ROWS: input-rows.mlir:{{[0-9]+}}:3: error: the x operand of sconv.kv_write is not the output of an earlier sconv.conv (or its sconv.rms_norm); a layer call drives epilogues of the layer's convs
+// RUN: sed -e 's/into %kn :/into %k :/' \
+// RUN:   %inkling_src/examples/small_layer_epilogues.mlir > %t/norm-out.mlir
+// RUN: not inkling-run %t/norm-out.mlir 2>&1 | FileCheck %s --check-prefix=NORM
+// NORM: norm-out.mlir:{{[0-9]+}}:3: error: the out operand of sconv.rms_norm is an argument of @small_layer_epilogues; a layer call drives a head-row norm whose rows sconv.kv_write stores (a buffer of the function)
