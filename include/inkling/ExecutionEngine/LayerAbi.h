@@ -240,15 +240,19 @@ std::string describeCheckedStatus(const int64_t status[5]);
 /// Checks a call's arguments against `sig` (one entry per argument of the
 /// signature, a status buffer included): rank; sizes >= 0 and <= 2^40,
 /// equal to the type's static sizes and to the step's shape (T, B, H, w, W
-/// agree between arguments); strides equal to the type's static ones,
+/// agree between arguments, the KV caches' num_blocks between them; the
+/// attention slots >= T); strides equal to the type's static ones,
 /// dynamic ones in [1, 2^40] (the strides of size-1 dims and of empty
 /// arrays are never used: any value); the offset equal to a static one;
 /// a non-null data pointer aligned to `ArgInfo::alignment()`; and no two
 /// arguments whose byte ranges overlap where either is written (an output
 /// that is an input, two outputs that are one buffer, an input inside the
-/// cache). `declared`: how many of `args` the caller passed (the rest the
-/// callee added, e.g. a status buffer), for the count message; -1: all.
-/// Returns the step's shape. Errors name the argument and the value.
+/// cache, a residual that is its sum's buffer, one buffer for the K and V
+/// caches; an argument the IR both writes and reads, the MLP path's h1, is
+/// one argument, not an overlap). `declared`: how many of `args` the caller
+/// passed (the rest the callee added, e.g. a status buffer), for the count
+/// message; -1: all. Returns the step's shape. Errors name the argument and the
+/// value.
 StatusOr<CallShape> validateArguments(const LayerSignature &sig,
                                       const std::vector<MemRefArg> &args,
                                       int64_t declared = -1);
