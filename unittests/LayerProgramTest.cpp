@@ -10,6 +10,7 @@
 #include "inkling/ExecutionEngine/LayerProgram.h"
 #include "inkling/ExecutionEngine/LayerAbi.h"
 
+#include "llvm/Support/MemoryBuffer.h"
 #include "gtest/gtest.h"
 
 #include <cstdint>
@@ -282,3 +283,97 @@ TEST(LayerAbiThreads, ThreadCountRange) {
 }
 
 } // namespace
+
+/// examples/small_layer_epilogues.mlir with the KV caches of vLLM's unified
+/// page: K and V of a block in one 512-byte page (block stride 256
+/// elements), V's view 128 elements after K's.
+class LayerAbiEpilogueTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto file =
+        llvm::MemoryBuffer::getFile(std::string(INKLING_SOURCE_DIR) +
+                                    "/examples/small_layer_epilogues.mlir");
+    ASSERT_TRUE(bool(file));
+    std::string source = (*file)->getBuffer().str();
+    std::string separate = "strided<[128, 16, 8, 1]>";
+    size_t at = source.find(separate);
+    ASSERT_NE(at, std::string::npos);
+    source.replace(at, separate.size(), "strided<[256, 16, 8, 1]>");
+    auto loaded = LayerProgram::fromSource(source, "epilogues.mlir", "");
+    ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+    program = std::move(*loaded);
+  }
+  const LayerSignature &sig() const { return program->signature(); }
+  /// Valid arguments: 4 KV blocks of 8, tokens at attention slots 0..3.
+  void fill(SmallLayerArgs &a) {
+    int key = a.first(ArgRole::KvCache), value = key + 1;
+    CallShape step;
+    step.kvBlocks = 4;
+    for (int kv : {key, value}) {
+      a.args[kv].sizes = sig().expectedSizes(kv, step);
+      a.args[kv].strides = sig().expectedStrides(kv, a.args[kv].sizes);
+    }
+    a.args[value].data = static_cast<char *>(a.args[key].data) + 256;
+    auto *slots = static_cast<int64_t *>(a.args[sig().attnSlotMapping].data);
+    for (int t = 0; t < 4; ++t)
+      slots[t] = t;
+  }
+  std::unique_ptr<LayerProgram> program;
+};
+
+TEST_F(LayerAbiEpilogueTest, RolesComeFromTheOps) {
+  const LayerSignature &s = sig();
+  ASSERT_EQ(s.epilogues.size(), 4u);
+  EXPECT_EQ(s.argName(14), "kv_cache_k");
+  EXPECT_EQ(s.argName(16), "attn_slot_mapping");
+  EXPECT_EQ(s.attnBlockSize, 8);
+  EXPECT_TRUE(s.args[14].written());
+  EXPECT_FALSE(s.args[16].written());
+  EXPECT_EQ(s.args[13].role, ArgRole::NormWeight);
+  EXPECT_FALSE(s.args[13].hiddenRow);
+  EXPECT_TRUE(s.args[18].hiddenRow);
+  // The convs' outputs are buffers of the function: no output argument.
+  for (const ConvInfo &conv : s.convs)
+    EXPECT_EQ(conv.out, -1);
+  // The MLP path reads the ATTN path's sum: one argument, role sum.
+  const EpilogueInfo &attn = s.epilogues[2], &mlp = s.epilogues[3];
+  EXPECT_EQ(mlp.residual, attn.sum);
+  EXPECT_EQ(s.args[attn.sum].role, ArgRole::Sum);
+  EXPECT_EQ(s.args[attn.residual].role, ArgRole::Residual);
+  // Each epilogue runs with its conv (a replay keeps it).
+  EXPECT_EQ(s.ops[0].epilogues, std::vector<int>{0});
+  EXPECT_EQ(s.ops[6].epilogues, std::vector<int>{3});
+}
+
+TEST_F(LayerAbiEpilogueTest, KAndVOfOnePagePass) {
+  SmallLayerArgs a(sig());
+  fill(a);
+  EXPECT_EQ(validate(sig(), a.args), "ok");
+  // Eight elements less (still 16-byte aligned) and V's blocks run into
+  // K's.
+  int key = a.first(ArgRole::KvCache);
+  a.args[key + 1].data = static_cast<char *>(a.args[key].data) + 240;
+  EXPECT_NE(validate(sig(), a.args)
+                .find("(kv_cache_v): overlaps argument 14 "
+                      "(kv_cache_k)"),
+            std::string::npos)
+      << validate(sig(), a.args);
+}
+
+TEST_F(LayerAbiEpilogueTest, AttentionSlotsFitTheKvCaches) {
+  SmallLayerArgs a(sig());
+  fill(a);
+  auto *slots = static_cast<int64_t *>(a.args[sig().attnSlotMapping].data);
+  slots[2] = 32; // 4 blocks of 8
+  EXPECT_EQ(validate(sig(), a.args),
+            "argument 16 (attn_slot_mapping)[2] = 32: not -1 or a slot of "
+            "the KV caches (4 blocks of 8)");
+  slots[2] = -1;
+  EXPECT_EQ(validate(sig(), a.args), "ok");
+  slots[2] = 31;
+  EXPECT_EQ(validate(sig(), a.args), "ok");
+  slots[3] = 31;
+  EXPECT_EQ(validate(sig(), a.args),
+            "argument 16 (attn_slot_mapping): slot 31 appears for tokens 2 "
+            "and 3 (each token stores its own row)");
+}

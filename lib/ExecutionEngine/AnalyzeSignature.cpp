@@ -3,8 +3,11 @@
 // LayerProgram::Impl::analyze: walks the entry function's ops once and
 // gives every argument its role (the cache of `sconv.bind`, the step
 // metadata of `sconv.step`, each conv's input, weights, bias and output and
-// each insert's input, with their stream). IR the host cannot drive is
-// rejected with one line that names the op or argument and says why.
+// each insert's input, with their stream; the epilogues' KV caches,
+// attention slots, norm weights, residuals, sums and normed rows, each
+// epilogue in the replay unit of the conv whose rows it reads). IR the host
+// cannot drive is rejected with one line that names the op or argument and says
+// why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +16,12 @@
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -84,7 +91,36 @@ private:
   bool visitOp(sconv::ConvOp conv);
   bool visitOp(sconv::InsertPackedOp packed);
   bool visitOp(sconv::FusedConvOp fused);
+  bool visitOp(sconv::RmsNormOp norm);
+  bool visitOp(sconv::KvWriteOp write);
+  bool visitOp(sconv::AddRmsNormOp add);
+  bool visitOp(sconv::FusedConvKvWriteOp fused);
+  bool visitOp(sconv::FusedConvAddNormOp fused);
   bool visitOther(mlir::Operation *op);
+
+  /// Where an epilogue op's rows come from: a conv's output (an argument,
+  /// or a buffer of the function), optionally through a head-row RMSNorm.
+  struct Rows {
+    int conv = -1;
+    int normWeight = -1;
+    float epsilon = 0;
+  };
+  /// The rows `value` holds, or null with the error set.
+  const Rows *rowsOf(mlir::Operation *op, mlir::Value value, const char *what);
+  /// A buffer of the function (memref.alloc): a conv's or norm's
+  /// intermediate rows, which the host never sees.
+  static bool isLocalBuffer(mlir::Value value) {
+    return value.getDefiningOp<mlir::memref::AllocOp>() != nullptr;
+  }
+  /// The KV write (with its optional k_norm) and its arguments' roles.
+  bool addKvWrite(mlir::Operation *op, Stream stream, const Rows &rows,
+                  mlir::Value kvCache, mlir::Value slots);
+  /// The residual add and hidden norm and their arguments' roles.
+  bool addAddNorm(mlir::Operation *op, Stream stream, int conv,
+                  mlir::Value residual, mlir::Value weight, mlir::Value sum,
+                  mlir::Value out, float epsilon);
+  /// Records `e` as an epilogue of its conv's replay unit with `operands`.
+  void addEpilogue(const EpilogueInfo &e, const std::vector<int> &operands);
 
   bool checkComplete();
   bool checkStreamRows();
@@ -95,6 +131,10 @@ private:
   std::vector<bool> assigned;
   sconv::BindOp bind;
   sconv::StepOp step;
+  /// The rows of each conv output and normed buffer.
+  llvm::DenseMap<mlir::Value, Rows> rows;
+  /// The replay unit (index into sig.ops) of each conv.
+  std::vector<int> convOp;
 };
 
 bool SignatureAnalyzer::checkStraightLine() {
@@ -256,9 +296,13 @@ bool SignatureAnalyzer::addConv(mlir::Operation *op, Stream stream,
     if (info.bias < 0)
       return false;
   }
-  info.out = assign(op, out, "out", ArgRole::Output, stream);
-  if (info.out < 0)
-    return false;
+  // A conv whose rows only its epilogues read writes a buffer of the
+  // function (or, fused, no buffer at all): no output argument.
+  if (out && !isLocalBuffer(out)) {
+    info.out = assign(op, out, "out", ArgRole::Output, stream);
+    if (info.out < 0)
+      return false;
+  }
   info.residual = residual;
   info.silu = activation == sconv::Activation::Silu;
   sig.convs.push_back(info);
@@ -266,7 +310,10 @@ bool SignatureAnalyzer::addConv(mlir::Operation *op, Stream stream,
   operands.push_back(info.weights);
   if (info.bias >= 0)
     operands.push_back(info.bias);
-  operands.push_back(info.out);
+  if (info.out >= 0)
+    operands.push_back(info.out);
+  if (out)
+    rows[out] = Rows{static_cast<int>(sig.convs.size()) - 1, -1, 0};
   return true;
 }
 
@@ -288,12 +335,15 @@ void SignatureAnalyzer::addOp(mlir::Operation *op, std::vector<Stream> streams,
   info.arguments.insert(info.arguments.end(), operands.begin(), operands.end());
   info.location = locationString(op->getLoc());
   sig.ops.push_back(std::move(info));
+  convOp.resize(sig.convs.size(), static_cast<int>(sig.ops.size()) - 1);
 }
 
 bool SignatureAnalyzer::visit(mlir::Operation *op) {
   return llvm::TypeSwitch<mlir::Operation *, bool>(op)
       .Case<sconv::BindOp, sconv::StepOp, sconv::InsertOp, sconv::ConvOp,
-            sconv::InsertPackedOp, sconv::FusedConvOp>(
+            sconv::InsertPackedOp, sconv::FusedConvOp, sconv::RmsNormOp,
+            sconv::KvWriteOp, sconv::AddRmsNormOp, sconv::FusedConvKvWriteOp,
+            sconv::FusedConvAddNormOp>(
           [&](auto sconvOp) { return visitOp(sconvOp); })
       .Default([&](mlir::Operation *other) { return visitOther(other); });
 }
@@ -365,7 +415,10 @@ bool SignatureAnalyzer::visitOp(sconv::ConvOp conv) {
                conv.getBias(), conv.getOut(), conv.getResidual(),
                conv.getActivation(), operands))
     return false;
-  addOp(conv, {stream}, false, {sig.convs.back().out}, operands);
+  std::vector<int> outputs;
+  if (sig.convs.back().out >= 0)
+    outputs.push_back(sig.convs.back().out);
+  addOp(conv, {stream}, false, outputs, operands);
   return true;
 }
 
@@ -411,10 +464,213 @@ bool SignatureAnalyzer::visitOp(sconv::FusedConvOp fused) {
   return true;
 }
 
+float epsilonOf(mlir::FloatAttr attr) {
+  return static_cast<float>(attr.getValueAsDouble());
+}
+
+const SignatureAnalyzer::Rows *SignatureAnalyzer::rowsOf(mlir::Operation *op,
+                                                         mlir::Value value,
+                                                         const char *what) {
+  auto found = rows.find(value);
+  if (found != rows.end())
+    return &found->second;
+  std::string opName = op->getName().getStringRef().str();
+  fail(op->getLoc(), std::string("the ") + what + " operand of " + opName +
+                         " is not the output of an earlier sconv.conv (or "
+                         "its sconv.rms_norm); a layer call drives epilogues "
+                         "of the layer's convs");
+  return nullptr;
+}
+
+void SignatureAnalyzer::addEpilogue(const EpilogueInfo &e,
+                                    const std::vector<int> &operands) {
+  sig.epilogues.push_back(e);
+  OpInfo &unit = sig.ops[convOp[e.conv]];
+  unit.epilogues.push_back(static_cast<int>(sig.epilogues.size()) - 1);
+  for (int index : operands)
+    if (std::find(unit.arguments.begin(), unit.arguments.end(), index) ==
+        unit.arguments.end())
+      unit.arguments.push_back(index);
+}
+
+bool SignatureAnalyzer::addKvWrite(mlir::Operation *op, Stream stream,
+                                   const Rows &from, mlir::Value kvCache,
+                                   mlir::Value slots) {
+  EpilogueInfo e;
+  e.kind = EpilogueInfo::Kind::KvWrite;
+  e.stream = stream;
+  e.conv = from.conv;
+  e.normWeight = from.normWeight;
+  e.epsilon = from.epsilon;
+  e.kvCache = assign(op, kvCache, "kv_cache", ArgRole::KvCache, stream);
+  if (e.kvCache < 0)
+    return false;
+  int slotArg = assign(op, slots, "slots", ArgRole::AttnSlotMapping, {});
+  if (slotArg < 0)
+    return false;
+  if (sig.attnSlotMapping >= 0 && sig.attnSlotMapping != slotArg)
+    return fail(op->getLoc(), "two attention slot mappings (arguments " +
+                                  std::to_string(sig.attnSlotMapping) +
+                                  " and " + std::to_string(slotArg) +
+                                  "); a layer call drives one attention layer");
+  sig.attnSlotMapping = slotArg;
+  // The verifier keeps the block size (dim 1) static.
+  int64_t blockSize = sig.args[e.kvCache].shape[1];
+  if (sig.attnBlockSize != 0 && sig.attnBlockSize != blockSize)
+    return fail(op->getLoc(), "KV caches of block sizes " +
+                                  std::to_string(sig.attnBlockSize) + " and " +
+                                  std::to_string(blockSize) +
+                                  "; one slot mapping addresses both");
+  sig.attnBlockSize = blockSize;
+  std::vector<int> operands = {e.kvCache, slotArg};
+  if (e.normWeight >= 0)
+    operands.insert(operands.begin(), e.normWeight);
+  addEpilogue(e, operands);
+  return true;
+}
+
+bool SignatureAnalyzer::addAddNorm(mlir::Operation *op, Stream stream, int conv,
+                                   mlir::Value residual, mlir::Value weight,
+                                   mlir::Value sum, mlir::Value out,
+                                   float epsilon) {
+  EpilogueInfo e;
+  e.kind = EpilogueInfo::Kind::AddNorm;
+  e.stream = stream;
+  e.conv = conv;
+  e.epsilon = epsilon;
+  // The residual is read: a stream of its own, or the sum an earlier
+  // epilogue wrote (the MLP path reads the ATTN path's h1). One argument
+  // for both is how the IR orders the write before the read.
+  int index = argOf(residual);
+  bool earlierSum =
+      index >= 0 && assigned[index] && sig.args[index].role == ArgRole::Sum;
+  e.residual =
+      earlierSum ? index
+                 : assign(op, residual, "residual", ArgRole::Residual, stream);
+  if (e.residual < 0)
+    return false;
+  e.normWeight = assign(op, weight, "weight", ArgRole::NormWeight, stream);
+  if (e.normWeight < 0)
+    return false;
+  sig.args[e.normWeight].hiddenRow = true;
+  e.sum = assign(op, sum, "sum", ArgRole::Sum, stream);
+  if (e.sum < 0)
+    return false;
+  e.out = assign(op, out, "out", ArgRole::Normed, stream);
+  if (e.out < 0)
+    return false;
+  addEpilogue(e, {e.residual, e.normWeight, e.sum, e.out});
+  return true;
+}
+
+bool SignatureAnalyzer::visitOp(sconv::RmsNormOp norm) {
+  const Rows *from = rowsOf(norm, norm.getX(), "x");
+  if (!from)
+    return false;
+  if (from->normWeight >= 0)
+    return fail(norm.getLoc(), "sconv.rms_norm of rows already normalized; a "
+                               "layer call drives one norm per conv");
+  if (!isLocalBuffer(norm.getOut()))
+    return fail(norm.getLoc(),
+                "the out operand of sconv.rms_norm is an argument of @" +
+                    sig.function +
+                    "; a layer call drives a head-row norm whose rows "
+                    "sconv.kv_write stores (a buffer of the function)");
+  Stream stream = sconv::toRuntime(norm.getStream());
+  int weight =
+      assign(norm, norm.getWeight(), "weight", ArgRole::NormWeight, stream);
+  if (weight < 0)
+    return false;
+  rows[norm.getOut()] =
+      Rows{from->conv, weight, epsilonOf(norm.getEpsilonAttr())};
+  return true;
+}
+
+bool SignatureAnalyzer::visitOp(sconv::KvWriteOp write) {
+  const Rows *from = rowsOf(write, write.getX(), "x");
+  if (!from)
+    return false;
+  return addKvWrite(write, sconv::toRuntime(write.getStream()), *from,
+                    write.getKvCache(), write.getSlots());
+}
+
+bool SignatureAnalyzer::visitOp(sconv::AddRmsNormOp add) {
+  const Rows *from = rowsOf(add, add.getY(), "y");
+  if (!from)
+    return false;
+  if (from->normWeight >= 0)
+    return fail(add.getLoc(), "sconv.add_rms_norm of normalized rows; a "
+                              "layer call drives one norm per conv");
+  return addAddNorm(add, sconv::toRuntime(add.getStream()), from->conv,
+                    add.getResidual(), add.getWeight(), add.getSum(),
+                    add.getOut(), epsilonOf(add.getEpsilonAttr()));
+}
+
+bool SignatureAnalyzer::visitOp(sconv::FusedConvKvWriteOp fused) {
+  if (!checkCacheAndStep(fused))
+    return false;
+  std::vector<Stream> streams;
+  std::vector<int> operands;
+  auto list = fused.getStreamList();
+  for (size_t i = 0; i < list.size(); ++i) {
+    Stream stream = sconv::toRuntime(list[i]);
+    if (!addConv(fused, stream, fused.getInputs()[i], "input",
+                 fused.getWeights()[i], mlir::Value(), mlir::Value(),
+                 fused.getResidual(), fused.getActivation(), operands))
+      return false;
+    if (fused.getInsert())
+      sig.inserted[static_cast<int>(stream)] = true;
+    streams.push_back(stream);
+  }
+  addOp(fused, streams, fused.getInsert(), {}, operands);
+  float epsilon = epsilonOf(fused.getEpsilonAttr());
+  for (size_t i = 0; i < list.size(); ++i) {
+    Stream stream = sconv::toRuntime(list[i]);
+    Rows from{static_cast<int>(sig.convs.size() - list.size() + i), -1,
+              epsilon};
+    if (mlir::Value weight = fused.getNormWeightOf(i)) {
+      from.normWeight =
+          assign(fused, weight, "norm weight", ArgRole::NormWeight, stream);
+      if (from.normWeight < 0)
+        return false;
+    }
+    if (!addKvWrite(fused, stream, from, fused.getKvCaches()[i],
+                    fused.getKvSlots()))
+      return false;
+  }
+  return true;
+}
+
+bool SignatureAnalyzer::visitOp(sconv::FusedConvAddNormOp fused) {
+  if (!checkCacheAndStep(fused))
+    return false;
+  Stream stream = sconv::toRuntime(fused.getStream());
+  std::vector<int> operands;
+  if (!addConv(fused, stream, fused.getX(), "x", fused.getWeights(),
+               mlir::Value(), mlir::Value(), fused.getResidualConv(),
+               fused.getActivation(), operands))
+    return false;
+  if (fused.getInsert())
+    sig.inserted[static_cast<int>(stream)] = true;
+  addOp(fused, {stream}, fused.getInsert(), {}, operands);
+  return addAddNorm(fused, stream, static_cast<int>(sig.convs.size()) - 1,
+                    fused.getResidual(), fused.getNormWeight(), fused.getSum(),
+                    fused.getOut(), epsilonOf(fused.getEpsilonAttr()));
+}
+
 /// The return, and pure ops that touch no argument, are passed over;
 /// anything else is not a layer function the host can drive.
 bool SignatureAnalyzer::visitOther(mlir::Operation *op) {
   if (llvm::isa<mlir::func::ReturnOp>(op))
+    return true;
+  // The epilogues' intermediate rows: buffers of the function, sized by a
+  // stream argument's token dimension.
+  if (llvm::isa<mlir::memref::AllocOp>(op))
+    return true;
+  if (auto dealloc = llvm::dyn_cast<mlir::memref::DeallocOp>(op))
+    if (isLocalBuffer(dealloc.getMemref()))
+      return true;
+  if (llvm::isa<mlir::memref::DimOp>(op))
     return true;
   std::string opName = op->getName().getStringRef().str();
   if (!mlir::isMemoryEffectFree(op) || op->getNumRegions() != 0)
@@ -463,7 +719,7 @@ bool SignatureAnalyzer::checkComplete() {
 bool SignatureAnalyzer::checkStreamRows() {
   for (unsigned i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
-    if (arg.role != ArgRole::Input && arg.role != ArgRole::Output)
+    if (!arg.perTokenStream())
       continue;
     size_t rank = arg.strides.size();
     int64_t w = sig.layout.range(*arg.stream).width;

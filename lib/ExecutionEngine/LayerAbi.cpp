@@ -26,8 +26,22 @@ int64_t ArgInfo::alignment() const {
 }
 
 bool ArgInfo::written() const {
-  return role == ArgRole::Cache || role == ArgRole::Output ||
-         role == ArgRole::Status;
+  return role == ArgRole::Cache || role == ArgRole::Status ||
+         role == ArgRole::KvCache || isOutput();
+}
+
+bool ArgInfo::perTokenStream() const {
+  return role == ArgRole::Input || role == ArgRole::Residual || isOutput();
+}
+
+bool ArgInfo::isOutput() const {
+  return role == ArgRole::Output || role == ArgRole::Sum ||
+         role == ArgRole::Normed;
+}
+
+bool ArgInfo::isParameter() const {
+  return role == ArgRole::Weights || role == ArgRole::Bias ||
+         role == ArgRole::NormWeight;
 }
 
 std::string LayerSignature::argName(size_t i) const {
@@ -58,11 +72,15 @@ LayerSignature::expectedSizes(size_t i, const CallShape &step) const {
     return {step.rows, step.cols};
   case ArgRole::SlotMapping:
   case ArgRole::TokenSeq:
+  case ArgRole::AttnSlotMapping:
     return {step.tokens};
   case ArgRole::Status:
     return {kStatusWords};
   case ArgRole::Input:
   case ArgRole::Output:
+  case ArgRole::Residual:
+  case ArgRole::Sum:
+  case ArgRole::Normed:
     if (arg.shape.size() == 3)
       return {step.tokens, H, w};
     return {step.tokens, H * w};
@@ -70,6 +88,10 @@ LayerSignature::expectedSizes(size_t i, const CallShape &step) const {
     return {H * w, W};
   case ArgRole::Bias:
     return {H * w};
+  case ArgRole::NormWeight:
+    return {arg.hiddenRow ? H * w : w};
+  case ArgRole::KvCache:
+    return {step.kvBlocks, attnBlockSize, H, w};
   }
   return {};
 }
@@ -282,22 +304,39 @@ private:
   /// Sizes that must agree between arguments: T, B, the layout's H, w, W.
   Status checkShapes() {
     const Layout &layout = sig_.layout;
-    int tokensFrom = -1;
+    int tokensFrom = -1, kvFrom = -1;
     for (size_t i = 0; i < args_.size(); ++i) {
-      ArgRole role = sig_.args[i].role;
-      if (role != ArgRole::Input && role != ArgRole::Output &&
-          role != ArgRole::Weights && role != ArgRole::Bias)
+      const ArgInfo &info = sig_.args[i];
+      bool perToken = info.perTokenStream(), kv = info.role == ArgRole::KvCache;
+      if (!perToken && !kv && !info.isParameter())
         continue;
-      bool perToken = role == ArgRole::Input || role == ArgRole::Output;
       CallShape step;
       step.tokens = perToken ? args_[i].sizes[0] : 0;
+      step.kvBlocks = kv ? args_[i].sizes[0] : 0;
       std::vector<int64_t> want = sig_.expectedSizes(i, step);
       if (args_[i].sizes != want)
         return bad(
             i, "shape " + list(args_[i].sizes) + ", expected " + list(want) +
-                   " (H = " + std::to_string(layout.headsPerRank) + ", w = " +
-                   std::to_string(layout.range(*sig_.args[i].stream).width) +
-                   ", W = " + std::to_string(layout.slidingWindow) + ")");
+                   " (H = " + std::to_string(layout.headsPerRank) +
+                   ", w = " + std::to_string(layout.range(*info.stream).width) +
+                   (kv ? ", attention block size " +
+                             std::to_string(sig_.attnBlockSize)
+                       : ", W = " + std::to_string(layout.slidingWindow)) +
+                   ")");
+      if (kv) {
+        // The K and V caches of one attention layer: one geometry, one
+        // slot space.
+        if (kvFrom < 0) {
+          step_.kvBlocks = args_[i].sizes[0];
+          kvFrom = static_cast<int>(i);
+        } else if (args_[i].sizes[0] != step_.kvBlocks) {
+          return bad(i, std::to_string(args_[i].sizes[0]) + " blocks, but " +
+                            sig_.describeArg(kvFrom) + " has " +
+                            std::to_string(step_.kvBlocks) +
+                            " (one slot mapping addresses both)");
+        }
+        continue;
+      }
       if (!perToken)
         continue;
       if (tokensFrom < 0) {
@@ -322,7 +361,7 @@ private:
       return bad(table,
                  std::to_string(size(table, 0)) + " rows, but " + rowsFrom);
     step_.cols = size(table, 1);
-    for (int perToken : {slots, sig_.tokenSeq})
+    for (int perToken : {slots, sig_.tokenSeq, sig_.attnSlotMapping})
       if (perToken >= 0 && size(perToken, 0) < step_.tokens)
         return bad(perToken, std::to_string(size(perToken, 0)) +
                                  " entries, fewer than the " +
@@ -399,6 +438,52 @@ template <typename T> T at(const MemRefArg &a, int64_t i, int64_t j = 0) {
   return static_cast<const T *>(a.data)[index];
 }
 
+/// Every token's slot (padding included) -1 or below `limit`; no slot
+/// stored by two of the first `real` tokens (a race between two stores).
+Status checkSlots(const LayerSignature &sig, int index, const MemRefArg &slots,
+                  int64_t tokens, int64_t real, int64_t limit,
+                  const std::string &what) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    int64_t slot = at<int64_t>(slots, t);
+    if (slot < -1 || slot >= limit)
+      return invalidArgument(sig.describeArg(index) + "[" + std::to_string(t) +
+                             "] = " + std::to_string(slot) +
+                             ": not -1 or a slot of " + what);
+  }
+  std::vector<std::pair<int64_t, int64_t>> stored; // (slot, token)
+  stored.reserve(real);
+  for (int64_t t = 0; t < real; ++t)
+    if (int64_t slot = at<int64_t>(slots, t); slot >= 0)
+      stored.emplace_back(slot, t);
+  std::sort(stored.begin(), stored.end());
+  for (size_t k = 1; k < stored.size(); ++k)
+    if (stored[k].first == stored[k - 1].first)
+      return invalidArgument(
+          sig.describeArg(index) + ": slot " + std::to_string(stored[k].first) +
+          " appears for tokens " + std::to_string(stored[k - 1].second) +
+          " and " + std::to_string(stored[k].second) +
+          " (each token stores its own row)");
+  return Status::ok();
+}
+
+/// The attention slot mapping against the KV caches. sconv.kv_write skips
+/// a slot outside them (memory-safe without checked mode), but a host that
+/// passes one loses the row: refused here like a bad conv-cache slot.
+Status checkAttentionSlots(const LayerSignature &sig,
+                           const std::vector<MemRefArg> &args,
+                           const CallShape &step) {
+  int index = sig.attnSlotMapping;
+  if (index < 0)
+    return Status::ok();
+  int64_t rows = step.rows;
+  int64_t real = rows > 0 ? at<int32_t>(args[sig.queryStartLoc], rows) : 0;
+  int64_t bs = sig.attnBlockSize;
+  return checkSlots(sig, index, args[index], step.tokens, real,
+                    step.kvBlocks * bs,
+                    "the KV caches (" + std::to_string(step.kvBlocks) +
+                        " blocks of " + std::to_string(bs) + ")");
+}
+
 } // namespace
 
 Status exec::validateStepMetadata(const LayerSignature &sig,
@@ -447,33 +532,18 @@ Status exec::validateStepMetadata(const LayerSignature &sig,
     }
   }
   // Every token's slot, padding included: nothing here relies on how a
-  // kernel treats tokens past qsl[B].
-  for (int64_t t = 0; t < tokens; ++t) {
-    int64_t slot = at<int64_t>(slots, t);
-    if (slot < -1 || slot >= numBlocks * N)
-      return invalidArgument(
-          entry(sig.slotMapping, t) + " = " + std::to_string(slot) +
-          ": not -1 or a slot of the cache (" + std::to_string(numBlocks) +
-          " blocks of " + std::to_string(N) + ")");
-  }
-  // Each real token stores its own row: a slot stored twice in one step is
-  // a race between the two stores (on a GPU they run at once). Padding
-  // tokens store nothing.
+  // kernel treats tokens past qsl[B]. Each real token stores its own row: a
+  // slot stored twice in one step is a race between the two stores (on a
+  // GPU they run at once). Padding tokens store nothing.
   int64_t real = rows > 0 ? at<int32_t>(qsl, rows) : 0;
-  std::vector<std::pair<int64_t, int64_t>> stored; // (slot, token)
-  stored.reserve(real);
-  for (int64_t t = 0; t < real; ++t)
-    if (int64_t slot = at<int64_t>(slots, t); slot >= 0)
-      stored.emplace_back(slot, t);
-  std::sort(stored.begin(), stored.end());
-  for (size_t k = 1; k < stored.size(); ++k)
-    if (stored[k].first == stored[k - 1].first)
-      return invalidArgument(sig.describeArg(sig.slotMapping) + ": slot " +
-                             std::to_string(stored[k].first) +
-                             " appears for tokens " +
-                             std::to_string(stored[k - 1].second) + " and " +
-                             std::to_string(stored[k].second) +
-                             " (each token stores its own row)");
+  if (Status s =
+          checkSlots(sig, sig.slotMapping, slots, tokens, real, numBlocks * N,
+                     "the cache (" + std::to_string(numBlocks) + " blocks of " +
+                         std::to_string(N) + ")");
+      !s)
+    return s;
+  if (Status s = checkAttentionSlots(sig, args, step); !s)
+    return s;
   // A real token's token_seq entry indexes the metadata unchecked in the
   // kernels: it must be the token's own sequence. Padding entries are not
   // read.

@@ -22,14 +22,26 @@ constexpr ElementEntry kElements[] = {
     {"i8", 1}, {"i32", 4}, {"i64", 8}, {"bf16", 2}};
 
 // In ArgRole's order.
-constexpr const char *kRoles[] = {
-    "cache",       "query_start_loc", "num_computed",
-    "block_table", "slot_mapping",    "token_seq",
-    "status",      "input",           "weights",
-    "bias",        "output"};
+constexpr const char *kRoles[] = {"cache",
+                                  "query_start_loc",
+                                  "num_computed",
+                                  "block_table",
+                                  "slot_mapping",
+                                  "token_seq",
+                                  "status",
+                                  "input",
+                                  "weights",
+                                  "bias",
+                                  "output",
+                                  "kv_cache",
+                                  "attn_slot_mapping",
+                                  "norm_weight",
+                                  "residual",
+                                  "sum",
+                                  "normed"};
 
 static_assert(std::size(kElements) == size_t(ElementKind::BF16) + 1);
-static_assert(std::size(kRoles) == size_t(ArgRole::Output) + 1);
+static_assert(std::size(kRoles) == size_t(ArgRole::Normed) + 1);
 
 template <typename Table, typename Enum>
 const auto *lookup(const Table &table, Enum value) {

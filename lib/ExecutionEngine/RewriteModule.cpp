@@ -1,6 +1,7 @@
 //===- RewriteModule.cpp - Edits of the layer function before compile -----===//
 //
-// LayerProgram::keepOnlyOp (replay one op) and
+// LayerProgram::keepOnlyOp (replay one op, with the epilogue ops that read
+// its rows) and
 // LayerProgram::setCacheGeometry (another block size or cross-layer pages:
 // the signature's, and the lowering's options; the IR is not rewritten).
 //
@@ -12,6 +13,8 @@
 #include "inkling/Dialect/SConv/IR/SConvOps.h"
 
 #include "inkling/Dialect/SConv/Transforms/CacheGeometry.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 using namespace inkling;
 using namespace inkling::exec;
@@ -27,12 +30,38 @@ bool LayerProgram::keepOnlyOp(int64_t index, std::string &error) {
   }
   int64_t i = 0;
   llvm::SmallVector<mlir::Operation *> erase;
+  // The kept conv's rows, and what its epilogues (which run with it: the
+  // same replay unit) make of them.
+  llvm::DenseSet<mlir::Value> kept;
+  auto keepIf = [&](mlir::Operation &op, mlir::Value rows, mlir::Value out) {
+    if (!kept.contains(rows))
+      erase.push_back(&op);
+    else if (out)
+      kept.insert(out);
+  };
   for (mlir::Operation &op : impl.func.getBody().front()) {
+    if (auto norm = llvm::dyn_cast<sconv::RmsNormOp>(op)) {
+      keepIf(op, norm.getX(), norm.getOut());
+      continue;
+    }
+    if (auto write = llvm::dyn_cast<sconv::KvWriteOp>(op)) {
+      keepIf(op, write.getX(), {});
+      continue;
+    }
+    if (auto add = llvm::dyn_cast<sconv::AddRmsNormOp>(op)) {
+      keepIf(op, add.getY(), {});
+      continue;
+    }
     if (!llvm::isa<sconv::InsertOp, sconv::ConvOp, sconv::InsertPackedOp,
-                   sconv::FusedConvOp>(op))
+                   sconv::FusedConvOp, sconv::FusedConvKvWriteOp,
+                   sconv::FusedConvAddNormOp>(op))
       continue;
     if (i++ != index)
       erase.push_back(&op);
+    else if (auto conv = llvm::dyn_cast<sconv::ConvOp>(op))
+      kept.insert(conv.getOut());
+    else if (auto fused = llvm::dyn_cast<sconv::FusedConvOp>(op))
+      kept.insert(fused.getOuts().begin(), fused.getOuts().end());
   }
   for (mlir::Operation *op : erase)
     op->erase();

@@ -4,6 +4,12 @@
     layer(cache=cache, query_start_loc=step.query_start_loc, ...,
           input_k=x_k, weights_k=w_k, output_k=y_k, ...)
 
+A layer with epilogues (docs/Design.md section 8) also takes the attention
+layer's KV caches (kv_cache_k, kv_cache_v: [num_blocks, block_size, H, w]),
+its slot mapping (attn_slot_mapping), the norm weights (norm_weight_k,
+norm_weight_attn, ...), the residual stream (residual_attn) and writes the
+sums and normed rows (sum_attn, normed_attn, ...).
+
 The layer function's IR compiles once (the CPU JIT, or the GPU kernel
 bundle with device="cuda"); each call passes one array per argument of the
 function, by position or by name (`layer.args`). Accepted: numpy arrays and
@@ -45,6 +51,12 @@ _TORCH_DTYPES = {"bf16": "bfloat16", "i8": "int8", "i32": "int32",
 # __cuda_array_interface__ typestr of each element type.
 _TYPESTRS = {"bf16": ("<u2", "<V2"), "i8": ("|i1", "<i1"),
              "i32": ("<i4",), "i64": ("<i8",)}
+
+
+# The roles of the arguments a layer writes (LayerAbi.h, ArgInfo::written):
+# the cache, the conv outputs, the status and the epilogues' KV caches, sums
+# and normed rows.
+_WRITTEN_ROLES = ("cache", "output", "status", "kv_cache", "sum", "normed")
 
 
 class _Options(ctypes.Structure):
@@ -377,7 +389,7 @@ class Layer(Closing):
         shapes, strides, alignment and sizes."""
         what = "argument %d (%s)" % (spec.index, spec.name)
         tensor = _torch_tensor(value)
-        writes = spec.role in ("cache", "output", "status")
+        writes = spec.role in _WRITTEN_ROLES
         if tensor is not None:
             on_gpu = tensor.device.type == "cuda"
             if on_gpu != (self.device == "cuda"):

@@ -69,9 +69,33 @@ CASES = [
 ]
 
 
+# small_layer_epilogues.mlir at the same step: its attention slot mapping
+# (argument 16) addresses KV caches of 4 blocks of 8 (replay: op 0, the K
+# conv with its k_norm and KV write). The serving column as above (the
+# block count of the attention pool follows).
+EPILOGUE_LAYER = os.path.join(EXAMPLES, "small_layer_epilogues.mlir")
+KV_BLOCKS, KV_BLOCK_SIZE = 4, 8
+ATTN_SLOTS = np.array([8 + 5, 8 + 6, 8 + 7, 24, 25], np.int64)
+EPILOGUE_CASES = [
+    ("attn_slot_mapping", 1, 32,
+     "argument 16 (attn_slot_mapping)[1] = 32: not -1 or a slot of the KV "
+     "caches (4 blocks of 8)", None),
+    ("attn_slot_mapping", 0, -5,
+     "argument 16 (attn_slot_mapping)[0] = -5: not -1 or a slot of the KV "
+     "caches (4 blocks of 8)",
+     "argument 16 (attn_slot_mapping)[0] = -5: not -1 or a slot of the KV "
+     "caches ("),
+    ("attn_slot_mapping", 4, 13,
+     "argument 16 (attn_slot_mapping): slot 13 appears for tokens 0 and 4 "
+     "(each token stores its own row)", None),
+]
+
+
 def metadata(name, index, value):
     arrays = {"query_start_loc": QSL.copy(), "num_computed": NC.copy(),
               "block_table": BT.copy(), "slot_mapping": SLOTS.copy()}
+    if name == "attn_slot_mapping":
+        arrays[name] = ATTN_SLOTS.copy()
     arrays[name].reshape(-1)[index] = value
     return arrays
 
@@ -120,8 +144,8 @@ class AbiConsistencyTest(unittest.TestCase):
         env.pop("LD_PRELOAD", None)
         return env
 
-    def replay(self, meta, case):
-        inputs = ["cache", "x", "weights"]
+    def replay(self, meta, case, model=SMALL_LAYER, extra=()):
+        inputs = ["cache", "x", "weights"] + list(extra)
         for name, array in meta.items():
             path = os.path.join(self.dir.name, "%s_%d.npy" % (name, case))
             np.save(path, array)
@@ -130,15 +154,15 @@ class AbiConsistencyTest(unittest.TestCase):
                   "%s=%s" % (i, os.path.join(self.dir.name, i + ".npy"))
                   for i in inputs]
         run = subprocess.run(
-            [TOOL, SMALL_LAYER, "--replay=0", "--inputs=" + ",".join(inputs),
+            [TOOL, model, "--replay=0", "--inputs=" + ",".join(inputs),
              "--outputs=" + os.path.join(self.dir.name, "out%d" % case)],
             capture_output=True, text=True, env=self.tool_env())
         self.assertEqual(run.returncode, 1, run.stderr)
         return run.stderr
 
-    def serve(self, name, index, value):
+    def serve(self, name, index, value, model=SMALL_LAYER):
         run = subprocess.run(
-            [TOOL, SMALL_LAYER, "--steps=4", "--no-progress",
+            [TOOL, model, "--steps=4", "--no-progress",
              "--corrupt-metadata=2:%s[%d]=%d" % (name, index, value)],
             capture_output=True, text=True, env=self.tool_env())
         self.assertEqual(run.returncode, 1, run.stderr)
@@ -159,6 +183,60 @@ class AbiConsistencyTest(unittest.TestCase):
                     self.assertIn(
                         "inkling-run: step 2: the layer on cpu (JIT): " +
                         serving, self.serve(name, index, value))
+
+
+@unittest.skipUnless(TOOL, "INKLING_RUN_TOOL (inkling-run) is not set")
+class EpilogueAbiConsistencyTest(AbiConsistencyTest):
+    """The attention slot mapping of an epilogue layer: one message from
+    the Python call, --replay and serving."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.epilogue_layer = inkling.Layer.from_file(EPILOGUE_LAYER)
+        cls.epilogue_arrays = {}
+        for arg in cls.epilogue_layer.args:
+            if arg.role in ("input", "output", "residual", "sum", "normed"):
+                cls.epilogue_arrays[arg.name] = np.zeros(
+                    (T,) + arg.shape[1:], np.uint16)
+            elif arg.role in ("weights", "norm_weight"):
+                cls.epilogue_arrays[arg.name] = np.zeros(arg.shape, np.uint16)
+            elif arg.role == "kv_cache":
+                cls.epilogue_arrays[arg.name] = np.zeros(
+                    (KV_BLOCKS,) + arg.shape[1:], np.uint16)
+        for name in ("norm_weight", "kv_cache"):
+            np.save(os.path.join(cls.dir.name, name + ".npy"),
+                    cls.epilogue_arrays[name + "_k"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.epilogue_layer.close()
+        super().tearDownClass()
+
+    def test_every_path_names_the_same_value(self):
+        valid = dict(self.epilogue_arrays,
+                     cache=self.cache.copy().view(np.uint8),
+                     **metadata("attn_slot_mapping", 0, ATTN_SLOTS[0]))
+        self.epilogue_layer(**valid)
+        for case, (name, index, value, message, serving) in enumerate(
+                EPILOGUE_CASES):
+            with self.subTest(name=name, index=index, value=value):
+                meta = metadata(name, index, value)
+                args = dict(self.epilogue_arrays,
+                            cache=self.cache.copy().view(np.uint8), **meta)
+                with self.assertRaises(inkling.InklingError) as caught:
+                    self.epilogue_layer(**args)
+                self.assertEqual(caught.exception.code,
+                                 inkling.INVALID_ARGUMENT)
+                self.assertEqual(caught.exception.message, message)
+                self.assertIn("inkling-run: " + message + "\n",
+                              self.replay(meta, 100 + case, EPILOGUE_LAYER,
+                                          ("norm_weight", "kv_cache")))
+                if serving is not None:
+                    self.assertIn(
+                        "inkling-run: step 2: the layer on cpu (JIT): " +
+                        serving, self.serve(name, index, value,
+                                            EPILOGUE_LAYER))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include "Checker.h"
 
+#include "inkling/Runtime/EpilogueReference.h"
 #include "inkling/Runtime/Reference.h"
 
 #include <algorithm>
@@ -49,6 +50,8 @@ FaultPlan FaultPlan::parse(const std::string &text) {
   plan.kind = kind == "cache"     ? Kind::Cache
               : kind == "input"   ? Kind::Input
               : kind == "padding" ? Kind::Padding
+              : kind == "kv"      ? Kind::Kv
+              : kind == "normed"  ? Kind::Normed
                                   : Kind::Output;
   plan.step = std::atoll(text.c_str() + colon + 1);
   if (size_t second = text.find(':', colon + 1); second != std::string::npos)
@@ -58,6 +61,15 @@ FaultPlan FaultPlan::parse(const std::string &text) {
 
 void Checker::setUp(int64_t numBlocks) {
   numBlocks_ = numBlocks;
+  // The KV caches as they must be: poisoned like the buffers, then every
+  // row the reference stores.
+  kvShadow_.assign(opt_.layers, {});
+  for (int64_t l = 0; l < opt_.layers; ++l) {
+    kvShadow_[l].resize(sig_.args.size());
+    for (size_t i = 0; i < sig_.args.size(); ++i)
+      if (sig_.args[i].role == ArgRole::KvCache)
+        kvShadow_[l][i].assign(io_.kvBytes(l, static_cast<int>(i)) / 2, 0xffff);
+  }
   hostPageStep_.assign(numBlocks, -1);
   int64_t W = sig_.layout.config.kernel;
   paramFloat_.assign(opt_.layers, {});
@@ -80,28 +92,31 @@ void Checker::setUp(int64_t numBlocks) {
 }
 
 bool Checker::checkOutputs(int64_t layer, const CheckedStep &s) {
-  for (const ConvInfo &conv : sig_.convs)
-    if (!checkConvOutputs(layer, conv, s) ||
-        !checkPaddingOutputs(layer, conv, s))
+  expectedY_.resize(sig_.convs.size());
+  for (size_t k = 0; k < sig_.convs.size(); ++k) {
+    const ConvInfo &conv = sig_.convs[k];
+    expectedConvRows(layer, conv, s, expectedY_[k]);
+    if (conv.out >= 0 && (!checkConvOutputs(layer, conv, s, expectedY_[k]) ||
+                          !checkPaddingOutputs(layer, conv, s)))
       return false;
-  return true;
+  }
+  return checkEpilogues(layer, s);
 }
 
-bool Checker::checkConvOutputs(int64_t layer, const ConvInfo &conv,
-                               const CheckedStep &s) {
+void Checker::expectedConvRows(int64_t layer, const ConvInfo &conv,
+                               const CheckedStep &s,
+                               std::vector<uint16_t> &rows) {
   int64_t W = sig_.layout.config.kernel, hist = W - 1;
   const Generator &gen = workload_.generator();
   const std::vector<int32_t> &qsl = io_.stepBuffers().queryStartLoc;
   Stream stream = conv.stream;
-  int64_t row = io_.rowElements(stream), w = sig_.layout.range(stream).width;
-  const uint16_t *y = io_.streamData(conv.out);
-  const StreamGeometry &gy = io_.geometry(conv.out);
+  int64_t row = io_.rowElements(stream);
   const float *weights = paramFloat_[layer][conv.weights].data();
   const float *bias =
       conv.bias >= 0 ? paramFloat_[layer][conv.bias].data() : nullptr;
   zeros_.assign(row, 0);
   acc_.resize(row);
-  expected_.resize(row);
+  rows.resize(s.info.numPaddedTokens * row);
   const std::vector<Request *> &batch = *s.batch;
   for (size_t b = 0; b < batch.size(); ++b) {
     Request *r = batch[b];
@@ -122,7 +137,6 @@ bool Checker::checkConvOutputs(int64_t layer, const ConvInfo &conv,
     };
     for (int64_t i = 0; i < n; ++i) {
       int64_t t = qsl[b] + i, p = c + i;
-      const uint16_t *yt = y + gy.offset + t * gy.tokenStride;
       const uint16_t *taps[16];
       for (int64_t j = 0; j < W; ++j) {
         int64_t q = p - hist + j;
@@ -130,10 +144,33 @@ bool Checker::checkConvOutputs(int64_t layer, const ConvInfo &conv,
       }
       expectedRow(taps, W, weights, bias, conv.silu,
                   conv.residual ? rowAt(p) : nullptr, row, acc_.data(),
-                  expected_.data());
-      if (std::memcmp(expected_.data(), yt, row * 2) != 0) {
+                  rows.data() + t * row);
+    }
+  }
+  // Padding tokens: y = x, regenerated (not read from the input buffer).
+  for (int64_t t = s.info.numTokens; t < s.info.numPaddedTokens; ++t)
+    gen.row(workload_.padChain(s.step, t), layer, stream, rows.data() + t * row,
+            row);
+}
+
+bool Checker::checkConvOutputs(int64_t layer, const ConvInfo &conv,
+                               const CheckedStep &s,
+                               const std::vector<uint16_t> &rows) {
+  const std::vector<int32_t> &qsl = io_.stepBuffers().queryStartLoc;
+  Stream stream = conv.stream;
+  int64_t row = io_.rowElements(stream), w = sig_.layout.range(stream).width;
+  const uint16_t *y = io_.streamData(conv.out);
+  const StreamGeometry &gy = io_.geometry(conv.out);
+  const std::vector<Request *> &batch = *s.batch;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    Request *r = batch[b];
+    for (int64_t i = 0; i < r->numScheduled; ++i) {
+      int64_t t = qsl[b] + i, p = r->computed + i;
+      const uint16_t *yt = y + gy.offset + t * gy.tokenStride;
+      const uint16_t *want = rows.data() + t * row;
+      if (std::memcmp(want, yt, row * 2) != 0) {
         for (int64_t e = 0; e < row; ++e) {
-          uint16_t expected = expected_[e], found = yt[e];
+          uint16_t expected = want[e], found = yt[e];
           bool same = expected == found;
           if (!same && conv.silu) // exp differs between libms: 1 bf16 ulp
             same = ((expected ^ found) & 0x8000) == 0 &&
@@ -186,6 +223,143 @@ bool Checker::checkPaddingOutputs(int64_t layer, const ConvInfo &conv,
     stats_.outputsChecked += row;
   }
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The epilogues: KV rows, sums and normed rows
+//===----------------------------------------------------------------------===//
+
+bool Checker::checkEpilogues(int64_t layer, const CheckedStep &s) {
+  if (sig_.epilogues.empty())
+    return true;
+  int64_t T = s.info.numPaddedTokens;
+  const int64_t *slots = io_.attnSlots();
+  std::vector<bool> kvWritten(sig_.args.size(), false);
+  expectedSum_.clear();
+  std::vector<uint16_t> normed, residual;
+  for (const EpilogueInfo &e : sig_.epilogues) {
+    const std::vector<uint16_t> &y = expectedY_[e.conv];
+    int64_t row = io_.rowElements(e.stream);
+    reference::ConstStreamBuffer rows{y.data(), row};
+    if (e.kind == EpilogueInfo::Kind::KvWrite) {
+      if (e.normWeight >= 0) {
+        normed.resize(T * row);
+        reference::referenceRmsNorm(sig_.layout, e.stream, rows, T,
+                                    io_.param(layer, e.normWeight), e.epsilon,
+                                    {normed.data(), row});
+        rows = {normed.data(), row};
+      }
+      reference::KvCacheBuffer kv{kvShadow_[layer][e.kvCache].data(),
+                                  io_.kvBlockStride(e.kvCache), io_.kvBlocks(),
+                                  sig_.attnBlockSize};
+      reference::referenceKvWrite(sig_.layout, e.stream, rows, T, slots, kv);
+      kvWritten[e.kvCache] = true;
+      for (int64_t t = 0; t < T; ++t)
+        stats_.kvRowsStored += slots[t] >= 0 ? sig_.layout.headsPerRank : 0;
+      continue;
+    }
+    // The residual: this step's residual-stream input, regenerated, or the
+    // sum an earlier epilogue wrote (as the reference computed it).
+    const uint16_t *res = nullptr;
+    if (auto it = expectedSum_.find(e.residual); it != expectedSum_.end()) {
+      res = it->second.data();
+    } else {
+      residual.resize(T * row);
+      const std::vector<int32_t> &qsl = io_.stepBuffers().queryStartLoc;
+      for (size_t b = 0; b < s.batch->size(); ++b) {
+        const Request *r = (*s.batch)[b];
+        for (int64_t i = 0; i < r->numScheduled; ++i)
+          io_.residualRow(r->stepChain[i], layer, e.stream,
+                          residual.data() + (qsl[b] + i) * row,
+                          workload_.generator());
+      }
+      for (int64_t t = s.info.numTokens; t < T; ++t)
+        io_.residualRow(workload_.padChain(s.step, t), layer, e.stream,
+                        residual.data() + t * row, workload_.generator());
+      res = residual.data();
+    }
+    std::vector<uint16_t> &sum = expectedSum_[e.sum];
+    sum.resize(T * row);
+    normed.resize(T * row);
+    reference::referenceAddRmsNorm(sig_.layout, e.stream, rows, {res, row}, T,
+                                   io_.param(layer, e.normWeight), e.epsilon,
+                                   {sum.data(), row}, {normed.data(), row});
+    if (!compareRows(layer, s, e.sum, sum) ||
+        !compareRows(layer, s, e.out, normed))
+      return false;
+  }
+  for (size_t i = 0; i < kvWritten.size(); ++i)
+    if (kvWritten[i] && !compareKvCache(layer, s, static_cast<int>(i)))
+      return false;
+  return true;
+}
+
+bool Checker::compareRows(int64_t layer, const CheckedStep &s, int arg,
+                          const std::vector<uint16_t> &expected) {
+  Stream stream = *sig_.args[arg].stream;
+  int64_t row = io_.rowElements(stream), w = sig_.layout.range(stream).width;
+  const uint16_t *found = io_.streamData(arg);
+  const StreamGeometry &g = io_.geometry(arg);
+  for (int64_t t = 0; t < s.info.numPaddedTokens; ++t) {
+    const uint16_t *ft = found + g.offset + t * g.tokenStride;
+    const uint16_t *et = expected.data() + t * row;
+    if (std::memcmp(ft, et, row * 2) == 0) {
+      stats_.outputsChecked += row;
+      continue;
+    }
+    int64_t e = 0;
+    while (ft[e] == et[e])
+      ++e;
+    mismatch_.found = true;
+    mismatch_.text =
+        "mismatch in step " + std::to_string(s.step) + ", layer " +
+        std::to_string(layer) + ": " + sig_.describeArg(arg) + ", token " +
+        std::to_string(t) + (t >= s.info.numTokens ? " (padding)" : "") +
+        ", head " + std::to_string(e / w) + ", channel " +
+        std::to_string(e % w) + ": expected " + hex16(et[e]) +
+        " (runtime/lib/EpilogueReference.cpp), found " + hex16(ft[e]);
+    return false;
+  }
+  return true;
+}
+
+bool Checker::compareKvCache(int64_t layer, const CheckedStep &s, int arg) {
+  uint16_t *data = io_.kvData(layer, arg);
+  int64_t bytes = io_.kvBytes(layer, arg);
+  // The whole cache: the rows this step stored, and every other row as it
+  // was (poison where nothing was ever stored).
+  if (!executorOk(exec_, s.step, "reading the KV cache back",
+                  exec_.download(data, bytes)))
+    return false;
+  const std::vector<uint16_t> &expected = kvShadow_[layer][arg];
+  if (std::memcmp(data, expected.data(), bytes) == 0) {
+    stats_.kvValuesChecked += bytes / 2;
+    return true;
+  }
+  int64_t e = 0;
+  while (data[e] == expected[e])
+    ++e;
+  Stream stream = *sig_.args[arg].stream;
+  int64_t w = sig_.layout.range(stream).width, H = sig_.layout.headsPerRank;
+  int64_t stride = io_.kvBlockStride(arg), bs = sig_.attnBlockSize;
+  int64_t block = e / stride, inBlock = e % stride;
+  int64_t rowInBlock = inBlock / (H * w), slot = block * bs + rowInBlock;
+  int64_t token = -1;
+  for (int64_t t = 0; t < s.info.numPaddedTokens; ++t)
+    if (io_.attnSlots()[t] == slot)
+      token = t;
+  mismatch_.found = true;
+  mismatch_.text =
+      "mismatch in step " + std::to_string(s.step) + ", layer " +
+      std::to_string(layer) + ": " + sig_.describeArg(arg) + ", block " +
+      std::to_string(block) + ", row " + std::to_string(rowInBlock) +
+      " (attention slot " + std::to_string(slot) + ", " +
+      (token >= 0 ? "stored by token " + std::to_string(token)
+                  : std::string("no token of this step stores it")) +
+      "), head " + std::to_string(inBlock % (H * w) / w) + ", channel " +
+      std::to_string(e % w) + ": expected " + hex16(expected[e]) +
+      " (runtime/lib/EpilogueReference.cpp), found " + hex16(data[e]);
+  return false;
 }
 
 bool Checker::checkCache(const CheckedStep &s, const SequenceManager &manager) {
@@ -301,6 +475,34 @@ bool Checker::injectFault(FaultPlan::Kind fault, int64_t layer,
       return true;
     }
     io_.streamData(conv.out)[io_.geometry(conv.out).offset + 1] ^= 0x0001;
+    return true;
+  }
+  if (fault == Kind::Kv || fault == Kind::Normed) {
+    // One value of the first stored KV row (where the cache lives), or of
+    // the first token's normed row.
+    for (const EpilogueInfo &e : sig_.epilogues) {
+      if (fault == Kind::Normed && e.kind == EpilogueInfo::Kind::AddNorm) {
+        io_.streamData(e.out)[io_.geometry(e.out).offset + 3] ^= 0x0001;
+        return true;
+      }
+      if (fault != Kind::Kv || e.kind != EpilogueInfo::Kind::KvWrite)
+        continue;
+      for (int64_t t = 0; t < s.info.numTokens; ++t) {
+        int64_t slot = io_.attnSlots()[t];
+        if (slot < 0)
+          continue;
+        int64_t bs = sig_.attnBlockSize;
+        uint16_t &value = io_.kvData(
+            layer, e.kvCache)[(slot / bs) * io_.kvBlockStride(e.kvCache) +
+                              (slot % bs) * io_.rowElements(e.stream) + 1];
+        if (!executorOk(exec_, s.step, "injecting the fault",
+                        exec_.download(&value, 2)))
+          return false;
+        value ^= 0x0001;
+        return executorOk(exec_, s.step, "injecting the fault",
+                          exec_.upload(&value, 2));
+      }
+    }
     return true;
   }
   if (fault == Kind::Padding) {

@@ -16,6 +16,7 @@
 #include "StepIO.h"
 #include "Workload.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct Mismatch {
 
 /// --inject-fault=KIND:STEP[:LAYER].
 struct FaultPlan {
-  enum class Kind { None, Input, Output, Cache, Padding };
+  /// kv: one value of a stored KV row; normed: one normed hidden value.
+  enum class Kind { None, Input, Output, Cache, Padding, Kv, Normed };
   Kind kind = Kind::None;
   int64_t step = -1;
   /// The layer whose value is corrupted (default 0).
@@ -69,8 +71,19 @@ public:
   const Mismatch &mismatch() const { return mismatch_; }
 
 private:
+  /// The conv's expected rows [T][H*w] of the step (padding: y = x).
+  void expectedConvRows(int64_t layer, const exec::ConvInfo &conv,
+                        const CheckedStep &s, std::vector<uint16_t> &rows);
   bool checkConvOutputs(int64_t layer, const exec::ConvInfo &conv,
-                        const CheckedStep &s);
+                        const CheckedStep &s,
+                        const std::vector<uint16_t> &rows);
+  /// The epilogues' outputs against runtime/lib/EpilogueReference.cpp on
+  /// the expected conv rows: each sum and normed row bit-exact, each KV
+  /// cache whole (the stored rows, and every other row unchanged).
+  bool checkEpilogues(int64_t layer, const CheckedStep &s);
+  bool compareRows(int64_t layer, const CheckedStep &s, int arg,
+                   const std::vector<uint16_t> &expected);
+  bool compareKvCache(int64_t layer, const CheckedStep &s, int arg);
   bool checkPaddingOutputs(int64_t layer, const exec::ConvInfo &conv,
                            const CheckedStep &s);
   /// Position q of r from its cache page `physical` in every layer.
@@ -90,6 +103,12 @@ private:
   /// host for the checker.
   std::vector<int64_t> hostPageStep_;
   std::vector<uint16_t> scratch_, zeros_, expected_;
+  /// Per conv: the step's expected rows; per sum argument: its expected
+  /// rows (the MLP's residual may be the ATTN's sum).
+  std::vector<std::vector<uint16_t>> expectedY_;
+  std::map<int, std::vector<uint16_t>> expectedSum_;
+  /// [layer][arg]: what each KV cache must hold.
+  std::vector<std::vector<std::vector<uint16_t>>> kvShadow_;
   std::vector<float> acc_;
 };
 

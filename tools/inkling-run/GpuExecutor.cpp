@@ -124,14 +124,15 @@ public:
       // the status (zeroed). Weights and caches are on the device since
       // addBuffer; outputs come back after the launches.
       ArgRole role = info.role;
-      bool upload = role != ArgRole::Cache && role != ArgRole::Output &&
-                    role != ArgRole::Weights && role != ArgRole::Bias;
+      // The attention KV caches live on the device like the conv cache.
+      bool upload = role != ArgRole::Cache && role != ArgRole::KvCache &&
+                    !info.isOutput() && !info.isParameter();
       // The step's metadata is the same for every layer of a step: sent
       // again only when it changed since the last upload.
-      bool metadata = role == ArgRole::QueryStartLoc ||
-                      role == ArgRole::NumComputed ||
-                      role == ArgRole::BlockTable ||
-                      role == ArgRole::SlotMapping || role == ArgRole::TokenSeq;
+      bool metadata =
+          role == ArgRole::QueryStartLoc || role == ArgRole::NumComputed ||
+          role == ArgRole::BlockTable || role == ArgRole::SlotMapping ||
+          role == ArgRole::TokenSeq || role == ArgRole::AttnSlotMapping;
       if (metadata && mirror->sent.size() == bytes && mirror->sentAt == at &&
           std::memcmp(mirror->sent.data(), mirror->host + at, bytes) == 0)
         upload = false;
@@ -157,8 +158,8 @@ public:
     deviceSeconds_ += *ms / 1000.0;
     launches_ += launchesPerCall_;
     for (size_t i = 0; i < args.size(); ++i) {
-      ArgRole role = sig_.args[i].role;
-      if (role != ArgRole::Output && role != ArgRole::Status)
+      const exec::ArgInfo &info = sig_.args[i];
+      if (!info.isOutput() && info.role != ArgRole::Status)
         continue;
       if (Status s = download(
               args[i].data,

@@ -59,6 +59,13 @@ std::string operandName(const ArgInfo &arg, bool suffix) {
   case ArgRole::Output:
     name = "out";
     break;
+  case ArgRole::KvCache:
+  case ArgRole::NormWeight:
+  case ArgRole::Residual:
+  case ArgRole::Sum:
+  case ArgRole::Normed:
+    name = argRoleName(arg.role);
+    break;
   default:
     return argRoleName(arg.role);
   }
@@ -134,7 +141,8 @@ private:
   int bindArguments();
   int bindUnused(size_t i, const ArgInfo &arg, MemRefArg &m);
   int bindStream(size_t i, const ArgInfo &arg, MemRefArg &m);
-  int bindParam(const ArgInfo &arg, const std::string &name, MemRefArg &m);
+  int bindKvCache(const ArgInfo &arg, const std::string &name, MemRefArg &m);
+  int bindParam(size_t i, const std::string &name, MemRefArg &m);
   int invoke();
   int writeOutputs();
   bool writeArray(const std::string &name, npy::Array array);
@@ -146,6 +154,14 @@ private:
   std::string xName(const ArgInfo &arg) const {
     return suffix_ ? std::string("x_") + streamName(*arg.stream)
                    : std::string("x");
+  }
+  /// The name argument i has in the kept op: a sum an earlier op wrote
+  /// that this one reads (the MLP's h1) is its "residual".
+  std::string nameOf(size_t i) const {
+    const ArgInfo &arg = sig_->args[i];
+    if (arg.role == ArgRole::Sum && !writtenSums_.count(static_cast<int>(i)))
+      return "residual";
+    return operandName(arg, suffix_);
   }
 
   LayerProgram &program_;
@@ -173,6 +189,12 @@ private:
   std::vector<int32_t> qsl32_, nc32_, bt32_;
   std::vector<int64_t> status_;
   std::map<int, int64_t> tokenStride_; // of outputs
+  // Epilogues: the sums and normed rows the kept op writes, the KV caches'
+  // block count and the attention slots.
+  std::set<int> writtenSums_;
+  std::vector<int> epilogueOutputs_;
+  int64_t kvBlocks_ = 0;
+  std::vector<int64_t> attnSlots_;
 };
 
 } // namespace
@@ -209,10 +231,20 @@ int Replayer::selectOp() {
   H_ = sig_->layout.headsPerRank;
   W_ = sig_->layout.config.kernel;
   suffix_ = op_.streams.size() > 1;
+  for (int index : op_.epilogues) {
+    const EpilogueInfo &e = sig_->epilogues[index];
+    if (e.kind != EpilogueInfo::Kind::AddNorm)
+      continue;
+    writtenSums_.insert(e.sum);
+    epilogueOutputs_.push_back(e.sum);
+    epilogueOutputs_.push_back(e.out);
+  }
   for (int arg : op_.arguments)
-    names_[operandName(sig_->args[arg], suffix_)] = arg;
+    names_[nameOf(arg)] = arg;
   for (int arg : op_.outputs)
-    outputNames_.insert(operandName(sig_->args[arg], suffix_));
+    outputNames_.insert(nameOf(arg));
+  for (int arg : epilogueOutputs_)
+    outputNames_.insert(nameOf(arg));
   for (const auto &[name, arg] : names_)
     if (!outputNames_.count(name) && name != "status")
       expected_ += (expected_.empty() ? "" : ", ") + name;
@@ -290,6 +322,14 @@ int Replayer::readMetadata() {
       return fail(error_);
     tokenSeq_.assign(entries.begin(), entries.end());
   }
+  if (names_.count("attn_slot_mapping") &&
+      !meta("attn_slot_mapping", attnSlots_, 1))
+    return fail(error_);
+  // The KV caches' blocks (the validator checks that K and V agree).
+  for (const auto &[name, arg] : names_)
+    if (sig_->args[arg].role == ArgRole::KvCache &&
+        !inputs_[name].shape.empty())
+      kvBlocks_ = inputs_[name].shape[0];
   return 0;
 }
 
@@ -336,7 +376,7 @@ int Replayer::bindArguments() {
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgInfo &arg = sig.args[i];
     MemRefArg &m = call_[i];
-    std::string name = operandName(arg, suffix_);
+    std::string name = nameOf(i);
     bool used = names_.count(name) && names_[name] == static_cast<int>(i);
     int rc = 0;
     if (!used && arg.role != ArgRole::Status) {
@@ -367,11 +407,22 @@ int Replayer::bindArguments() {
         break;
       case ArgRole::Input:
       case ArgRole::Output:
+      case ArgRole::Residual:
+      case ArgRole::Sum:
+      case ArgRole::Normed:
         rc = bindStream(i, arg, m);
         break;
       case ArgRole::Weights:
       case ArgRole::Bias:
-        rc = bindParam(arg, name, m);
+      case ArgRole::NormWeight:
+        rc = bindParam(i, name, m);
+        break;
+      case ArgRole::KvCache:
+        rc = bindKvCache(arg, name, m);
+        break;
+      case ArgRole::AttnSlotMapping:
+        denseArg(m, attnSlots_.data(),
+                 {static_cast<int64_t>(attnSlots_.size())});
         break;
       }
     }
@@ -389,6 +440,7 @@ int Replayer::bindUnused(size_t i, const ArgInfo &arg, MemRefArg &m) {
   step.rows = B_;
   step.cols = M_;
   step.cacheBytes = cacheBytes_;
+  step.kvBlocks = kvBlocks_;
   m.sizes = sig_->expectedSizes(i, step);
   for (size_t d = 0; d < m.sizes.size(); ++d)
     if (arg.shape[d] != kDynamic)
@@ -406,6 +458,9 @@ int Replayer::bindUnused(size_t i, const ArgInfo &arg, MemRefArg &m) {
     return fail(operandName(arg, suffix_) + ": " + arg.type +
                 ": too large for a replay");
   m.data = bytesOf(bytes);
+  // Attention slots that store nothing (zeros would be slot 0).
+  if (arg.role == ArgRole::AttnSlotMapping)
+    std::memset(m.data, 0xff, bytes);
   return 0;
 }
 
@@ -414,7 +469,9 @@ int Replayer::bindStream(size_t i, const ArgInfo &arg, MemRefArg &m) {
   int64_t H = H_, T = T_;
   size_t rank = arg.shape.size();
   int64_t w = layout.range(*arg.stream).width, row = H * w;
-  std::string xName = this->xName(arg);
+  // The tensor that gives T and the row shape: the stream's x, or the
+  // residual the op reads.
+  std::string xName = nameOf(i) == "residual" ? nameOf(i) : this->xName(arg);
   int64_t stride = arg.strides[0] == kDynamic ? row : arg.strides[0];
   int64_t offset = arg.offset == kDynamic ? 0 : arg.offset;
   m.offset = offset;
@@ -444,7 +501,7 @@ int Replayer::bindStream(size_t i, const ArgInfo &arg, MemRefArg &m) {
                 " elements: not a buffer a replay can allocate");
   uint8_t *data = bytesOf(bytes);
   m.data = data;
-  if (arg.role == ArgRole::Output) {
+  if (outputNames_.count(nameOf(i))) {
     tokenStride_[i] = stride;
     return 0;
   }
@@ -454,13 +511,9 @@ int Replayer::bindStream(size_t i, const ArgInfo &arg, MemRefArg &m) {
   return 0;
 }
 
-int Replayer::bindParam(const ArgInfo &arg, const std::string &name,
-                        MemRefArg &m) {
-  int64_t row = H_ * sig_->layout.range(*arg.stream).width;
-  bool weights = arg.role == ArgRole::Weights;
+int Replayer::bindParam(size_t i, const std::string &name, MemRefArg &m) {
   const npy::Array &a = inputs_[name];
-  std::vector<int64_t> want =
-      weights ? std::vector<int64_t>{row, W_} : std::vector<int64_t>{row};
+  std::vector<int64_t> want = sig_->expectedSizes(i, CallShape());
   if (a.itemBytes != 2 || a.shape != want) {
     npy::Array shapeOnly;
     shapeOnly.shape = want;
@@ -469,6 +522,40 @@ int Replayer::bindParam(const ArgInfo &arg, const std::string &name,
   }
   denseArg(m, bytesOf(a.data.size()), want);
   std::memcpy(m.data, a.data.data(), a.data.size());
+  return 0;
+}
+
+int Replayer::bindKvCache(const ArgInfo &arg, const std::string &name,
+                          MemRefArg &m) {
+  // (num_blocks, block_size, H, w) uint16, dense; bound at the type's block
+  // stride.
+  const npy::Array &a = inputs_[name];
+  const Layout &layout = sig_->layout;
+  int64_t w = layout.range(*arg.stream).width, bs = sig_->attnBlockSize;
+  std::vector<int64_t> want = {kvBlocks_, bs, H_, w};
+  if (a.itemBytes != 2 || a.shape != want) {
+    npy::Array shapeOnly;
+    shapeOnly.shape = want;
+    shapeOnly.shape[0] = -1;
+    std::string shape = shapeOnly.shapeString();
+    shape.replace(shape.find("-1"), 2, "num_blocks");
+    return fail(name + ": shape " + a.shapeString() + " of dtype '" + a.dtype +
+                "', expected uint16 " + shape +
+                " (the attention layer's NHD cache)");
+  }
+  m.sizes = want;
+  m.strides = sig_->expectedStrides(
+      static_cast<size_t>(&arg - sig_->args.data()), want);
+  m.offset = 0;
+  int64_t block = bs * H_ * w, stride = m.strides[0];
+  size_t bytes = kvBlocks_ == 0 ? 2 : checkedBytes(kvBlocks_ * stride, 2);
+  if (bytes == 0 || stride < block)
+    return fail(name + ": " + arg.type + ": too large for a replay");
+  auto *data = bytesOf(bytes);
+  for (int64_t b = 0; b < kvBlocks_; ++b)
+    std::memcpy(data + b * stride * 2, a.data.data() + b * block * 2,
+                block * 2);
+  m.data = data;
   return 0;
 }
 
@@ -502,20 +589,38 @@ int Replayer::writeOutputs() {
   if (std::error_code ec = llvm::sys::fs::create_directory(options_.outputDir))
     return fail("--outputs=" + options_.outputDir + ": " + ec.message());
   const LayerSignature &sig = *sig_;
-  for (int out : op_.outputs) {
+  std::vector<int> outputs = op_.outputs;
+  outputs.insert(outputs.end(), epilogueOutputs_.begin(),
+                 epilogueOutputs_.end());
+  for (int out : outputs) {
     const ArgInfo &arg = sig.args[out];
-    int64_t row = H_ * sig.layout.range(*arg.stream).width;
+    int64_t w = sig.layout.range(*arg.stream).width, row = H_ * w;
     npy::Array array;
     array.dtype = "u2";
     array.itemBytes = 2;
-    array.shape = inputs_[xName(arg)].shape;
+    array.shape = arg.shape.size() == 3 ? std::vector<int64_t>{T_, H_, w}
+                                        : std::vector<int64_t>{T_, row};
     array.data.resize(T_ * row * 2);
     const auto *data = static_cast<const uint8_t *>(call_[out].data);
     for (int64_t t = 0; t < T_; ++t)
       std::memcpy(array.data.data() + t * row * 2,
                   data + (call_[out].offset + t * tokenStride_[out]) * 2,
                   row * 2);
-    if (!writeArray(operandName(arg, suffix_), std::move(array)))
+    if (!writeArray(nameOf(out), std::move(array)))
+      return fail(error_);
+  }
+  // The KV caches the op's epilogues stored into, dense as they came.
+  for (const auto &[name, arg] : names_) {
+    if (sig.args[arg].role != ArgRole::KvCache)
+      continue;
+    npy::Array array = inputs_[name];
+    const MemRefArg &m = call_[arg];
+    int64_t block = m.sizes[1] * m.sizes[2] * m.sizes[3];
+    for (int64_t b = 0; b < kvBlocks_; ++b)
+      std::memcpy(array.data.data() + b * block * 2,
+                  static_cast<const uint8_t *>(m.data) + b * m.strides[0] * 2,
+                  block * 2);
+    if (!writeArray(name, std::move(array)))
       return fail(error_);
   }
   if (op_.writesCache) {

@@ -91,6 +91,8 @@ void printJson(const ReportInputs &in) {
       {"mismatches", stats.mismatches},
       {"outputs_checked", stats.outputsChecked},
       {"cache_values_checked", stats.cacheValuesChecked},
+      {"kv_rows_stored", stats.kvRowsStored},
+      {"kv_values_checked", stats.kvValuesChecked},
       {"peak_blocks", stats.peakBlocks},
       {"baseline_peak_blocks", stats.baselinePeakBlocks},
       {"peak_idle_blocks", stats.peakIdleBlocks},
@@ -183,7 +185,11 @@ void printText(const ReportInputs &in) {
                 ll(stats.mismatches), ll(stats.outputsChecked),
                 ll(stats.cacheValuesChecked),
                 silu ? "; SiLU outputs within 1 bf16 ulp" : "");
-  else
+  if (opt.check && sig.attnSlotMapping >= 0)
+    std::printf("  KV caches      %lld rows stored at their attention slots; "
+                "%lld KV values compared (rows no slot addresses unchanged)\n",
+                ll(stats.kvRowsStored), ll(stats.kvValuesChecked));
+  if (!opt.check)
     std::printf("  mismatches     not checked (--no-check)\n");
   std::printf("  peak blocks    %lld (window-only) vs %lld "
               "(allocate-the-whole-chunk); %lld held between steps, %lld "

@@ -29,7 +29,16 @@ int Server::setUp() {
     return rc;
   if (int rc = bindStepBuffers())
     return rc;
-  if (int rc = io_.allocate(plan_, workload_.generator()))
+  int64_t kvBlocks = 0;
+  if (sig_.attnSlotMapping >= 0) {
+    // The attention KV caches hold every running sequence's positions.
+    int64_t maxLength = opt_.maxPrompt + opt_.maxOutput + opt_.lookahead + 2;
+    kvBlocks =
+        AttentionSlots::blocksFor(opt_.maxBatch, maxLength, sig_.attnBlockSize);
+    if (Status s = attention_.init(kvBlocks, sig_.attnBlockSize); !s)
+      return fail("the attention block pool: " + s.toString());
+  }
+  if (int rc = io_.allocate(plan_, workload_.generator(), kvBlocks))
     return rc;
   checker_.setUp(plan_.numBlocks);
   workload_.makeSharedPrefixes();
@@ -50,8 +59,7 @@ int Server::checkSignature() {
   for (size_t i = 0; i < sig_.args.size(); ++i) {
     const ArgInfo &arg = sig_.args[i];
     ArgRole role = arg.role;
-    if (role == ArgRole::Weights || role == ArgRole::Bias ||
-        role == ArgRole::Status)
+    if (arg.isParameter() || role == ArgRole::Status)
       continue;
     if (!dynamicFirst(static_cast<int>(i), argRoleName(role)))
       return 1;
@@ -194,6 +202,12 @@ int Server::buildStep(Clock::time_point t0) {
   info_ = *built;
   stats_.paddingTokens += info_.numPaddedTokens - info_.numTokens;
   io_.poisonPadding(batch_, info_);
+  if (sig_.attnSlotMapping >= 0)
+    if (Status s =
+            attention_.assign(running_, batch_, io_.stepBuffers().queryStartLoc,
+                              io_.attnSlots(), io_.attnSlotCount());
+        !s)
+      return internalError("the attention slots", s);
   if (!io_.copyPages(info_, step_))
     return report(1);
   stats_.blockCopies += info_.numCopies;
@@ -240,7 +254,8 @@ int Server::runLayers() {
       fail(failure_);
       return report(1);
     }
-    if ((fault_.at(step_, Kind::Output) || fault_.at(step_, Kind::Padding)) &&
+    if ((fault_.at(step_, Kind::Output) || fault_.at(step_, Kind::Padding) ||
+         fault_.at(step_, Kind::Kv) || fault_.at(step_, Kind::Normed)) &&
         layer == fault_.layer)
       checker_.injectFault(fault_.kind, layer, checkedStep(), *manager_);
     if (opt_.check && !checker_.checkOutputs(layer, checkedStep())) {

@@ -14,6 +14,7 @@
 #ifndef INKLING_TOOLS_INKLING_RUN_SERVER_H
 #define INKLING_TOOLS_INKLING_RUN_SERVER_H
 
+#include "AttentionSlots.h"
 #include "Checker.h"
 #include "Report.h"
 #include "Serving.h"
@@ -115,6 +116,8 @@ private:
   CachePlan plan_;
   std::unique_ptr<SequenceManager> manager_;
   std::unique_ptr<StepBuffers> stepBuffers_;
+  /// The attention layer's block table (layers with a KV write).
+  AttentionSlots attention_;
   StepInfo info_;
 
   std::vector<std::unique_ptr<Request>> live_; // running or preempted

@@ -46,6 +46,9 @@ struct Stats {
   /// The most blocks one sequence held between steps (checked runs).
   int64_t peakIdleSequenceBlocks = 0;
   int64_t outputsChecked = 0, cacheValuesChecked = 0;
+  /// Epilogue layers: the KV rows (token, head) stored at attention slots,
+  /// and the KV cache values compared (stored rows and untouched ones).
+  int64_t kvRowsStored = 0, kvValuesChecked = 0;
   int64_t paddingTokens = 0;
   int64_t mismatches = 0;
   double schedule = 0, inputs = 0, kernels = 0, checking = 0;

@@ -33,7 +33,8 @@ void StepIO::allocateStepBuffers(int64_t maxRows, int64_t numCols,
   status_.assign(8, 0);
 }
 
-int StepIO::allocate(const CachePlan &plan, const Generator &gen) {
+int StepIO::allocate(const CachePlan &plan, const Generator &gen,
+                     int64_t kvBlocks) {
   plan_ = &plan;
   // One allocation per plan tensor, poisoned (bf16 NaN) so that a read of
   // a row that was never written shows.
@@ -49,24 +50,46 @@ int StepIO::allocate(const CachePlan &plan, const Generator &gen) {
   argData_.resize(numArgs);
   geometry_.resize(numArgs);
   paramData_.resize(opt_.layers);
-  for (int64_t l = 0; l < opt_.layers; ++l)
+  kvData_.resize(opt_.layers);
+  for (int64_t l = 0; l < opt_.layers; ++l) {
     paramData_[l].resize(numArgs);
+    kvData_[l].resize(numArgs);
+  }
+  kvBlockStride_.assign(numArgs, 0);
+  kvBlocks_ = kvBlocks;
+  attnSlots_.assign(maxTokens_, -1);
   for (size_t i = 0; i < numArgs; ++i) {
     const ArgInfo &arg = sig_.args[i];
-    if (arg.role == ArgRole::Input || arg.role == ArgRole::Output) {
+    if (arg.perTokenStream()) {
       if (int rc = allocateStream(i))
         return rc;
-    } else if (arg.role == ArgRole::Weights || arg.role == ArgRole::Bias) {
-      int64_t count =
-          rowElements(*arg.stream) * (arg.role == ArgRole::Weights ? W : 1);
+    } else if (arg.isParameter()) {
+      CallShape none;
+      int64_t count = 1;
+      for (int64_t size : sig_.expectedSizes(i, none))
+        count *= size;
+      uint64_t salt = arg.role == ArgRole::Weights ? 0x77
+                      : arg.role == ArgRole::Bias  ? 0x62
+                                                   : 0x6e;
       for (int64_t l = 0; l < opt_.layers; ++l) {
         // Weights are read through their type's strides; the bindings here
         // are dense (what the verifier allows: identity layouts).
         auto data = std::make_unique<Aligned>(count * 2);
-        gen.params(arg.role == ArgRole::Weights ? 0x77 : 0x62, l,
-                   static_cast<int>(i),
+        gen.params(salt, l, static_cast<int>(i),
                    reinterpret_cast<uint16_t *>(data->data), count);
         paramData_[l][i] = std::move(data);
+      }
+    } else if (arg.role == ArgRole::KvCache) {
+      // Poisoned (bf16 NaN): a row a kernel stored where no token's slot
+      // points shows in the checker's comparison of the whole cache.
+      CallShape shape;
+      shape.kvBlocks = kvBlocks;
+      std::vector<int64_t> sizes = sig_.expectedSizes(i, shape);
+      kvBlockStride_[i] = sig_.expectedStrides(i, sizes)[0];
+      int64_t bytes = kvBlocks * kvBlockStride_[i] * 2;
+      for (int64_t l = 0; l < opt_.layers; ++l) {
+        kvData_[l][i] = std::make_unique<Aligned>(bytes);
+        std::memset(kvData_[l][i]->data, 0xff, bytes);
       }
     }
   }
@@ -110,16 +133,20 @@ int StepIO::addBuffers() {
       add(h.blockTable.data(), h.blockTable.size() * sizeof(int32_t)) &&
       add(h.slotMapping.data(), h.slotMapping.size() * sizeof(int64_t)) &&
       add(h.tokenSeq.data(), h.tokenSeq.size() * sizeof(int32_t)) &&
-      add(status_.data(), status_.size() * sizeof(int64_t));
+      add(status_.data(), status_.size() * sizeof(int64_t)) &&
+      add(attnSlots_.data(), attnSlots_.size() * sizeof(int64_t));
   for (size_t l = 0; ok && l < caches_.size(); ++l)
     ok = add(caches_[l]->data, plan_->tensors[l].bytes);
   for (size_t i = 0; ok && i < argData_.size(); ++i)
     if (argData_[i])
       ok = add(argData_[i]->data, argData_[i]->size);
   for (size_t l = 0; ok && l < paramData_.size(); ++l)
-    for (size_t i = 0; ok && i < paramData_[l].size(); ++i)
+    for (size_t i = 0; ok && i < paramData_[l].size(); ++i) {
       if (paramData_[l][i])
         ok = add(paramData_[l][i]->data, paramData_[l][i]->size);
+      if (ok && kvData_[l][i])
+        ok = add(kvData_[l][i]->data, kvData_[l][i]->size);
+    }
   return ok ? 0 : 1;
 }
 
@@ -146,6 +173,29 @@ void StepIO::fillInputs(int64_t layer, const std::vector<Request *> &batch,
       gen.row(workload.padChain(step, t), layer, stream,
               x + g.offset + t * g.tokenStride, row);
   }
+  // The residual streams the epilogues add to (not a sum an earlier
+  // epilogue writes: that one the kernel fills).
+  for (size_t i = 0; i < sig_.args.size(); ++i)
+    if (sig_.args[i].role == ArgRole::Residual)
+      fillResidual(static_cast<int>(i), layer, batch, info, workload, step);
+}
+
+void StepIO::fillResidual(int arg, int64_t layer,
+                          const std::vector<Request *> &batch,
+                          const StepInfo &info, const Workload &workload,
+                          int64_t step) const {
+  Stream stream = *sig_.args[arg].stream;
+  uint16_t *x = streamData(arg);
+  const StreamGeometry &g = geometry_[arg];
+  const std::vector<int32_t> &qsl = host_->queryStartLoc;
+  for (size_t b = 0; b < batch.size(); ++b)
+    for (int64_t i = 0; i < batch[b]->numScheduled; ++i)
+      residualRow(batch[b]->stepChain[i], layer, stream,
+                  x + g.offset + (qsl[b] + i) * g.tokenStride,
+                  workload.generator());
+  for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t)
+    residualRow(workload.padChain(step, t), layer, stream,
+                x + g.offset + t * g.tokenStride, workload.generator());
 }
 
 void StepIO::poisonPadding(const std::vector<Request *> &batch,
@@ -192,6 +242,7 @@ void StepIO::describe(size_t i, int64_t layer, int64_t B, int64_t T) {
   step.rows = B;
   step.cols = h.spec.numCols;
   step.cacheBytes = layerBytes(layer);
+  step.kvBlocks = kvBlocks_;
   MemRefArg &m = call_[i];
   // The shapes are the ABI's (LayerAbi.h); here only where each buffer is.
   m.sizes = sig_.expectedSizes(i, step);
@@ -222,12 +273,22 @@ void StepIO::describe(size_t i, int64_t layer, int64_t B, int64_t T) {
     break;
   case ArgRole::Input:
   case ArgRole::Output:
+  case ArgRole::Residual:
+  case ArgRole::Sum:
+  case ArgRole::Normed:
     m.data = argData_[i]->data;
     m.offset = geometry_[i].offset;
     break;
   case ArgRole::Weights:
   case ArgRole::Bias:
+  case ArgRole::NormWeight:
     m.data = paramData_[layer][i]->data;
+    break;
+  case ArgRole::KvCache:
+    m.data = kvData_[layer][i]->data;
+    break;
+  case ArgRole::AttnSlotMapping:
+    m.data = attnSlots_.data();
     break;
   }
 }

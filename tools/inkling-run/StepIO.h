@@ -43,6 +43,9 @@ struct StreamGeometry {
   int64_t tokenStride = 0;
 };
 
+/// The seed salt of the residual-stream inputs (not the stream's x).
+inline constexpr uint64_t kResidualSalt = 0x7265736964ull;
+
 class StepIO {
 public:
   StepIO(const exec::LayerSignature &signature, Executor &executor,
@@ -56,7 +59,8 @@ public:
   /// The caches of `plan` (poisoned), the stream buffers and the seeded
   /// weights and biases of every layer; hands every buffer to the executor.
   /// 0, or the exit code of a printed error.
-  int allocate(const CachePlan &plan, const Generator &gen);
+  int allocate(const CachePlan &plan, const Generator &gen,
+               int64_t kvBlocks = 0);
 
   /// H * w of the stream.
   int64_t rowElements(Stream s) const {
@@ -81,7 +85,24 @@ public:
     return reinterpret_cast<uint16_t *>(argData_[arg]->data);
   }
   const StreamGeometry &geometry(int arg) const { return geometry_[arg]; }
-  /// Layer l's weights ([H*w][W]) or bias ([H*w]) argument, as bf16 bits.
+  /// Layer l's KV cache argument `arg` (an attention layer's key or value
+  /// cache: kvBlocks() blocks, kvBlockStride() elements apart), poisoned
+  /// at allocation.
+  uint16_t *kvData(int64_t layer, int arg) const {
+    return reinterpret_cast<uint16_t *>(kvData_[layer][arg]->data);
+  }
+  int64_t kvBytes(int64_t layer, int arg) const {
+    return static_cast<int64_t>(kvData_[layer][arg]->size);
+  }
+  int64_t kvBlocks() const { return kvBlocks_; }
+  int64_t kvBlockStride(int arg) const { return kvBlockStride_[arg]; }
+  /// The step's attention slots (AttentionSlots::assign writes them).
+  int64_t *attnSlots() { return attnSlots_.data(); }
+  int64_t attnSlotCount() const {
+    return static_cast<int64_t>(attnSlots_.size());
+  }
+  /// Layer l's weights ([H*w][W]), bias ([H*w]) or norm weight ([w] or
+  /// [H*w]) argument, as bf16 bits.
   const uint16_t *param(int64_t layer, int arg) const {
     return reinterpret_cast<const uint16_t *>(paramData_[layer][arg]->data);
   }
@@ -104,7 +125,17 @@ public:
   bool invokeLayer(int64_t layer, const StepInfo &info, int64_t step,
                    std::string &failure);
 
+  /// Token `chain`'s residual-stream row of `stream` in `layer` (seeded
+  /// apart from its input).
+  void residualRow(uint64_t chain, int64_t layer, Stream stream, uint16_t *out,
+                   const Generator &gen) const {
+    gen.row(chain ^ kResidualSalt, layer, stream, out, rowElements(stream));
+  }
+
 private:
+  void fillResidual(int arg, int64_t layer, const std::vector<Request *> &batch,
+                    const StepInfo &info, const Workload &workload,
+                    int64_t step) const;
   /// Hands the host buffers to the executor.
   int addBuffers();
   /// The stream buffer of argument i, sized for the step's most tokens.
@@ -130,6 +161,11 @@ private:
   std::vector<std::unique_ptr<Aligned>> argData_;
   std::vector<std::vector<std::unique_ptr<Aligned>>> paramData_; // [layer][arg]
   std::vector<StreamGeometry> geometry_;
+  // The attention KV caches (per layer and argument) and slots.
+  std::vector<std::vector<std::unique_ptr<Aligned>>> kvData_; // [layer][arg]
+  std::vector<int64_t> kvBlockStride_;
+  int64_t kvBlocks_ = 0;
+  std::vector<int64_t> attnSlots_;
   std::vector<exec::MemRefArg> call_;
 };
 

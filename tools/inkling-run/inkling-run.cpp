@@ -248,6 +248,17 @@ int listModel(const LayerSignature &sig) {
       streams += std::string(streams.empty() ? "" : ", ") + streamName(s);
     std::printf("  op %zu: %s [%s] at %s\n", i, op.name.c_str(),
                 streams.c_str(), op.location.c_str());
+    // The epilogues that read its rows run with it (a replay keeps them).
+    for (int index : op.epilogues) {
+      const EpilogueInfo &e = sig.epilogues[index];
+      bool kv = e.kind == EpilogueInfo::Kind::KvWrite;
+      std::printf(
+          "    epilogue [%s]: %s -> %s\n", streamName(e.stream),
+          kv ? (e.normWeight >= 0 ? "rms_norm, kv_write" : "kv_write")
+             : "add, rms_norm",
+          kv ? sig.argName(e.kvCache).c_str()
+             : (sig.argName(e.sum) + ", " + sig.argName(e.out)).c_str());
+    }
   }
   return 0;
 }
