@@ -95,9 +95,9 @@ Value rowSum(OpBuilder &b, Location loc, const RowThreads &threads,
 
 /// A chunk's f32 values and the lane tree of their squares (zeros where
 /// `present` is false: a padded leaf).
-std::pair<Value, Value> chunkSquares(OpBuilder &b, Location loc, Value present,
-                                     function_ref<Value(OpBuilder &, Location)>
-                                         values) {
+std::pair<Value, Value>
+chunkSquares(OpBuilder &b, Location loc, Value present,
+             function_ref<Value(OpBuilder &, Location)> values) {
   Type f32 = b.getF32Type();
   auto vec = VectorType::get({kLanes}, f32);
   auto ifOp = scf::IfOp::create(
@@ -120,11 +120,11 @@ std::pair<Value, Value> chunkSquares(OpBuilder &b, Location loc, Value present,
 void emitLanes(OpBuilder &b, Location loc, int64_t lanes,
                function_ref<void(OpBuilder &, Location, Value)> body) {
   Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  scf::ParallelOp::create(
-      b, loc, ValueRange{c0}, ValueRange{cIndex(b, loc, lanes)}, ValueRange{c1},
-      [&](OpBuilder &b, Location loc, ValueRange lane) {
-        body(b, loc, lane[0]);
-      });
+  scf::ParallelOp::create(b, loc, ValueRange{c0},
+                          ValueRange{cIndex(b, loc, lanes)}, ValueRange{c1},
+                          [&](OpBuilder &b, Location loc, ValueRange lane) {
+                            body(b, loc, lane[0]);
+                          });
 }
 
 } // namespace
@@ -138,83 +138,87 @@ void inkling::loops::emitKvRowsAcrossThreads(OpBuilder &b, Location loc,
   float epsilon = op.getEpsilon().convertToFloat();
   int64_t maxChunks = 1;
   for (sconv::Stream stream : streamList)
-    maxChunks = std::max(
-        maxChunks, numChunks(layout.range(toRuntime(stream)).width));
+    maxChunks =
+        std::max(maxChunks, numChunks(layout.range(toRuntime(stream)).width));
   // One row a block, its chunks on at most one warp's lanes.
   int64_t lanes = std::min(powerOfTwoAtLeast(maxChunks), kWarp);
   Value tokens = memref::DimOp::create(b, loc, op.getInputs()[0], 0);
-  emitRowNest(b, loc, tokens, layout.headsPerRank,
-              [&](OpBuilder &b, Location loc, Value t, Value h) {
-    ConvRow row = conv.beginRow(b, loc, t, h);
-    emitLanes(b, loc, lanes, [&](OpBuilder &b, Location loc, Value lane) {
-      Value c0 = cIndex(b, loc, 0);
-      emitIf(b, loc, cmp(b, loc, arith::CmpIPredicate::eq, lane, c0),
-             [&](OpBuilder &b, Location loc) {
-               conv.reportRowSlot(b, loc, row);
-             });
-      for (auto [i, stream] : llvm::enumerate(streamList)) {
-        int64_t width = layout.range(toRuntime(stream)).width;
-        RowSplit split(numChunks(width), lanes);
-        KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
-        Value weight = op.getNormWeightOf(i);
-        if (!weight) {
-          for (int64_t k = 0; k < split.perThread; ++k) {
-            Value chunk = chunkOf(b, loc, lane, split, k);
-            emitIf(b, loc,
-                   cmp(b, loc, arith::CmpIPredicate::slt, chunk,
-                       cIndex(b, loc, split.chunks)),
-                   [&, stream = stream](OpBuilder &b, Location loc) {
-                     emitChunk(b, loc, chunk, width,
-                               [&](OpBuilder &b, Location loc, Value c,
-                                   int64_t n) {
-                                 dest.store(b, loc,
-                                            conv.rowValue(b, loc, row, stream,
-                                                          c, n),
-                                            h, c, n);
-                               });
-                   });
-          }
-          continue;
-        }
-        // A normed row: whole chunks (the verifier's multiple of 8).
-        SmallVector<Value> values, partials, present, channels;
-        for (int64_t k = 0; k < split.perThread; ++k) {
-          Value chunk = chunkOf(b, loc, lane, split, k);
-          Value c = arith::MulIOp::create(b, loc, chunk, cIndex(b, loc, kLanes));
-          Value in = cmp(b, loc, arith::CmpIPredicate::slt, chunk,
-                         cIndex(b, loc, split.chunks));
-          auto [y, p] = chunkSquares(
-              b, loc, in, [&, stream = stream](OpBuilder &b, Location loc) {
-                return extToF32(
-                    b, loc, conv.rowValue(b, loc, row, stream, c, kLanes),
-                    kLanes);
+  emitRowNest(
+      b, loc, tokens, layout.headsPerRank,
+      [&](OpBuilder &b, Location loc, Value t, Value h) {
+        ConvRow row = conv.beginRow(b, loc, t, h);
+        emitLanes(b, loc, lanes, [&](OpBuilder &b, Location loc, Value lane) {
+          Value c0 = cIndex(b, loc, 0);
+          emitIf(b, loc, cmp(b, loc, arith::CmpIPredicate::eq, lane, c0),
+                 [&](OpBuilder &b, Location loc) {
+                   conv.reportRowSlot(b, loc, row);
+                 });
+          for (auto [i, stream] : llvm::enumerate(streamList)) {
+            int64_t width = layout.range(toRuntime(stream)).width;
+            RowSplit split(numChunks(width), lanes);
+            KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
+            Value weight = op.getNormWeightOf(i);
+            if (!weight) {
+              for (int64_t k = 0; k < split.perThread; ++k) {
+                Value chunk = chunkOf(b, loc, lane, split, k);
+                emitIf(
+                    b, loc,
+                    cmp(b, loc, arith::CmpIPredicate::slt, chunk,
+                        cIndex(b, loc, split.chunks)),
+                    [&, stream = stream](OpBuilder &b, Location loc) {
+                      emitChunk(
+                          b, loc, chunk, width,
+                          [&](OpBuilder &b, Location loc, Value c, int64_t n) {
+                            dest.store(b, loc,
+                                       conv.rowValue(b, loc, row, stream, c, n),
+                                       h, c, n);
+                          });
+                    });
+              }
+              continue;
+            }
+            // A normed row: whole chunks (the verifier's multiple of 8).
+            SmallVector<Value> values, partials, present, channels;
+            for (int64_t k = 0; k < split.perThread; ++k) {
+              Value chunk = chunkOf(b, loc, lane, split, k);
+              Value c =
+                  arith::MulIOp::create(b, loc, chunk, cIndex(b, loc, kLanes));
+              Value in = cmp(b, loc, arith::CmpIPredicate::slt, chunk,
+                             cIndex(b, loc, split.chunks));
+              auto [y, p] = chunkSquares(
+                  b, loc, in, [&, stream = stream](OpBuilder &b, Location loc) {
+                    return extToF32(
+                        b, loc, conv.rowValue(b, loc, row, stream, c, kLanes),
+                        kLanes);
+                  });
+              values.push_back(y);
+              partials.push_back(p);
+              present.push_back(in);
+              channels.push_back(c);
+            }
+            Value sum =
+                rowSum(b, loc, threads, partials, split,
+                       arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                                 b.getI32IntegerAttr(0)),
+                       lanes);
+            Value inv = inverseRoot(b, loc, sum, width, epsilon);
+            auto weightAlign =
+                accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
+            for (int64_t k = 0; k < split.perThread; ++k)
+              emitIf(b, loc, present[k], [&](OpBuilder &b, Location loc) {
+                Value w =
+                    extToF32(b, loc,
+                             loadLanes(b, loc, weight, ValueRange{channels[k]},
+                                       kLanes, weightAlign),
+                             kLanes);
+                Value out = arith::MulFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, values[k], inv), w);
+                dest.store(b, loc, truncToBf16(b, loc, out, kLanes), h,
+                           channels[k], kLanes);
               });
-          values.push_back(y);
-          partials.push_back(p);
-          present.push_back(in);
-          channels.push_back(c);
-        }
-        Value sum = rowSum(b, loc, threads, partials, split,
-                           arith::ConstantOp::create(b, loc, b.getI32Type(),
-                                                     b.getI32IntegerAttr(0)),
-                           lanes);
-        Value inv = inverseRoot(b, loc, sum, width, epsilon);
-        auto weightAlign =
-            accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
-        for (int64_t k = 0; k < split.perThread; ++k)
-          emitIf(b, loc, present[k], [&](OpBuilder &b, Location loc) {
-            Value w = extToF32(b, loc,
-                               loadLanes(b, loc, weight, ValueRange{channels[k]},
-                                         kLanes, weightAlign),
-                               kLanes);
-            Value out = arith::MulFOp::create(
-                b, loc, arith::MulFOp::create(b, loc, values[k], inv), w);
-            dest.store(b, loc, truncToBf16(b, loc, out, kLanes), h,
-                       channels[k], kLanes);
-          });
-      }
-    });
-  });
+          }
+        });
+      });
 }
 
 void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
@@ -250,14 +254,14 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
       Value perHeadC = cIndex(b, loc, perHead);
       Value head = arith::DivUIOp::create(b, loc, lane, perHeadC);
       Value inHead = arith::RemUIOp::create(b, loc, lane, perHeadC);
-      Value real = cmp(b, loc, arith::CmpIPredicate::ult, head,
-                       cIndex(b, loc, heads));
+      Value real =
+          cmp(b, loc, arith::CmpIPredicate::ult, head, cIndex(b, loc, heads));
       // A thread past the last head (whole warps) reads head 0 and
       // stores nothing.
       Value h = arith::SelectOp::create(b, loc, real, head, cIndex(b, loc, 0));
-      Value first = arith::AndIOp::create(b, loc, real,
-                                          cmp(b, loc, arith::CmpIPredicate::eq,
-                                              inHead, cIndex(b, loc, 0)));
+      Value first = arith::AndIOp::create(
+          b, loc, real,
+          cmp(b, loc, arith::CmpIPredicate::eq, inHead, cIndex(b, loc, 0)));
       ConvRow row = conv.beginRow(b, loc, t, h);
       emitIf(b, loc, first, [&](OpBuilder &b, Location loc) {
         conv.reportRowSlot(b, loc, row);
@@ -266,30 +270,29 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
       for (int64_t k = 0; k < split.perThread; ++k) {
         Value chunk = chunkOf(b, loc, inHead, split, k);
         Value c = arith::MulIOp::create(b, loc, chunk, cIndex(b, loc, kLanes));
-        Value in = arith::AndIOp::create(
-            b, loc, real,
-            cmp(b, loc, arith::CmpIPredicate::slt, chunk,
-                cIndex(b, loc, split.chunks)));
-        auto [hf, p] =
-            chunkSquares(b, loc, in, [&](OpBuilder &b, Location loc) {
-              Value y = extToF32(
-                  b, loc, conv.rowValue(b, loc, row, stream, c, kLanes),
-                  kLanes);
-              Value r = extToF32(b, loc, residual.load(b, loc, t, h, c, kLanes),
-                                 kLanes);
-              Value hv = truncToBf16(b, loc, arith::AddFOp::create(b, loc, y, r),
-                                     kLanes);
-              sum.store(b, loc, hv, t, h, c);
-              return extToF32(b, loc, hv, kLanes);
-            });
+        Value in =
+            arith::AndIOp::create(b, loc, real,
+                                  cmp(b, loc, arith::CmpIPredicate::slt, chunk,
+                                      cIndex(b, loc, split.chunks)));
+        auto [hf,
+              p] = chunkSquares(b, loc, in, [&](OpBuilder &b, Location loc) {
+          Value y = extToF32(
+              b, loc, conv.rowValue(b, loc, row, stream, c, kLanes), kLanes);
+          Value r =
+              extToF32(b, loc, residual.load(b, loc, t, h, c, kLanes), kLanes);
+          Value hv =
+              truncToBf16(b, loc, arith::AddFOp::create(b, loc, y, r), kLanes);
+          sum.store(b, loc, hv, t, h, c);
+          return extToF32(b, loc, hv, kLanes);
+        });
         values.push_back(hf);
         partials.push_back(p);
         present.push_back(in);
         channels.push_back(c);
       }
       // The head's lanes start at its first lane in the warp.
-      Value laneInWarp = arith::RemUIOp::create(b, loc, lane,
-                                                cIndex(b, loc, kWarp));
+      Value laneInWarp =
+          arith::RemUIOp::create(b, loc, lane, cIndex(b, loc, kWarp));
       Value headFirst = ab.sub(laneInWarp, inHead);
       Value headSum = rowSum(b, loc, threads, partials, split,
                              laneI32(b, loc, headFirst), width32);
@@ -300,22 +303,22 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
       Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
       SmallVector<Value> headSums;
       for (int64_t g = 0; g < paddedHeads; ++g)
-        headSums.push_back(g < heads ? memref::LoadOp::create(
-                                           b, loc, sums,
-                                           ValueRange{cIndex(b, loc, g)})
-                                           .getResult()
-                                     : zero);
+        headSums.push_back(
+            g < heads ? memref::LoadOp::create(b, loc, sums,
+                                               ValueRange{cIndex(b, loc, g)})
+                            .getResult()
+                      : zero);
       Value inv = inverseRoot(b, loc, pairwiseTree(b, loc, headSums),
                               heads * width, epsilon);
       for (int64_t k = 0; k < split.perThread; ++k)
         emitIf(b, loc, present[k], [&](OpBuilder &b, Location loc) {
           ArithBuilder ab(b, loc);
           Value channel = ab.add(ab.mul(h, cIndex(b, loc, width)), channels[k]);
-          Value w = extToF32(b, loc,
-                             loadLanes(b, loc, op.getNormWeight(),
-                                       ValueRange{channel}, kLanes,
-                                       weightAlign),
-                             kLanes);
+          Value w =
+              extToF32(b, loc,
+                       loadLanes(b, loc, op.getNormWeight(),
+                                 ValueRange{channel}, kLanes, weightAlign),
+                       kLanes);
           Value o = arith::MulFOp::create(
               b, loc, arith::MulFOp::create(b, loc, values[k], inv), w);
           out.store(b, loc, truncToBf16(b, loc, o, kLanes), t, h, channels[k]);

@@ -435,8 +435,18 @@ private:
       return;
     b.setInsertionPoint(op);
     Location loc = op->getLoc();
-    int64_t bytes = static_cast<int64_t>(
-        DataLayout::closest(op).getTypeSize(type).getFixedValue());
+    // The bytes the access moves (LLVM's store size): MLIR's data layout
+    // rounds a vector's size up to a power of two of elements (a
+    // vector<40xbf16> of a 5-tap conv's weights moves 80 bytes, not 128).
+    int64_t bytes;
+    if (auto vector = dyn_cast<VectorType>(type))
+      bytes = vector.getNumElements() *
+              static_cast<int64_t>(DataLayout::closest(op).getTypeSizeInBits(
+                  vector.getElementType())) /
+              8;
+    else
+      bytes = static_cast<int64_t>(
+          DataLayout::closest(op).getTypeSize(type).getFixedValue());
     // The hooks take and return generic pointers.
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
     Value generic = address;

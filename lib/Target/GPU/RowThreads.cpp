@@ -26,10 +26,9 @@ class GPURowThreads final : public RowThreads {
 public:
   Value shuffleXor(OpBuilder &b, Location loc, Value value, int64_t offset,
                    int64_t width) const override {
-    return mlir::gpu::ShuffleOp::create(b, loc, value,
-                                        static_cast<int32_t>(offset),
-                                        static_cast<int32_t>(width),
-                                        mlir::gpu::ShuffleMode::XOR)
+    return mlir::gpu::ShuffleOp::create(
+               b, loc, value, static_cast<int32_t>(offset),
+               static_cast<int32_t>(width), mlir::gpu::ShuffleMode::XOR)
         .getShuffleResult();
   }
   Value shuffleIdx(OpBuilder &b, Location loc, Value value, Value lane,

@@ -22,10 +22,10 @@ namespace inkling::gpu {
 namespace {
 
 bool isWorkgroup(MemRefType type) {
-  auto space = dyn_cast_or_null<mlir::gpu::AddressSpaceAttr>(
-      type.getMemorySpace());
-  return space && space.getValue() ==
-                      mlir::gpu::GPUDialect::getWorkgroupAddressSpace();
+  auto space =
+      dyn_cast_or_null<mlir::gpu::AddressSpaceAttr>(type.getMemorySpace());
+  return space &&
+         space.getValue() == mlir::gpu::GPUDialect::getWorkgroupAddressSpace();
 }
 
 struct WorkgroupAttributionsPass
