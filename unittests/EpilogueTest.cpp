@@ -394,13 +394,21 @@ TEST_P(EpilogueTest, GpuKernelMatchesReference) {
   std::mt19937_64 rng(2900);
   for (const char *order : {"shuffle", "reverse"}) {
     setenv("INKLING_FAKE_CUDA_ORDER", order, 1);
-    KvStep s = makeStep(rng, 9);
+    // At the real layout a long prefill (about 2M normalized values): a
+    // reduction in another order than the stated one changes some of its
+    // bf16 results (EpilogueOrderTest).
+    bool longStep = GetParam().name == "real" && order[0] == 's';
+    KvStep s = makeStep(rng, longStep ? 2048 : 9);
+    for (int draw = 0; longStep && s.tokens < 1500 && draw < 20; ++draw)
+      s = makeStep(rng, 2048);
     Expected want = expected(s);
     Expected got = run(s, [&](const std::vector<void *> &d) {
       std::string failed = gpu->call(d);
       EXPECT_EQ(failed, "") << order;
     });
-    EXPECT_TRUE(same(want, got, std::string("gpu, ") + order));
+    EXPECT_TRUE(same(want, got,
+                     std::string("gpu, ") + order + ", " +
+                         std::to_string(s.tokens) + " tokens"));
   }
   unsetenv("INKLING_FAKE_CUDA_ORDER");
 }

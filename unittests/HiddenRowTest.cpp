@@ -231,11 +231,14 @@ protected:
   ::testing::AssertionResult matchesReference(const RowsCall &call,
                                               std::mt19937_64 &rng,
                                               int maxChunk,
-                                              const std::string &what) {
+                                              const std::string &what,
+                                              int64_t minTokens = 0) {
     const Compiled &c = compiled(nullptr);
     const Layout &layout = c.layout;
     int64_t row = layout.headsPerRank * layout.range(Stream::Attn).width;
     Step step = randomStep(rng, layout, maxChunk);
+    for (int draw = 0; step.meta.numTokens() < minTokens && draw < 20; ++draw)
+      step = randomStep(rng, layout, maxChunk);
     int64_t real = step.meta.numTokens(), padding = rng() % 4;
     step.meta.paddedTokens = real + padding;
     for (int64_t i = 0; i < padding; ++i)
@@ -327,7 +330,13 @@ TEST_P(HiddenRowTest, GpuKernelsMatchReference) {
       std::string failed = gpu->call(d);
       EXPECT_EQ(failed, "") << order;
     };
-    EXPECT_TRUE(matchesReference(call, rng, 9, std::string("gpu, ") + order));
+    // At the real layout a long prefill (about 2.5M normalized values): a
+    // reduction in another order than the stated one changes some of its
+    // bf16 results (HiddenRowOrderTest).
+    bool longStep = GetParam().name == "real" && order[0] == 's';
+    EXPECT_TRUE(matchesReference(call, rng, longStep ? 512 : 9,
+                                 std::string("gpu, ") + order,
+                                 longStep ? 300 : 0));
   }
   unsetenv("INKLING_FAKE_CUDA_ORDER");
 }
