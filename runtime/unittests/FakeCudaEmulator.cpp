@@ -605,7 +605,8 @@ bool release(Launch &l, std::vector<std::unique_ptr<Thread>> &threads) {
     return false;
   }
   for (auto &t : threads)
-    t->wait = Thread::Wait::Running;
+    if (t->wait == Thread::Wait::Barrier)
+      t->wait = Thread::Wait::Running;
   l.sharedGranules->clear(); // accesses on either side never race
   return true;
 }
