@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "inkling/Conversion/Passes.h"
+#include "inkling/Conversion/SConvToLoops/SConvToLoops.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Target/GPU/Passes.h"
 
@@ -72,7 +73,8 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   //    leave nothing for the threads.
   inkling::SConvLowerToLoopsOptions lowerOptions;
   lowerOptions.checked = options.checked;
-  pm.addPass(inkling::createSConvLowerToLoops(lowerOptions));
+  pm.addPass(inkling::createSConvLowerToLoops(lowerOptions,
+                                              gpu::createGPULoopStrategy()));
 
   // 3. Mapping: outermost scf.parallel dims -> block x, y (token, head);
   //    the chunk scf.parallel inside -> thread x, so a warp's 32 threads
@@ -87,6 +89,9 @@ void inkling::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
+  // 4b. A block's buffer (the fused epilogues' heads' sums) -> a workgroup
+  //     attribution of its launch.
+  pm.addPass(gpu::createWorkgroupAttributionsPass());
 
   // 5. Sink constants, dims, index math and memref views into the launches:
   //    index constants stay inside the kernels (not kernel parameters), and

@@ -5,9 +5,10 @@
 // after the NVVM lowering, instrumented as inkling/Runtime/EmulationAbi.h
 // says) for the host with LLVM's ORC JIT, and runs a launch over its grid,
 // one emulated thread at a time, in an order that exposes any dependency
-// between threads, with every global access checked (memcheck) and every
-// byte's writer and readers tracked (racecheck). docs/gpu.md describes what
-// it proves and what it cannot.
+// between threads (a block's threads in lock step at its warp shuffles and
+// barriers), with every global and workgroup access checked (memcheck) and
+// every byte's writer and readers tracked (racecheck). docs/gpu.md describes
+// what it proves and what it cannot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,9 @@ struct HostKernel {
     int64_t firstParam, rank, elementBytes;
   };
   std::vector<Argument> arguments;
+  /// Whether it calls warp shuffles or barriers (then each thread of a
+  /// block runs as a fiber).
+  bool synchronizes = false;
 };
 
 /// A host form compiled for the host; owns its JIT-ed code.

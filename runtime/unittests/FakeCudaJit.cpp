@@ -35,6 +35,13 @@ namespace inkling::fakecuda {
 extern "C" int32_t inklingFakeCudaSreg(int32_t which);
 extern "C" void *inklingFakeCudaAccess(void *address, int64_t bytes,
                                        int64_t arguments, int32_t kind);
+extern "C" int64_t inklingFakeCudaShuffle(int32_t kind, int32_t mask,
+                                          int32_t value, int32_t b, int32_t c);
+extern "C" void inklingFakeCudaBarrier();
+extern "C" void *inklingFakeCudaWorkgroup(int32_t id, int64_t bytes,
+                                          int64_t align);
+extern "C" void *inklingFakeCudaSharedAccess(void *address, int64_t bytes,
+                                             int32_t kind);
 
 #ifdef INKLING_FAKE_CUDA_EXECUTES
 
@@ -62,12 +69,16 @@ Jit &jit() {
     llvm::orc::MangleAndInterner mangle(j->jit->getExecutionSession(),
                                         j->jit->getDataLayout());
     llvm::orc::SymbolMap emulator;
-    emulator[mangle(emu::kSregFunction)] = {
-        llvm::orc::ExecutorAddr::fromPtr(&inklingFakeCudaSreg),
-        llvm::JITSymbolFlags::Exported};
-    emulator[mangle(emu::kAccessFunction)] = {
-        llvm::orc::ExecutorAddr::fromPtr(&inklingFakeCudaAccess),
-        llvm::JITSymbolFlags::Exported};
+    auto bind = [&](const char *name, auto *function) {
+      emulator[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                llvm::JITSymbolFlags::Exported};
+    };
+    bind(emu::kSregFunction, &inklingFakeCudaSreg);
+    bind(emu::kAccessFunction, &inklingFakeCudaAccess);
+    bind(emu::kShuffleFunction, &inklingFakeCudaShuffle);
+    bind(emu::kBarrierFunction, &inklingFakeCudaBarrier);
+    bind(emu::kWorkgroupFunction, &inklingFakeCudaWorkgroup);
+    bind(emu::kSharedAccessFunction, &inklingFakeCudaSharedAccess);
     if (llvm::Error e = main.define(llvm::orc::absoluteSymbols(emulator))) {
       j->error = llvm::toString(std::move(e));
       j->jit.reset();
@@ -166,6 +177,14 @@ loadHostForm(const std::string &ir, const std::vector<std::string> &entries,
       error = "the host form has no entry for kernel " + entry;
       return nullptr;
     }
+  // A module that declares a warp shuffle or a barrier runs its blocks'
+  // threads as fibers.
+  auto calls = [&](const char *name) {
+    llvm::Function *f = module->getFunction(name);
+    return f && !f->use_empty();
+  };
+  bool synchronizes =
+      calls(emu::kShuffleFunction) || calls(emu::kBarrierFunction);
   module->setDataLayout(j.jit->getDataLayout());
   module->setTargetTriple(j.jit->getTargetTriple());
   optimize(*module);
@@ -201,6 +220,7 @@ loadHostForm(const std::string &ir, const std::vector<std::string> &entries,
     HostKernel kernel;
     kernel.name = entry;
     kernel.entry = fn->toPtr<void (*)(void **)>();
+    kernel.synchronizes = synchronizes;
     const int64_t *words = table->toPtr<const int64_t *>();
     if (words[0] != emu::kVersion) {
       error = "the host form of " + entry + " has version " +

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EpilogueParts.h"
 #include "Patterns.h"
 #include "inkling/Conversion/SConvToLoops/Alignment.h"
 #include "inkling/Conversion/SConvToLoops/ConvNest.h"
@@ -44,6 +45,10 @@ using RowSource =
 /// Where a row's results go.
 using RowSink = function_ref<void(OpBuilder &, Location, Value c, Value value,
                                   int64_t lanes)>;
+
+} // namespace
+
+namespace inkling::loops {
 
 int64_t powerOfTwoAtLeast(int64_t n) {
   int64_t p = 1;
@@ -147,6 +152,10 @@ Value inverseRoot(OpBuilder &b, Location loc, Value sum, int64_t count,
   return vector::BroadcastOp::create(
       b, loc, VectorType::get({kLanes}, b.getF32Type()), inv);
 }
+
+} // namespace inkling::loops
+
+namespace {
 
 /// The row norm of docs/Design.md section 4 ("Epilogues") over `width`
 /// channels (a multiple of 8; the verifiers check it), unrolled over the
@@ -252,37 +261,9 @@ void emitTokenRowNorm(OpBuilder &b, Location loc, Value t,
       });
 }
 
-/// Token t's row in an attention KV cache [num_blocks, block_size, H, w]:
-/// stored when 0 <= slot < num_blocks * block_size.
-struct KvRow {
-  KvRow(OpBuilder &b, Location loc, Value kvCache, Value slots, Value t)
-      : kvCache(kvCache) {
-    auto type = cast<MemRefType>(kvCache.getType());
-    int64_t blockSize = type.getDimSize(1);
-    align = accessAlign(type, {1, 1, 1, kLanes});
-    Value slot = memref::LoadOp::create(b, loc, slots, ValueRange{t});
-    Value limit = arith::MulIOp::create(
-        b, loc, toI64(b, loc, memref::DimOp::create(b, loc, kvCache, 0)),
-        cI64(b, loc, blockSize));
-    stored = arith::AndIOp::create(
-        b, loc, cmp(b, loc, arith::CmpIPredicate::sge, slot, cI64(b, loc, 0)),
-        cmp(b, loc, arith::CmpIPredicate::slt, slot, limit));
-    // Only used where stored holds (slot >= 0).
-    std::tie(block, row) =
-        emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
-  }
+} // namespace
 
-  void store(OpBuilder &b, Location loc, Value value, Value h, Value c,
-             int64_t lanes) const {
-    emitIf(b, loc, stored, [&](OpBuilder &b, Location loc) {
-      storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
-                 lanes == 1 ? llvm::MaybeAlign() : align);
-    });
-  }
-
-  Value kvCache, stored, block, row;
-  llvm::MaybeAlign align;
-};
+namespace inkling::loops {
 
 /// scf.parallel (t, h) in [0, tokens) x [0, heads) { body(t, h) }.
 void emitRowNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
@@ -294,6 +275,10 @@ void emitRowNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
         body(b, loc, th[0], th[1]);
       });
 }
+
+} // namespace inkling::loops
+
+namespace {
 
 /// The chunks of a row of `width` channels, any width (a scalar tail): an
 /// scf.parallel (GPU threads) when `parallel`, else an scf.for. The fused
@@ -381,7 +366,11 @@ struct KvWriteLowering : OpRewritePattern<KvWriteOp> {
   }
 };
 
-/// scf.parallel (t) { emitTokenRowNorm }.
+} // namespace
+
+namespace inkling::loops {
+
+/// scf.parallel (t) { body(t) }.
 void emitTokenNest(OpBuilder &b, Location loc, Value tokens,
                    function_ref<void(OpBuilder &, Location, Value)> body) {
   Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
@@ -389,6 +378,10 @@ void emitTokenNest(OpBuilder &b, Location loc, Value tokens,
       b, loc, ValueRange{c0}, ValueRange{tokens}, ValueRange{c1},
       [&](OpBuilder &b, Location loc, ValueRange t) { body(b, loc, t[0]); });
 }
+
+} // namespace inkling::loops
+
+namespace {
 
 struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -441,6 +434,10 @@ struct FusedConvAddNormLowering : OptionsPattern<FusedConvAddNormOp> {
     ConvSpec spec = epilogueConvSpec(op, convStream, op.getResidualConv());
     return lowerWithConvNest(
         rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          if (const RowThreads *threads = rowThreadsOf(options)) {
+            emitTokenRowsAcrossThreads(rewriter, loc, conv, op, *threads);
+            return;
+          }
           inkling::Layout layout = op.getLayout().getDerived();
           int64_t width = layout.range(toRuntime(stream)).width;
           StreamOperand residual(op.getResidual(), width),
@@ -482,6 +479,10 @@ struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
     ConvSpec spec = epilogueConvSpec(op, streams, op.getResidual());
     return lowerWithConvNest(
         rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
+          if (const RowThreads *threads = rowThreadsOf(options)) {
+            emitKvRowsAcrossThreads(rewriter, loc, conv, op, *threads);
+            return;
+          }
           inkling::Layout layout = op.getLayout().getDerived();
           float epsilon = op.getEpsilon().convertToFloat();
           Value tokens =

@@ -2,7 +2,9 @@
 //
 // Gives every kernel a host form: its LLVM IR after the NVVM lowering (what
 // gpu-module-to-binary turns into PTX), with the NVVM special registers read
-// through the emulator and every global access reported to it first
+// through the emulator, every global access reported to it first, warp
+// shuffles and barriers executed by it, and workgroup memory its per-block
+// buffers, each access of them reported too
 // (inkling/Runtime/EmulationAbi.h). The fake CUDA driver compiles it for the
 // host and runs it over the launch grid (docs/gpu.md).
 //
@@ -25,6 +27,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -50,14 +53,16 @@ struct Provenance {
   uint64_t arguments = 0;
   bool stack = false;
   bool unknown = false;
+  bool shared = false; ///< The block's workgroup memory.
 
   bool merge(const Provenance &other) {
     Provenance before = *this;
     arguments |= other.arguments;
     stack |= other.stack;
     unknown |= other.unknown;
+    shared |= other.shared;
     return before.arguments != arguments || before.stack != stack ||
-           before.unknown != unknown;
+           before.unknown != unknown || before.shared != shared;
   }
 };
 
@@ -83,10 +88,15 @@ DenseMap<Value, Provenance> analyzeProvenance(LLVM::LLVMFuncOp func,
       auto set = [&](Value result, Provenance p) {
         changed |= prov[result].merge(p);
       };
+      auto call = dyn_cast<LLVM::CallOp>(op);
       if (isa<LLVM::AllocaOp>(op)) {
         Provenance p;
         p.stack = true;
         set(op->getResult(0), p);
+      } else if (call && call.getCallee() == emu::kWorkgroupFunction) {
+        Provenance p;
+        p.shared = true;
+        set(call.getResult(), p);
       } else if (isa<LLVM::GEPOp, LLVM::AddrSpaceCastOp, LLVM::BitcastOp,
                      LLVM::ExtractValueOp>(op)) {
         set(op->getResult(0), of(op->getOperand(0)));
@@ -190,11 +200,21 @@ public:
     Location loc = func.getLoc();
     auto i32 = b.getI32Type(), i64 = b.getI64Type();
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-    sregFn = LLVM::LLVMFuncOp::create(b, loc, emu::kSregFunction,
-                                      LLVM::LLVMFunctionType::get(i32, {i32}));
-    accessFn = LLVM::LLVMFuncOp::create(
-        b, loc, emu::kAccessFunction,
-        LLVM::LLVMFunctionType::get(ptr, {ptr, i64, i64, i32}));
+    auto declare = [&](StringRef name, Type result, ArrayRef<Type> params) {
+      auto fn = LLVM::LLVMFuncOp::create(
+          b, loc, name, LLVM::LLVMFunctionType::get(result, params));
+      hooks.insert(fn);
+      return fn;
+    };
+    auto voidType = LLVM::LLVMVoidType::get(b.getContext());
+    sregFn = declare(emu::kSregFunction, i32, {i32});
+    accessFn = declare(emu::kAccessFunction, ptr, {ptr, i64, i64, i32});
+    shuffleFn = declare(emu::kShuffleFunction, i64, {i32, i32, i32, i32, i32});
+    barrierFn = declare(emu::kBarrierFunction, voidType, {});
+    workgroupFn = declare(emu::kWorkgroupFunction, ptr, {i32, i64, i64});
+    sharedAccessFn = declare(emu::kSharedAccessFunction, ptr, {ptr, i64, i32});
+    if (failed(replaceWorkgroupGlobals()))
+      return failure();
 
     std::vector<int> argumentOf(func.getNumArguments(), -1);
     for (auto [i, a] : llvm::enumerate(arguments))
@@ -204,7 +224,7 @@ public:
     provenance = analyzeProvenance(func, argumentOf);
 
     for (auto fn : host.getOps<LLVM::LLVMFuncOp>())
-      if (fn != sregFn && fn != accessFn)
+      if (!hooks.contains(fn))
         rewriteFunction(fn);
     // A kernel attribute of the device (nvvm.kernel, maxntid, known block
     // size) means nothing on the host.
@@ -215,7 +235,7 @@ public:
           fn->removeAttr(attr.getName());
     for (LLVM::LLVMFuncOp fn :
          llvm::to_vector(host.getOps<LLVM::LLVMFuncOp>())) {
-      if (!fn.isExternal() || fn == sregFn || fn == accessFn ||
+      if (!fn.isExternal() || hooks.contains(fn) ||
           fn.getSymName().starts_with("llvm."))
         continue;
       // A libdevice function with a C library twin (silu's __nv_expf) calls
@@ -234,6 +254,12 @@ public:
       unsupported.insert("call of " + fn.getSymName().str());
     }
 
+    // The new hooks only where used: a kernel that declares a shuffle or a
+    // barrier runs its blocks as fibers.
+    for (LLVM::LLVMFuncOp fn :
+         {shuffleFn, barrierFn, workgroupFn, sharedAccessFn})
+      if (SymbolTable::symbolKnownUseEmpty(fn, host))
+        fn.erase();
     b.setInsertionPointToEnd(host.getBody());
     buildEntry(func);
     buildArgumentTable(loc);
@@ -248,6 +274,101 @@ public:
   }
 
 private:
+  /// Each workgroup (address space 3) global becomes the emulator's buffer
+  /// of the running block: its `addressof`s calls of kWorkgroupFunction.
+  LogicalResult replaceWorkgroupGlobals() {
+    int32_t id = 0;
+    for (LLVM::GlobalOp global :
+         llvm::to_vector(host.getOps<LLVM::GlobalOp>())) {
+      if (global.getAddrSpace() != 3)
+        continue;
+      int64_t bytes =
+          static_cast<int64_t>(DataLayout::closest(global)
+                                   .getTypeSize(global.getGlobalType())
+                                   .getFixedValue());
+      if (bytes == 0) {
+        // Dynamic shared memory: its size is the launch's, which the
+        // emulator is not told.
+        unsupported.insert("dynamic workgroup memory " +
+                           global.getSymName().str());
+        continue;
+      }
+      int64_t align = global.getAlignment().value_or(16);
+      SmallVector<LLVM::AddressOfOp> uses;
+      host.walk([&](LLVM::AddressOfOp a) {
+        if (a.getGlobalName() == global.getSymName())
+          uses.push_back(a);
+      });
+      for (LLVM::AddressOfOp a : uses) {
+        b.setInsertionPoint(a);
+        Location loc = a.getLoc();
+        Value args[] = {
+            LLVM::ConstantOp::create(b, loc, b.getI32Type(), id),
+            LLVM::ConstantOp::create(b, loc, b.getI64Type(), bytes),
+            LLVM::ConstantOp::create(b, loc, b.getI64Type(), align)};
+        Value buffer =
+            LLVM::CallOp::create(b, loc, workgroupFn, args).getResult();
+        Value cast = LLVM::AddrSpaceCastOp::create(b, loc, a.getType(), buffer);
+        a.getResult().replaceAllUsesWith(cast);
+        a.erase();
+      }
+      global.erase();
+      ++id;
+    }
+    return success();
+  }
+
+  /// `op`'s `nvvm.shfl.sync` as a call of kShuffleFunction.
+  void replaceShuffle(NVVM::ShflOp op) {
+    b.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto i32 = b.getI32Type();
+    Value value = op.getVal();
+    bool isFloat = !value.getType().isInteger(32);
+    if (isFloat)
+      value = LLVM::BitcastOp::create(b, loc, i32, value);
+    Value args[] = {LLVM::ConstantOp::create(
+                        b, loc, i32, static_cast<int32_t>(op.getKind())),
+                    op.getThreadMask(), value, op.getOffset(),
+                    op.getMaskAndClamp()};
+    Value answer = LLVM::CallOp::create(b, loc, shuffleFn, args).getResult();
+    Value bits = LLVM::TruncOp::create(b, loc, i32, answer);
+    Value result = bits;
+    if (isFloat)
+      result = LLVM::BitcastOp::create(b, loc, op.getVal().getType(), bits);
+    if (op.getReturnValueAndIsValid()) {
+      Value shifted = LLVM::LShrOp::create(
+          b, loc, answer,
+          LLVM::ConstantOp::create(b, loc, b.getI64Type(), int64_t(32)));
+      Value valid = LLVM::TruncOp::create(b, loc, b.getI1Type(), shifted);
+      Value pair = LLVM::UndefOp::create(b, loc, op.getType());
+      pair = LLVM::InsertValueOp::create(b, loc, pair, result,
+                                         ArrayRef<int64_t>{0});
+      result = LLVM::InsertValueOp::create(b, loc, pair, valid,
+                                           ArrayRef<int64_t>{1});
+    }
+    op.getResult().replaceAllUsesWith(result);
+    op.erase();
+  }
+
+  /// Whether `op` is a barrier of every thread of the block, barrier 0
+  /// (what `gpu.barrier` lowers to).
+  static bool isBlockBarrier(Operation *op) {
+    if (isa<NVVM::Barrier0Op>(op))
+      return true;
+    auto barrier = dyn_cast<NVVM::BarrierOp>(op);
+    if (!barrier || barrier.getNumberOfThreads() || barrier.getReductionOp() ||
+        barrier.getReductionPredicate() || barrier->getNumResults())
+      return false;
+    if (Value id = barrier.getBarrierId()) {
+      auto constant = id.getDefiningOp<LLVM::ConstantOp>();
+      auto value =
+          constant ? dyn_cast<IntegerAttr>(constant.getValue()) : IntegerAttr();
+      return value && value.getInt() == 0;
+    }
+    return true;
+  }
+
   void rewriteFunction(LLVM::LLVMFuncOp fn) {
     SmallVector<Operation *> ops;
     fn.walk([&](Operation *op) { ops.push_back(op); });
@@ -262,6 +383,16 @@ private:
         if (type != value.getType())
           value = LLVM::ZExtOp::create(b, op->getLoc(), type, value);
         op->getResult(0).replaceAllUsesWith(value);
+        op->erase();
+        continue;
+      }
+      if (auto shuffle = dyn_cast<NVVM::ShflOp>(op)) {
+        replaceShuffle(shuffle);
+        continue;
+      }
+      if (isBlockBarrier(op)) {
+        b.setInsertionPoint(op);
+        LLVM::CallOp::create(b, op->getLoc(), barrierFn, ValueRange{});
         op->erase();
         continue;
       }
@@ -300,23 +431,49 @@ private:
   void instrument(Operation *op, Value address, Type type, emu::Access kind,
                   OpOperand &operand) {
     Provenance p = provenance.lookup(address);
-    if (p.stack && !p.unknown && p.arguments == 0)
+    if (p.stack && !p.unknown && !p.shared && p.arguments == 0)
       return;
-    // A pointer that may be either the stack or global memory: the emulator
-    // cannot bound it by the arguments, only by what it can reach.
-    uint64_t mask = p.unknown || p.stack ? 0 : p.arguments;
     b.setInsertionPoint(op);
     Location loc = op->getLoc();
-    int64_t bytes = static_cast<int64_t>(
-        DataLayout::closest(op).getTypeSize(type).getFixedValue());
-    Value args[] = {address,
-                    LLVM::ConstantOp::create(b, loc, b.getI64Type(), bytes),
-                    LLVM::ConstantOp::create(b, loc, b.getI64Type(),
-                                             static_cast<int64_t>(mask)),
-                    LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                             static_cast<int32_t>(kind))};
-    auto call = LLVM::CallOp::create(b, loc, accessFn, args);
-    operand.set(call.getResult());
+    // The bytes the access moves (LLVM's store size): MLIR's data layout
+    // rounds a vector's size up to a power of two of elements (a
+    // vector<40xbf16> of a 5-tap conv's weights moves 80 bytes, not 128).
+    int64_t bytes;
+    if (auto vector = dyn_cast<VectorType>(type))
+      bytes = vector.getNumElements() *
+              static_cast<int64_t>(DataLayout::closest(op).getTypeSizeInBits(
+                  vector.getElementType())) /
+              8;
+    else
+      bytes = static_cast<int64_t>(
+          DataLayout::closest(op).getTypeSize(type).getFixedValue());
+    // The hooks take and return generic pointers.
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Value generic = address;
+    if (address.getType() != ptr)
+      generic = LLVM::AddrSpaceCastOp::create(b, loc, ptr, address);
+    Value bytesValue = LLVM::ConstantOp::create(b, loc, b.getI64Type(), bytes);
+    Value kindValue = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                               static_cast<int32_t>(kind));
+    Value checked;
+    if (p.shared && !p.unknown && !p.stack && p.arguments == 0) {
+      Value args[] = {generic, bytesValue, kindValue};
+      checked = LLVM::CallOp::create(b, loc, sharedAccessFn, args).getResult();
+    } else {
+      // A pointer that may be the stack, workgroup or global memory: the
+      // emulator cannot bound it by the arguments, only by what it can
+      // reach.
+      uint64_t mask = p.unknown || p.stack || p.shared ? 0 : p.arguments;
+      Value args[] = {generic, bytesValue,
+                      LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                               static_cast<int64_t>(mask)),
+                      kindValue};
+      checked = LLVM::CallOp::create(b, loc, accessFn, args).getResult();
+    }
+    if (address.getType() != ptr)
+      checked =
+          LLVM::AddrSpaceCastOp::create(b, loc, address.getType(), checked);
+    operand.set(checked);
   }
 
   /// `void entry(void **params)`: unpacks cuLaunchKernel's parameter array
@@ -362,7 +519,10 @@ private:
   StringRef kernel;
   ArrayRef<ArgumentLayout> arguments;
   OpBuilder b;
-  LLVM::LLVMFuncOp sregFn, accessFn;
+  LLVM::LLVMFuncOp sregFn, accessFn, shuffleFn, barrierFn, workgroupFn,
+      sharedAccessFn;
+  /// The emulator's functions (declared, never rewritten).
+  llvm::SmallPtrSet<Operation *, 8> hooks;
   DenseMap<Value, Provenance> provenance;
   llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>>
       unsupported;

@@ -55,9 +55,39 @@ public:
                    loops::LaneOrder order) const = 0;
 };
 
+/// The threads of a block as an epilogue's row reduction uses them (the
+/// GPU's: lib/Target/GPU/RowThreads.cpp). With it, the fused epilogues
+/// spread a row's chunks over the threads of the nest's inner
+/// scf.parallel (EpilogueThreads.cpp): warp shuffles within a row,
+/// workgroup memory and a barrier across a token's heads.
+class RowThreads {
+public:
+  virtual ~RowThreads();
+
+  /// The f32 `value` of the thread whose index in the inner loop is this
+  /// thread's xor `offset`, among the first `width` (<= 32) threads of
+  /// each warp (a butterfly step).
+  virtual mlir::Value shuffleXor(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value value, int64_t offset,
+                                 int64_t width) const = 0;
+  /// The f32 `value` of lane `lane` (i32) of this thread's warp.
+  virtual mlir::Value shuffleIdx(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value value, mlir::Value lane,
+                                 int64_t width) const = 0;
+  /// A block-wide buffer of `elements` f32 (workgroup memory), made in
+  /// the inner loop's body.
+  virtual mlir::Value blockBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                                  int64_t elements) const = 0;
+  /// Waits for every thread of the block (a barrier).
+  virtual void barrier(mlir::OpBuilder &b, mlir::Location loc) const = 0;
+};
+
 class LoopStrategy {
 public:
   virtual ~LoopStrategy();
+
+  /// The fused epilogues' rows across threads (null: one thread a row).
+  virtual const RowThreads *rowThreads() const { return nullptr; }
 
   /// In a fused op's nest (insert_packed, fused_conv), run one inner loop
   /// per stream in row order instead of one loop over the concatenated

@@ -27,7 +27,15 @@ class LLVMFuncOp;
 } // namespace LLVM
 } // namespace mlir
 
+namespace inkling {
+class LoopStrategy;
+} // namespace inkling
+
 namespace inkling::gpu {
+
+/// The GPU's forms of the shared loop nests (RowThreads.cpp): the fused
+/// epilogues' rows across a block's threads.
+std::shared_ptr<const LoopStrategy> createGPULoopStrategy();
 
 /// Name of the top-level module attribute that carries, per outlined kernel,
 /// what the manifest needs and serialization would lose (an array of
@@ -39,6 +47,7 @@ constexpr const char *kOpInfoKey = "inkling.op";
 
 // The passes (declared in Passes.td, where each has its description):
 // inkling-gpu-check-target, inkling-gpu-tag-ops, inkling-gpu-sink,
+// inkling-gpu-workgroup-attributions,
 // inkling-gpu-fma-to-llvm, inkling-gpu-record-kernels,
 // inkling-gpu-record-params and inkling-gpu-write-kernels{dir=...}; each has a
 // `create<Name>Pass()` (and `create<Name>Pass(<Name>PassOptions)` where it

@@ -70,6 +70,26 @@ def SinkIntoLaunchPass : Pass<"inkling-gpu-sink", "mlir::ModuleOp"> {
   }];
 }
 
+def WorkgroupAttributionsPass
+    : Pass<"inkling-gpu-workgroup-attributions", "mlir::ModuleOp"> {
+  let summary = "Make each workgroup memref.alloca of a gpu.launch one of its "
+                "workgroup attributions";
+  let description = [{
+    A `memref.alloca` of `#gpu.address_space<workgroup>` memory inside a
+    `gpu.launch` (a block's buffer, made by the fused epilogues' rows across
+    threads) becomes a workgroup attribution of that launch: one buffer per
+    block, lowered by the NVVM conversion to a shared (address space 3)
+    global. One outside a launch, or of a dynamic shape, is an error.
+
+    ```mlir
+    gpu.launch ... {
+      %sums = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
+    }
+    // -> gpu.launch ... workgroup(%sums : memref<8xf32, ...>) { ... }
+    ```
+  }];
+}
+
 def FmaToLLVMPass : Pass<"inkling-gpu-fma-to-llvm"> {
   let summary = "Rewrite math.fma to llvm.intr.fma (fma.rn.f32 on NVPTX)";
   let description = [{
