@@ -73,6 +73,12 @@ public:
   /// nest (ConvTokenRuns.cpp) and the (token, head) nest.
   void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                     mlir::Location loc) const override;
+  /// With token-runs (unchecked): the same run-time choice, between the
+  /// token-run form of the fused epilogue (EpilogueRuns.cpp) and the shared
+  /// (token, head) nest.
+  void emitKvWriteNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                       mlir::Location loc,
+                       const loops::KvEpilogue &epilogue) const override;
 
 private:
   CPULoopOptions options;
@@ -84,6 +90,20 @@ private:
 void emitTokenRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                       mlir::Location loc, mlir::Value realTokens,
                       const CPULoopOptions &options);
+
+/// Whether a step of `realTokens` real tokens takes the token-run forms:
+/// its sequences average at least `kernel` real tokens (most windows come
+/// from x) (CPULoopStrategy.cpp).
+mlir::Value emitTokenRunsChosen(const loops::ConvNestBuilder &nest,
+                                mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value realTokens);
+
+/// The token-run form of an `sconv.fused_conv_kv_write`: `nest`'s conv and
+/// `epilogue` over the step's first `realTokens` tokens (EpilogueRuns.cpp).
+void emitKvRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                   mlir::Location loc, mlir::Value realTokens,
+                   const loops::KvEpilogue &epilogue,
+                   const CPULoopOptions &options);
 
 } // namespace inkling::cpu
 
