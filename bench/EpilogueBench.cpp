@@ -210,7 +210,8 @@ double now(bool cpuTime) {
         .count();
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  return static_cast<double>(ts.tv_sec) +
+         1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 /// Best seconds per call over 7 repetitions of >= 50 ms each.
@@ -290,18 +291,22 @@ int main(int argc, char **argv) {
         Call &c = w->call;
         Workload &x = *w;
         if (std::string(program.function) == "fused")
-          seconds[p] = bestSeconds([&] {
-            reinterpret_cast<FusedFn>(address)(
-                &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd, &x.wkd,
-                &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots);
-          }, cpuTime && threads == 0);
+          seconds[p] = bestSeconds(
+              [&] {
+                reinterpret_cast<FusedFn>(address)(
+                    &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd,
+                    &x.wkd, &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots);
+              },
+              cpuTime && threads == 0);
         else
-          seconds[p] = bestSeconds([&] {
-            reinterpret_cast<SeparateFn>(address)(
-                &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd, &x.wkd,
-                &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots, &x.ykd, &x.yvd,
-                &x.nkd);
-          }, cpuTime && threads == 0);
+          seconds[p] = bestSeconds(
+              [&] {
+                reinterpret_cast<SeparateFn>(address)(
+                    &c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, &x.kd, &x.vd,
+                    &x.wkd, &x.wvd, &x.knd, &x.kcd, &x.vcd, &x.aslots, &x.ykd,
+                    &x.yvd, &x.nkd);
+              },
+              cpuTime && threads == 0);
       }
       std::printf("%7s %6lld | %10.2f %10.2f %10.2f | %14.2f %10.2f\n",
                   threads == 0 ? "1" : "all", static_cast<long long>(tokens),

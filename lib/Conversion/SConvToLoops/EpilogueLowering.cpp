@@ -60,10 +60,21 @@ Operation *KvRow::store(OpBuilder &b, Location loc, Value value, Value h,
                         Value c, int64_t lanes) const {
   Operation *op = nullptr;
   emitIf(b, loc, stored, [&](OpBuilder &b, Location loc) {
-    op = storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
-                    lanes == 1 ? llvm::MaybeAlign() : align);
+    op = storeAt(b, loc, value, h, c, lanes);
   });
   return op;
+}
+
+Operation *KvRow::storeAt(OpBuilder &b, Location loc, Value value, Value h,
+                          Value c, int64_t lanes) const {
+  return storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
+                    lanes == 1 ? llvm::MaybeAlign() : align);
+}
+
+Value KvRow::loadAt(OpBuilder &b, Location loc, Value h, Value c,
+                    int64_t lanes) const {
+  return loadLanes(b, loc, kvCache, ValueRange{block, row, h, c}, lanes,
+                   lanes == 1 ? llvm::MaybeAlign() : align);
 }
 
 Value inkling::loops::inverseRoot(OpBuilder &b, Location loc, Value sum,
@@ -516,8 +527,8 @@ struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
           SmallVector<Value> kvCaches(op.getKvCaches()), normWeights;
           for (size_t i = 0; i < streamList.size(); ++i)
             normWeights.push_back(op.getNormWeightOf(i));
-          KvEpilogue epilogue{streamList, kvCaches, normWeights,
-                              op.getKvSlots(), epsilon, rowBody};
+          KvEpilogue epilogue{streamList,      kvCaches, normWeights,
+                              op.getKvSlots(), epsilon,  rowBody};
           // The strategy's nest (the CPU's token runs), else the shared
           // (t, h) nest of rowBody.
           if (options.strategy)

@@ -79,8 +79,8 @@ Value chunkSquareSums(OpBuilder &b, Location loc, Value y, int64_t lanes,
   // Level 1, per chunk: n0 = l0+l4, n1 = l2+l6, n2 = l1+l5, n3 = l3+l7.
   SmallVector<int64_t> left, right;
   for (int64_t k = 0; k < chunks; ++k)
-    for (auto [l, r] : {std::pair<int64_t, int64_t>{0, 4}, {2, 6}, {1, 5},
-                        {3, 7}}) {
+    for (auto [l, r] :
+         {std::pair<int64_t, int64_t>{0, 4}, {2, 6}, {1, 5}, {3, 7}}) {
       left.push_back(lane[k * kLanes + l]);
       right.push_back(lane[k * kLanes + r]);
     }
@@ -146,14 +146,22 @@ struct Piece {
   int64_t c, lanes;
 };
 
-/// The token-run form of one fused_conv_kv_write.
+/// The conv values (bf16, channel order) of channels c.. of the row of
+/// each token of a form (kRunTokens for a run, 1 for a row).
+using PieceConv =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value c, int64_t)>;
+
+/// The forms of one fused_conv_kv_write.
 class KvRunNest {
 public:
   KvRunNest(const ConvNestBuilder &nest, const KvEpilogue &epilogue,
             const CPULoopOptions &options)
       : nest(nest), epilogue(epilogue), options(options) {}
 
+  /// The token-run nest.
   void build(OpBuilder &b, Location loc, Value realTokens) const;
+  /// Row (t, h): the conv by 64-byte groups, then the epilogue.
+  void row(OpBuilder &b, Location loc, Value t, Value h) const;
 
 private:
   LaneOrder order(int64_t lanes) const {
@@ -165,12 +173,15 @@ private:
   SmallVector<Value> runConv(OpBuilder &b, Location loc, const ConvPart &part,
                              Value t0, Value h, Value c, int64_t lanes,
                              ArrayRef<SlotInfo> slots) const;
-  void normedStream(OpBuilder &b, Location loc, const ConvPart &part,
-                    Value weight, ArrayRef<KvRow> dest, Value t0, Value h,
-                    ArrayRef<SlotInfo> slots) const;
-  void plainStream(OpBuilder &b, Location loc, const ConvPart &part,
-                   ArrayRef<KvRow> dest, Value t0, Value h,
-                   ArrayRef<SlotInfo> slots) const;
+  void normedStream(OpBuilder &b, Location loc, int64_t width, Value weight,
+                    ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
+  void plainStream(OpBuilder &b, Location loc, int64_t width,
+                   ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
+  /// Every stream of the rows of `tokens` (one KvRow each), from `conv`.
+  void streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens, Value h,
+               function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                               unsigned part, Value c, int64_t)>
+                   conv) const;
   void run(OpBuilder &b, Location loc, Value t0, Value h) const;
 
   const ConvNestBuilder &nest;
@@ -192,8 +203,8 @@ Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
       [&](OpBuilder &b, Location loc) -> Value {
         ArithBuilder ab(b, loc);
         Value qsl = nest.step().getQueryStartLoc();
-        SequenceInfo s = emitSequence(b, loc, qsl, nest.numComputed(),
-                                      nest.batch(), t0);
+        SequenceInfo s =
+            emitSequence(b, loc, qsl, nest.numComputed(), nest.batch(), t0);
         Value seqEnd = toIndex(
             b, loc,
             memref::LoadOp::create(
@@ -242,8 +253,7 @@ SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
     Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
     window.push_back(xt);
     Value acc = nest.convResult(
-        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt,
-        lanes);
+        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt, lanes);
     values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
     window.erase(window.begin());
   }
@@ -264,23 +274,23 @@ static SmallVector<Piece> piecesOf(int64_t width) {
   return pieces;
 }
 
-// A normed stream (K): every piece's conv unrolled and kept, each token's
-// chunk sums, then per token the norm and the KV stores. (Its width is a
-// multiple of 8: the verifier's.)
-void KvRunNest::normedStream(OpBuilder &b, Location loc, const ConvPart &part,
-                             Value weight, ArrayRef<KvRow> dest, Value t0,
-                             Value h, ArrayRef<SlotInfo> slots) const {
-  int64_t width = part.range.width;
+// A normed stream (K), its width a multiple of 8 (the verifier's): per
+// piece (unrolled) the conv of every token, staged in the token's own KV
+// row (an ordinary store: read back at once, from L1), and the chunk sums
+// of its squares; then per stored token the pairwise tree, the inverse root
+// and the row scaled in place.
+void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
+                             Value weight, ArrayRef<KvRow> dest, Value h,
+                             PieceConv conv) const {
   SmallVector<Piece> pieces = piecesOf(width);
-  // values[i][p], sums[i][p]: token i, piece p.
-  SmallVector<SmallVector<Value>> values(kRunTokens), sums(kRunTokens);
+  SmallVector<SmallVector<Value>> sums(dest.size());
   for (const Piece &piece : pieces) {
-    SmallVector<Value> run = runConv(b, loc, part, t0, h,
-                                     cIndex(b, loc, piece.c), piece.lanes,
-                                     slots);
-    for (int64_t i = 0; i < kRunTokens; ++i) {
-      values[i].push_back(run[i]);
-      Value y = extToF32(b, loc, run[i], piece.lanes, order(piece.lanes));
+    Value c = cIndex(b, loc, piece.c);
+    SmallVector<Value> values = conv(b, loc, c, piece.lanes);
+    for (auto [i, row] : llvm::enumerate(dest)) {
+      Operation *staged = row.store(b, loc, values[i], h, c, piece.lanes);
+      staged->setAttr(cpu::kTemporalAttrName, UnitAttr::get(b.getContext()));
+      Value y = extToF32(b, loc, values[i], piece.lanes, order(piece.lanes));
       sums[i].push_back(
           chunkSquareSums(b, loc, y, piece.lanes, order(piece.lanes)));
     }
@@ -288,45 +298,49 @@ void KvRunNest::normedStream(OpBuilder &b, Location loc, const ConvPart &part,
   auto weightAlign = accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
   SmallVector<Value> weights;
   for (const Piece &piece : pieces)
-    weights.push_back(extToF32(b, loc,
-                               loadLanes(b, loc, weight,
-                                         ValueRange{cIndex(b, loc, piece.c)},
-                                         piece.lanes, weightAlign),
-                               piece.lanes, order(piece.lanes)));
-  for (int64_t i = 0; i < kRunTokens; ++i) {
-    Value sum = pairwiseTreeOfLanes(b, loc, concat(b, loc, sums[i]));
-    for (auto [p, piece] : llvm::enumerate(pieces)) {
-      LaneOrder laneOrder = order(piece.lanes);
-      Value inv =
-          inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
-      Value y = extToF32(b, loc, values[i][p], piece.lanes, laneOrder);
-      Value out = arith::MulFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, y, inv), weights[p]);
-      Value c = cIndex(b, loc, piece.c);
-      markLine(dest[i].store(b, loc,
+    weights.push_back(
+        extToF32(b, loc,
+                 loadLanes(b, loc, weight, ValueRange{cIndex(b, loc, piece.c)},
+                           piece.lanes, weightAlign),
+                 piece.lanes, order(piece.lanes)));
+  for (auto [i, row] : llvm::enumerate(dest)) {
+    emitIf(b, loc, row.stored, [&](OpBuilder &b, Location loc) {
+      Value sum = pairwiseTreeOfLanes(b, loc, concat(b, loc, sums[i]));
+      for (auto [p, piece] : llvm::enumerate(pieces)) {
+        LaneOrder laneOrder = order(piece.lanes);
+        Value c = cIndex(b, loc, piece.c);
+        Value inv =
+            inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
+        Value y = extToF32(b, loc, row.loadAt(b, loc, h, c, piece.lanes),
+                           piece.lanes, laneOrder);
+        Value out = arith::MulFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, y, inv), weights[p]);
+        markLine(row.storeAt(b, loc,
                              truncToBf16(b, loc, out, piece.lanes, laneOrder),
                              h, c, piece.lanes),
-               dest[i].lineAligned, piece.lanes);
-    }
+                 row.lineAligned, piece.lanes);
+      }
+    });
   }
 }
 
-// A stream without a norm (V): per group (a loop) the run's conv, stored
-// into the KV cache; then the 16-byte chunks and a scalar tail, unrolled.
-void KvRunNest::plainStream(OpBuilder &b, Location loc, const ConvPart &part,
-                            ArrayRef<KvRow> dest, Value t0, Value h,
-                            ArrayRef<SlotInfo> slots) const {
+// A stream without a norm (V): per group (a loop) the conv of every token,
+// stored into the KV cache; then the 16-byte chunks and a scalar tail.
+void KvRunNest::plainStream(OpBuilder &b, Location loc, int64_t width,
+                            ArrayRef<KvRow> dest, Value h,
+                            PieceConv conv) const {
   auto store = [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-    SmallVector<Value> run = runConv(b, loc, part, t0, h, c, lanes, slots);
-    for (int64_t i = 0; i < kRunTokens; ++i)
-      markLine(dest[i].store(b, loc, run[i], h, c, lanes), dest[i].lineAligned,
+    SmallVector<Value> values = conv(b, loc, c, lanes);
+    for (auto [i, row] : llvm::enumerate(dest))
+      markLine(row.store(b, loc, values[i], h, c, lanes), row.lineAligned,
                lanes);
   };
-  int64_t width = part.range.width, groups = width / kRunLanes;
+  int64_t groups = width / kRunLanes;
   scf::ForOp::create(
       b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
       ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
-        store(b, loc, ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes)),
+        store(b, loc,
+              ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes)),
               kRunLanes);
         scf::YieldOp::create(b, loc);
       });
@@ -335,25 +349,54 @@ void KvRunNest::plainStream(OpBuilder &b, Location loc, const ConvPart &part,
       store(b, loc, cIndex(b, loc, piece.c), piece.lanes);
 }
 
-// A whole run of head h: the tokens' slots once, then every stream.
-void KvRunNest::run(OpBuilder &b, Location loc, Value t0, Value h) const {
-  ArithBuilder ab(b, loc);
-  SmallVector<SlotInfo> slots(kRunTokens);
-  for (int64_t i = 0; nest.insert() && i < kRunTokens; ++i)
-    slots[i] = emitSlot(b, loc, nest.slots(), ab.add(t0, cIndex(b, loc, i)),
-                        nest.blockSize(), /*checked=*/false, nest.slotLimit());
+void KvRunNest::streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens,
+                        Value h,
+                        function_ref<SmallVector<Value>(
+                            OpBuilder &, Location, unsigned, Value, int64_t)>
+                            conv) const {
   for (auto [p, part] : llvm::enumerate(nest.parts())) {
     size_t s = llvm::find(epilogue.streams, nest.partStream(p)) -
                epilogue.streams.begin();
     SmallVector<KvRow> dest;
-    for (int64_t i = 0; i < kRunTokens; ++i)
-      dest.emplace_back(b, loc, epilogue.kvCaches[s], epilogue.kvSlots,
-                        ab.add(t0, cIndex(b, loc, i)));
+    for (Value t : tokens)
+      dest.emplace_back(b, loc, epilogue.kvCaches[s], epilogue.kvSlots, t);
+    auto partConv = [&, p = p](OpBuilder &b, Location loc, Value c,
+                               int64_t lanes) {
+      return conv(b, loc, p, c, lanes);
+    };
     if (Value weight = epilogue.normWeights[s])
-      normedStream(b, loc, part, weight, dest, t0, h, slots);
+      normedStream(b, loc, part.range.width, weight, dest, h, partConv);
     else
-      plainStream(b, loc, part, dest, t0, h, slots);
+      plainStream(b, loc, part.range.width, dest, h, partConv);
   }
+}
+
+// A whole run of head h: the tokens' slots once, then every stream.
+void KvRunNest::run(OpBuilder &b, Location loc, Value t0, Value h) const {
+  ArithBuilder ab(b, loc);
+  SmallVector<SlotInfo> slots(kRunTokens);
+  SmallVector<Value> tokens;
+  for (int64_t i = 0; i < kRunTokens; ++i) {
+    tokens.push_back(ab.add(t0, cIndex(b, loc, i)));
+    if (nest.insert())
+      slots[i] = emitSlot(b, loc, nest.slots(), tokens.back(), nest.blockSize(),
+                          /*checked=*/false, nest.slotLimit());
+  }
+  streams(b, loc, tokens, h,
+          [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
+            return runConv(b, loc, nest.parts()[p], t0, h, c, lanes, slots);
+          });
+}
+
+// Row (t, h) of any token (decode, a sequence's first run, padding): the
+// shared nest's per-row values and conv (rowValue), by pieces.
+void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
+  ConvRow row = nest.beginRow(b, loc, t, h);
+  streams(b, loc, t, h,
+          [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
+            return SmallVector<Value>{
+                nest.rowValue(b, loc, row, nest.partStream(p), c, lanes)};
+          });
 }
 
 void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
@@ -385,16 +428,15 @@ void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
               scf::ForOp::create(
                   b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-                    epilogue.row(b, loc, t, h);
+                    row(b, loc, t, h);
                     scf::YieldOp::create(b, loc);
                   });
             });
       });
 }
 
-void cpu::emitKvRunNest(const ConvNestBuilder &nest, OpBuilder &b,
-                        Location loc, Value realTokens,
-                        const KvEpilogue &epilogue,
+void cpu::emitKvRunNest(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
+                        Value realTokens, const KvEpilogue &epilogue,
                         const CPULoopOptions &options) {
   KvRunNest(nest, epilogue, options).build(b, loc, realTokens);
 }
@@ -417,6 +459,10 @@ void cpu::CPULoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
-        LoopStrategy::emitKvWriteNest(nest, b, loc, epilogue);
+        KvRunNest form(nest, epilogue, options);
+        emitRowNest(b, loc, nest.tokens(), nest.heads(),
+                    [&](OpBuilder &b, Location loc, Value t, Value h) {
+                      form.row(b, loc, t, h);
+                    });
       });
 }

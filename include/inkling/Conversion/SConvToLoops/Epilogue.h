@@ -1,4 +1,5 @@
-//===- Epilogue.h - A fused conv's epilogue, for a strategy's nest -*- C++ -*-===//
+//===- Epilogue.h - A fused conv's epilogue, for a strategy's nest -*- C++
+//-*-===//
 //
 // What `sconv.fused_conv_kv_write`'s lowering (EpilogueLowering.cpp) hands
 // a backend's strategy that builds its own nest for it (LoopStrategy::
@@ -24,6 +25,12 @@ struct KvRow {
   /// the row when it is stored; returns the store (in its scf.if).
   Operation *store(OpBuilder &b, Location loc, Value value, Value h, Value c,
                    int64_t lanes) const;
+  /// The same store and the load of [h, c..], without the check (where
+  /// `stored` holds).
+  Operation *storeAt(OpBuilder &b, Location loc, Value value, Value h, Value c,
+                     int64_t lanes) const;
+  Value loadAt(OpBuilder &b, Location loc, Value h, Value c,
+               int64_t lanes) const;
 
   Value kvCache, stored, block, row;
   llvm::MaybeAlign align;

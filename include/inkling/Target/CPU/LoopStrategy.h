@@ -30,6 +30,12 @@ namespace inkling::cpu {
 inline constexpr llvm::StringLiteral kLineAlignedAttrName =
     "inkling.line_aligned";
 
+/// A discardable unit attribute on a `vector.store` whose line the nest
+/// reads back at once (the fused K/V epilogue stages a K row in its own KV
+/// cache row, EpilogueRuns.cpp): `inkling-cpu-streaming-stores` leaves it
+/// an ordinary store.
+inline constexpr llvm::StringLiteral kTemporalAttrName = "inkling.temporal";
+
 /// The CPU's choices (see the `inkling-cpu-lower-to-loops` pass
 /// description for each).
 struct CPULoopOptions {
