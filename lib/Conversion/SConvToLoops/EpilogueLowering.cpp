@@ -11,6 +11,9 @@
 //         also stores x into the conv cache with and_insert), normalized
 //         (normed streams) and stored into the stream's KV cache
 //     }
+//   (a strategy may build its own nest for it from the same row body and
+//   the pieces of Epilogue.h: LoopStrategy::emitKvWriteNest; the CPU's
+//   token-run and group forms, lib/Target/CPU/EpilogueRuns.cpp)
 //
 // One row norm for the standalone op and the fused one (emitRowNorm): the
 // arithmetic of docs/Design.md section 4, "Epilogues":
