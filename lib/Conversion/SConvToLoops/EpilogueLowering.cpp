@@ -11,6 +11,9 @@
 //         also stores x into the conv cache with and_insert), normalized
 //         (normed streams) and stored into the stream's KV cache
 //     }
+//   (a strategy may build its own nest for it from the same row body and
+//   the pieces of Epilogue.h: LoopStrategy::emitKvWriteNest; the CPU's
+//   token-run and group forms, lib/Target/CPU/EpilogueRuns.cpp)
 //
 // One row norm for the standalone op and the fused one (emitRowNorm): the
 // arithmetic of docs/Design.md section 4, "Epilogues":
@@ -29,6 +32,8 @@
 #include "Patterns.h"
 #include "inkling/Conversion/SConvToLoops/Alignment.h"
 #include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Conversion/SConvToLoops/Epilogue.h"
+#include "inkling/Conversion/SConvToLoops/LoopStrategy.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -36,6 +41,79 @@ using namespace mlir;
 using namespace inkling;
 using namespace inkling::loops;
 using namespace inkling::sconv;
+
+KvRow::KvRow(OpBuilder &b, Location loc, Value kvCache, Value slots, Value t)
+    : kvCache(kvCache) {
+  auto type = cast<MemRefType>(kvCache.getType());
+  int64_t blockSize = type.getDimSize(1);
+  align = accessAlign(type, {1, 1, 1, kLanes});
+  lineAligned = loops::lineAligned(type, {1, 1, 1, kLineLanes});
+  Value slot = memref::LoadOp::create(b, loc, slots, ValueRange{t});
+  Value limit = arith::MulIOp::create(
+      b, loc, toI64(b, loc, memref::DimOp::create(b, loc, kvCache, 0)),
+      cI64(b, loc, blockSize));
+  stored = arith::AndIOp::create(
+      b, loc, cmp(b, loc, arith::CmpIPredicate::sge, slot, cI64(b, loc, 0)),
+      cmp(b, loc, arith::CmpIPredicate::slt, slot, limit));
+  // Only used where stored holds (slot >= 0).
+  std::tie(block, row) =
+      emitBlockAndRow(b, loc, toIndex(b, loc, slot), blockSize);
+}
+
+Operation *KvRow::store(OpBuilder &b, Location loc, Value value, Value h,
+                        Value c, int64_t lanes) const {
+  Operation *op = nullptr;
+  emitIf(b, loc, stored, [&](OpBuilder &b, Location loc) {
+    op = storeAt(b, loc, value, h, c, lanes);
+  });
+  return op;
+}
+
+Operation *KvRow::storeAt(OpBuilder &b, Location loc, Value value, Value h,
+                          Value c, int64_t lanes) const {
+  return storeLanes(b, loc, value, kvCache, ValueRange{block, row, h, c},
+                    lanes == 1 ? llvm::MaybeAlign() : align);
+}
+
+Value KvRow::loadAt(OpBuilder &b, Location loc, Value h, Value c,
+                    int64_t lanes) const {
+  return loadLanes(b, loc, kvCache, ValueRange{block, row, h, c}, lanes,
+                   lanes == 1 ? llvm::MaybeAlign() : align);
+}
+
+Value inkling::loops::inverseRoot(OpBuilder &b, Location loc, Value sum,
+                                  int64_t count, float epsilon, int64_t lanes) {
+  Value mean = arith::DivFOp::create(
+      b, loc, sum,
+      arith::ConstantOp::create(b, loc,
+                                b.getF32FloatAttr(static_cast<float>(count))));
+  Value root = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(
+          b, loc, mean,
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
+  Value inv = arith::DivFOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, b.getF32Type()), inv);
+}
+
+void inkling::loops::emitRowNest(
+    OpBuilder &b, Location loc, Value tokens, int64_t heads,
+    function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0}, ValueRange{tokens, cIndex(b, loc, heads)},
+      ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange th) {
+        body(b, loc, th[0], th[1]);
+      });
+}
+
+void LoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
+                                   Location loc,
+                                   const KvEpilogue &epilogue) const {
+  emitRowNest(b, loc, nest.tokens(), nest.heads(), epilogue.row);
+}
 
 namespace {
 
@@ -133,24 +211,6 @@ Value pairwiseTree(OpBuilder &b, Location loc, ArrayRef<Value> values) {
     sums = std::move(next);
   }
   return sums.front();
-}
-
-/// 1 / sqrt(sum / count + eps), in f32, splat to a chunk's lanes.
-Value inverseRoot(OpBuilder &b, Location loc, Value sum, int64_t count,
-                  float epsilon) {
-  Value mean = arith::DivFOp::create(
-      b, loc, sum,
-      arith::ConstantOp::create(b, loc,
-                                b.getF32FloatAttr(static_cast<float>(count))));
-  Value root = math::SqrtOp::create(
-      b, loc,
-      arith::AddFOp::create(
-          b, loc, mean,
-          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(epsilon))));
-  Value inv = arith::DivFOp::create(
-      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1)), root);
-  return vector::BroadcastOp::create(
-      b, loc, VectorType::get({kLanes}, b.getF32Type()), inv);
 }
 
 } // namespace inkling::loops
@@ -260,25 +320,6 @@ void emitTokenRowNorm(OpBuilder &b, Location loc, Value t,
         scf::YieldOp::create(b, loc);
       });
 }
-
-} // namespace
-
-namespace inkling::loops {
-
-/// scf.parallel (t, h) in [0, tokens) x [0, heads) { body(t, h) }.
-void emitRowNest(OpBuilder &b, Location loc, Value tokens, int64_t heads,
-                 function_ref<void(OpBuilder &, Location, Value, Value)> body) {
-  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  scf::ParallelOp::create(
-      b, loc, ValueRange{c0, c0}, ValueRange{tokens, cIndex(b, loc, heads)},
-      ValueRange{c1, c1}, [&](OpBuilder &b, Location loc, ValueRange th) {
-        body(b, loc, th[0], th[1]);
-      });
-}
-
-} // namespace inkling::loops
-
-namespace {
 
 /// The chunks of a row of `width` channels, any width (a scalar tail): an
 /// scf.parallel (GPU threads) when `parallel`, else an scf.for. The fused
@@ -485,36 +526,44 @@ struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
           }
           inkling::Layout layout = op.getLayout().getDerived();
           float epsilon = op.getEpsilon().convertToFloat();
-          Value tokens =
-              memref::DimOp::create(rewriter, loc, op.getInputs()[0], 0);
-          emitRowNest(
-              rewriter, loc, tokens, layout.headsPerRank,
-              [&](OpBuilder &b, Location loc, Value t, Value h) {
-                ConvRow row = conv.beginRow(b, loc, t, h);
-                conv.reportRowSlot(b, loc, row);
-                for (auto [i, stream] : llvm::enumerate(streamList)) {
-                  int64_t width = layout.range(toRuntime(stream)).width;
-                  KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
-                  auto source = [&, stream = stream](OpBuilder &b, Location loc,
-                                                     Value c, int64_t lanes) {
-                    return conv.rowValue(b, loc, row, stream, c, lanes);
-                  };
-                  auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
-                                  int64_t lanes) {
-                    dest.store(b, loc, v, h, c, lanes);
-                  };
-                  if (Value weight = op.getNormWeightOf(i)) {
-                    emitRowNorm(b, loc, width, weight, epsilon, source, sink);
-                    continue;
-                  }
-                  emitRowChunks(
-                      b, loc, width,
-                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
-                        sink(b, loc, c, source(b, loc, c, lanes), lanes);
-                      },
-                      /*parallel=*/false);
-                }
-              });
+          auto rowBody = [&](OpBuilder &b, Location loc, Value t, Value h) {
+            ConvRow row = conv.beginRow(b, loc, t, h);
+            conv.reportRowSlot(b, loc, row);
+            for (auto [i, stream] : llvm::enumerate(streamList)) {
+              int64_t width = layout.range(toRuntime(stream)).width;
+              KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
+              auto source = [&, stream = stream](OpBuilder &b, Location loc,
+                                                 Value c, int64_t lanes) {
+                return conv.rowValue(b, loc, row, stream, c, lanes);
+              };
+              auto sink = [&](OpBuilder &b, Location loc, Value c, Value v,
+                              int64_t lanes) {
+                dest.store(b, loc, v, h, c, lanes);
+              };
+              if (Value weight = op.getNormWeightOf(i)) {
+                emitRowNorm(b, loc, width, weight, epsilon, source, sink);
+                continue;
+              }
+              emitRowChunks(
+                  b, loc, width,
+                  [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+                    sink(b, loc, c, source(b, loc, c, lanes), lanes);
+                  },
+                  /*parallel=*/false);
+            }
+          };
+          SmallVector<Value> kvCaches(op.getKvCaches()), normWeights;
+          for (size_t i = 0; i < streamList.size(); ++i)
+            normWeights.push_back(op.getNormWeightOf(i));
+          KvEpilogue epilogue{streamList,      kvCaches, normWeights,
+                              op.getKvSlots(), epsilon,  rowBody};
+          // The strategy's nest (the CPU's token runs), else the shared
+          // (t, h) nest of rowBody.
+          if (options.strategy)
+            options.strategy->emitKvWriteNest(conv, rewriter, loc, epilogue);
+          else
+            emitRowNest(rewriter, loc, conv.tokens(), layout.headsPerRank,
+                        rowBody);
         });
   }
 };

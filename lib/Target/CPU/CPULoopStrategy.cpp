@@ -2,7 +2,7 @@
 //
 // The CPU's LoopStrategy (LoopStrategy.h) and `inkling-cpu-lower-to-loops`,
 // the shared loop lowering with it. The token-run nest is in
-// ConvTokenRuns.cpp.
+// ConvTokenRuns.cpp, that of the fused K/V epilogue in EpilogueRuns.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,16 @@ using namespace mlir;
 using namespace inkling;
 using namespace inkling::loops;
 
+Value cpu::emitTokenRunsChosen(const ConvNestBuilder &nest, OpBuilder &b,
+                               Location loc, Value realTokens) {
+  Value batch = nest.batch();
+  return arith::AndIOp::create(
+      b, loc,
+      cmp(b, loc, arith::CmpIPredicate::uge, realTokens,
+          ArithBuilder(b, loc).mul(batch, cIndex(b, loc, nest.kernel()))),
+      cmp(b, loc, arith::CmpIPredicate::ugt, batch, cIndex(b, loc, 0)));
+}
+
 void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
                                         Location loc) const {
   // The steps that are not prefill: the decode-run nest, else the
@@ -46,14 +56,8 @@ void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
   // Runs when the sequences average at least `kernel` real tokens (most
   // windows come from x); else the decode form.
   Value realTokens = emitRealTokens(b, loc, nest.step());
-  Value batch = nest.batch();
-  Value prefill = arith::AndIOp::create(
-      b, loc,
-      cmp(b, loc, arith::CmpIPredicate::uge, realTokens,
-          ArithBuilder(b, loc).mul(batch, cIndex(b, loc, nest.kernel()))),
-      cmp(b, loc, arith::CmpIPredicate::ugt, batch, cIndex(b, loc, 0)));
   emitIfElse(
-      b, loc, prefill,
+      b, loc, emitTokenRunsChosen(nest, b, loc, realTokens),
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);

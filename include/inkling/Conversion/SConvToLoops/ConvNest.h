@@ -113,6 +113,8 @@ public:
   int64_t heads() const { return layout_.headsPerRank; }
   /// In the order of their cache offsets.
   ArrayRef<ConvPart> parts() const { return parts_; }
+  /// The stream of parts()[i].
+  sconv::Stream partStream(size_t i) const { return partStreams[i]; }
   Value tokens() const { return tokens_; }
   Value batch() const { return batch_; }
   Value numComputed() const { return numComputedBuf_; }

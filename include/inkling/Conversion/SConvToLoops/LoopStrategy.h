@@ -20,6 +20,7 @@ namespace inkling {
 namespace loops {
 class ConvNestBuilder;
 struct ConvPart;
+struct KvEpilogue;
 struct ConvRow;
 
 /// Where tap j < W-1 of a (t, h) reads, when hoisted.
@@ -104,6 +105,13 @@ public:
   /// (token, head) nest, `nest.emitTokenNest(b, loc)`.
   virtual void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                             mlir::Location loc) const;
+
+  /// Emits the nest of an `sconv.fused_conv_kv_write` (conv `nest` and its
+  /// epilogue) at `b`'s insertion point. The default: the shared (token,
+  /// head) nest of `epilogue.row` (EpilogueLowering.cpp).
+  virtual void emitKvWriteNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                               mlir::Location loc,
+                               const loops::KvEpilogue &epilogue) const;
 };
 
 } // namespace inkling

@@ -30,6 +30,12 @@ namespace inkling::cpu {
 inline constexpr llvm::StringLiteral kLineAlignedAttrName =
     "inkling.line_aligned";
 
+/// A discardable unit attribute on a `vector.store` whose line the nest
+/// reads back at once (the fused K/V epilogue stages a K row in its own KV
+/// cache row, EpilogueRuns.cpp): `inkling-cpu-streaming-stores` leaves it
+/// an ordinary store.
+inline constexpr llvm::StringLiteral kTemporalAttrName = "inkling.temporal";
+
 /// The CPU's choices (see the `inkling-cpu-lower-to-loops` pass
 /// description for each).
 struct CPULoopOptions {
@@ -85,6 +91,12 @@ public:
   /// (ConvDecodeRuns.cpp) or the (token, head) nest.
   void emitConvNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                     mlir::Location loc) const override;
+  /// With token-runs (unchecked): the same run-time choice, between the
+  /// token-run form of the fused epilogue (EpilogueRuns.cpp) and the shared
+  /// (token, head) nest.
+  void emitKvWriteNest(loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                       mlir::Location loc,
+                       const loops::KvEpilogue &epilogue) const override;
 
 private:
   CPULoopOptions options;
@@ -101,6 +113,20 @@ void emitDecodeRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
 void emitTokenRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                       mlir::Location loc, mlir::Value realTokens,
                       const CPULoopOptions &options);
+
+/// Whether a step of `realTokens` real tokens takes the token-run forms:
+/// its sequences average at least `kernel` real tokens (most windows come
+/// from x) (CPULoopStrategy.cpp).
+mlir::Value emitTokenRunsChosen(const loops::ConvNestBuilder &nest,
+                                mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value realTokens);
+
+/// The token-run form of an `sconv.fused_conv_kv_write`: `nest`'s conv and
+/// `epilogue` over the step's first `realTokens` tokens (EpilogueRuns.cpp).
+void emitKvRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                   mlir::Location loc, mlir::Value realTokens,
+                   const loops::KvEpilogue &epilogue,
+                   const CPULoopOptions &options);
 
 } // namespace inkling::cpu
 

@@ -49,7 +49,11 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
            "tokens and carries the last kernel - 1 inputs as loop values, "
            "with the weights loaded once per run: each input is loaded "
            "once. Its stores of one 64-byte line at a line-aligned offset "
-           "carry `inkling.line_aligned` (see inkling-cpu-streaming-stores)">,
+           "carry `inkling.line_aligned` (see inkling-cpu-streaming-stores). "
+           "With it, sconv.fused_conv_kv_write takes the CPU's forms of "
+           "lib/Target/CPU/EpilogueRuns.cpp: the same run-time choice "
+           "between a (run of 4 tokens, head) nest and a (token, head) "
+           "nest by 64-byte groups, each K row staged in its KV-cache row">,
     Option<"decodeRuns", "decode-runs", "bool", /*default=*/"false",
            "In an unchecked conv, for the steps that token-runs leaves to "
            "the (token, head) nest (all steps without token-runs), a nest "
@@ -193,7 +197,9 @@ def StreamingStoresPass
     runs only when each such memref's base is 64-byte aligned at run time:
     LLVM splits a non-temporal 64-byte store that claims less into four
     16-byte stores and their extracts, which cost more than they save. The
-    bits stored are the same either way.
+    bits stored are the same either way. A store marked `inkling.temporal`
+    (a line the nest reads back at once: the fused K/V epilogue stages a K
+    row in its own KV-cache row) stays an ordinary store in the copy.
 
     ```mlir
     scf.parallel (%r, %h) = (%c0, %c0) to (%R, %c8) step (%c1, %c1) {

@@ -1,0 +1,468 @@
+//===- EpilogueRuns.cpp - The token-run form of the fused K/V epilogue ----===//
+//
+// The CPU's form of `sconv.fused_conv_kv_write` (K: conv -> k_norm -> KV
+// write; V: conv -> KV write) for the steps that take the token-run nest
+// (emitTokenRunsChosen; the (token, head) nest otherwise):
+//
+//   scf.parallel (run r of kRunTokens tokens from t0, h) {
+//     if the run is whole (kRunTokens real tokens of one sequence, every
+//         window in the step: t0 >= the sequence's first token + W - 1):
+//       per token: its conv-cache slot and its attention slot, once
+//       per stream, 64-byte groups of kRunLanes channels c (then 16-byte
+//           chunks), lanes in even-odd order:
+//         weights, bias, the window x[t0-W+1..t0-1] once; per token
+//           (unrolled): x loaded once, stored at its conv-cache slot,
+//           y = bf16(conv) as the conv nest computes it
+//         V: y stored into the V cache (a 64-byte store per token)
+//         K (normed): y kept (SSA values, the groups unrolled), and the
+//           halving-tree sums of its 8-channel chunks' squares
+//       K, per token: the pairwise tree over its chunk sums, the inverse
+//         root, out = bf16((y * inv) * weight) into the K cache
+//     else (a sequence's first run, a run holding padding or a sequence
+//         boundary): per token the shared (t, h) row of the epilogue
+//   }
+//
+// The arithmetic is docs/Design.md section 4's (the same bits as the
+// shared nest and the unfused ops): the chunk sums are the same halving
+// tree, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), its adds done for all of a
+// group's chunks at once on shuffled lanes; the chunk tree is level by
+// level over the sums, padded with zeros to a power of two.
+//
+//===----------------------------------------------------------------------===//
+
+#include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Conversion/SConvToLoops/ConvNest.h"
+#include "inkling/Conversion/SConvToLoops/Epilogue.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace inkling;
+using namespace inkling::loops;
+using inkling::cpu::CPULoopOptions;
+
+namespace {
+
+/// Tokens per run: those of the token-run nest (ConvTokenRuns.cpp).
+constexpr int64_t kRunTokens = 4;
+/// Channels per group: a 64-byte line of bf16 per token.
+constexpr int64_t kRunLanes = kLineLanes;
+
+int64_t powerOfTwoAtLeast(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+/// left[i] + right[i] of `v`'s lanes.
+Value addLanes(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> left,
+               ArrayRef<int64_t> right) {
+  return arith::AddFOp::create(b, loc,
+                               vector::ShuffleOp::create(b, loc, v, v, left),
+                               vector::ShuffleOp::create(b, loc, v, v, right));
+}
+
+/// The sum of squares of each 8-channel chunk of `y` (f32, `lanes` lanes in
+/// `order`, lanes a multiple of 8): vector<lanes / 8 x f32>, chunk k's sum
+/// the halving tree of docs/Design.md, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))
+/// (l_i: the square of the chunk's channel i), one level for all chunks.
+Value chunkSquareSums(OpBuilder &b, Location loc, Value y, int64_t lanes,
+                      LaneOrder order) {
+  Value squares = arith::MulFOp::create(b, loc, y, y);
+  SmallVector<int64_t> lane(lanes);
+  for (int64_t l = 0; l < lanes; ++l)
+    lane[laneChannel(order, lanes, l)] = l;
+  int64_t chunks = lanes / kLanes;
+  // Level 1, per chunk: n0 = l0+l4, n1 = l2+l6, n2 = l1+l5, n3 = l3+l7.
+  SmallVector<int64_t> left, right;
+  for (int64_t k = 0; k < chunks; ++k)
+    for (auto [l, r] :
+         {std::pair<int64_t, int64_t>{0, 4}, {2, 6}, {1, 5}, {3, 7}}) {
+      left.push_back(lane[k * kLanes + l]);
+      right.push_back(lane[k * kLanes + r]);
+    }
+  Value v = addLanes(b, loc, squares, left, right);
+  // Level 2: n0+n1, n2+n3; level 3: their sum.
+  for (int64_t width = 4; width >= 2; width /= 2) {
+    left.clear();
+    right.clear();
+    for (int64_t k = 0; k < chunks * width / 2; ++k) {
+      left.push_back(2 * k);
+      right.push_back(2 * k + 1);
+    }
+    v = addLanes(b, loc, v, left, right);
+  }
+  return v;
+}
+
+/// `parts` (vectors of f32) as one vector, in order.
+Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+  Value all = parts.front();
+  for (Value next : parts.drop_front()) {
+    int64_t n = cast<VectorType>(all.getType()).getNumElements() +
+                cast<VectorType>(next.getType()).getNumElements();
+    all = vector::ShuffleOp::create(b, loc, all, next,
+                                    llvm::to_vector(llvm::seq<int64_t>(0, n)));
+  }
+  return all;
+}
+
+/// The pairwise tree of the lanes of `sums` (f32), padded with zeros to a
+/// power of two, level by level: ((s0 + s1) + (s2 + s3)) + ...
+Value pairwiseTreeOfLanes(OpBuilder &b, Location loc, Value sums) {
+  int64_t n = cast<VectorType>(sums.getType()).getNumElements();
+  int64_t padded = powerOfTwoAtLeast(n);
+  if (padded != n) {
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(cast<VectorType>(sums.getType()), 0.0f));
+    SmallVector<int64_t> mask = llvm::to_vector(llvm::seq<int64_t>(0, n));
+    mask.resize(padded, n);
+    sums = vector::ShuffleOp::create(b, loc, sums, zeros, mask);
+  }
+  for (int64_t width = padded; width > 1; width /= 2) {
+    SmallVector<int64_t> left, right;
+    for (int64_t i = 0; i < width / 2; ++i) {
+      left.push_back(2 * i);
+      right.push_back(2 * i + 1);
+    }
+    sums = addLanes(b, loc, sums, left, right);
+  }
+  return vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{0});
+}
+
+/// Marks a 64-byte line store that is line-aligned whenever its base is.
+void markLine(Operation *store, bool aligned, int64_t lanes) {
+  if (store && aligned && lanes == kLineLanes)
+    store->setAttr(cpu::kLineAlignedAttrName,
+                   UnitAttr::get(store->getContext()));
+}
+
+/// One chunk of channels c.. of a stream (the groups, then the 16-byte
+/// chunks, then a scalar tail).
+struct Piece {
+  int64_t c, lanes;
+};
+
+/// The conv values (bf16, channel order) of channels c.. of the row of
+/// each token of a form (kRunTokens for a run, 1 for a row).
+using PieceConv =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value c, int64_t)>;
+
+/// The forms of one fused_conv_kv_write.
+class KvRunNest {
+public:
+  KvRunNest(const ConvNestBuilder &nest, const KvEpilogue &epilogue,
+            const CPULoopOptions &options)
+      : nest(nest), epilogue(epilogue), options(options) {}
+
+  /// The token-run nest.
+  void build(OpBuilder &b, Location loc, Value realTokens) const;
+  /// Row (t, h): the conv by 64-byte groups, then the epilogue.
+  void row(OpBuilder &b, Location loc, Value t, Value h) const;
+
+private:
+  LaneOrder order(int64_t lanes) const {
+    return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
+               ? LaneOrder::EvenOdd
+               : LaneOrder::Natural;
+  }
+  Value wholeRun(OpBuilder &b, Location loc, Value t0, Value realTokens) const;
+  SmallVector<Value> runConv(OpBuilder &b, Location loc, const ConvPart &part,
+                             Value t0, Value h, Value c, int64_t lanes,
+                             ArrayRef<SlotInfo> slots) const;
+  void normedStream(OpBuilder &b, Location loc, int64_t width, Value weight,
+                    ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
+  void plainStream(OpBuilder &b, Location loc, int64_t width,
+                   ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
+  /// Every stream of the rows of `tokens` (one KvRow each), from `conv`.
+  void streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens, Value h,
+               function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                               unsigned part, Value c, int64_t)>
+                   conv) const;
+  void run(OpBuilder &b, Location loc, Value t0, Value h) const;
+
+  const ConvNestBuilder &nest;
+  const KvEpilogue &epilogue;
+  const CPULoopOptions &options;
+};
+
+} // namespace
+
+// Whether tokens [t0, t0 + kRunTokens) are real, of one sequence, and
+// every tap of theirs reads x (t0 - (W-1) >= the sequence's first token).
+Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
+                          Value realTokens) const {
+  ArithBuilder ab(b, loc);
+  Value end = ab.add(t0, cIndex(b, loc, kRunTokens));
+  Value real = cmp(b, loc, arith::CmpIPredicate::ule, end, realTokens);
+  return emitIfValue(
+      b, loc, real,
+      [&](OpBuilder &b, Location loc) -> Value {
+        ArithBuilder ab(b, loc);
+        Value qsl = nest.step().getQueryStartLoc();
+        SequenceInfo s =
+            emitSequence(b, loc, qsl, nest.numComputed(), nest.batch(), t0);
+        Value seqEnd = toIndex(
+            b, loc,
+            memref::LoadOp::create(
+                b, loc, qsl, ValueRange{ab.add(s.seq, cIndex(b, loc, 1))}));
+        return arith::AndIOp::create(
+            b, loc, cmp(b, loc, arith::CmpIPredicate::ule, end, seqEnd),
+            cmp(b, loc, arith::CmpIPredicate::uge, t0,
+                ab.add(s.start, cIndex(b, loc, nest.kernel() - 1))));
+      },
+      [&](OpBuilder &b, Location loc) -> Value {
+        return arith::ConstantIntOp::create(b, loc, 0, 1);
+      });
+}
+
+// The conv of channels c.. of head h for the run's tokens (bf16 in channel
+// order, one per token): the weights and window once, then per token x
+// loaded once, stored at its slot, convolved (the conv nest's arithmetic).
+SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
+                                      const ConvPart &part, Value t0, Value h,
+                                      Value c, int64_t lanes,
+                                      ArrayRef<SlotInfo> slots) const {
+  ArithBuilder ab(b, loc);
+  LaneOrder laneOrder = order(lanes);
+  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+  Value bias = nest.biasLanes(b, loc, part, channel, lanes, laneOrder);
+  SmallVector<Value> weights =
+      nest.tapWeightsOf(b, loc, part, channel, lanes, laneOrder);
+  SmallVector<Value> window;
+  for (int64_t back = nest.kernel() - 1; back >= 1; --back)
+    window.push_back(nest.xTap(b, loc, part, ab.sub(t0, cIndex(b, loc, back)),
+                               h, c, lanes, laneOrder));
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < kRunTokens; ++i) {
+    Value t = ab.add(t0, cIndex(b, loc, i));
+    Value xRaw = part.x.load(b, loc, t, h, c, lanes);
+    if (nest.insert()) {
+      const SlotInfo &at = slots[i];
+      emitIf(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
+        markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                            ValueRange{at.block, h, at.row,
+                                       nest.cacheCol(b, loc, part, c)},
+                            part.cacheAlign),
+                 part.cacheLineAligned, lanes);
+      });
+    }
+    Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
+    window.push_back(xt);
+    Value acc = nest.convResult(
+        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt, lanes);
+    values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
+    window.erase(window.begin());
+  }
+  return values;
+}
+
+/// The pieces of a stream of `width` channels: groups of kRunLanes, then
+/// 16-byte chunks, then single channels.
+static SmallVector<Piece> piecesOf(int64_t width) {
+  SmallVector<Piece> pieces;
+  int64_t c = 0;
+  for (; c + kRunLanes <= width; c += kRunLanes)
+    pieces.push_back({c, kRunLanes});
+  for (; c + kLanes <= width; c += kLanes)
+    pieces.push_back({c, kLanes});
+  for (; c < width; ++c)
+    pieces.push_back({c, 1});
+  return pieces;
+}
+
+// A normed stream (K), its width a multiple of 8 (the verifier's): per
+// piece (unrolled) the conv of every token, staged in the token's own KV
+// row (an ordinary store: read back at once, from L1), and the chunk sums
+// of its squares; then per stored token the pairwise tree, the inverse root
+// and the row scaled in place.
+void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
+                             Value weight, ArrayRef<KvRow> dest, Value h,
+                             PieceConv conv) const {
+  SmallVector<Piece> pieces = piecesOf(width);
+  SmallVector<SmallVector<Value>> sums(dest.size());
+  for (const Piece &piece : pieces) {
+    Value c = cIndex(b, loc, piece.c);
+    SmallVector<Value> values = conv(b, loc, c, piece.lanes);
+    for (auto [i, row] : llvm::enumerate(dest)) {
+      Operation *staged = row.store(b, loc, values[i], h, c, piece.lanes);
+      staged->setAttr(cpu::kTemporalAttrName, UnitAttr::get(b.getContext()));
+      Value y = extToF32(b, loc, values[i], piece.lanes, order(piece.lanes));
+      sums[i].push_back(
+          chunkSquareSums(b, loc, y, piece.lanes, order(piece.lanes)));
+    }
+  }
+  auto weightAlign = accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
+  SmallVector<Value> weights;
+  for (const Piece &piece : pieces)
+    weights.push_back(
+        extToF32(b, loc,
+                 loadLanes(b, loc, weight, ValueRange{cIndex(b, loc, piece.c)},
+                           piece.lanes, weightAlign),
+                 piece.lanes, order(piece.lanes)));
+  for (auto [i, row] : llvm::enumerate(dest)) {
+    emitIf(b, loc, row.stored, [&](OpBuilder &b, Location loc) {
+      Value sum = pairwiseTreeOfLanes(b, loc, concat(b, loc, sums[i]));
+      for (auto [p, piece] : llvm::enumerate(pieces)) {
+        LaneOrder laneOrder = order(piece.lanes);
+        Value c = cIndex(b, loc, piece.c);
+        Value inv =
+            inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
+        Value y = extToF32(b, loc, row.loadAt(b, loc, h, c, piece.lanes),
+                           piece.lanes, laneOrder);
+        Value out = arith::MulFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, y, inv), weights[p]);
+        markLine(row.storeAt(b, loc,
+                             truncToBf16(b, loc, out, piece.lanes, laneOrder),
+                             h, c, piece.lanes),
+                 row.lineAligned, piece.lanes);
+      }
+    });
+  }
+}
+
+// A stream without a norm (V): per group (a loop) the conv of every token,
+// stored into the KV cache; then the 16-byte chunks and a scalar tail.
+void KvRunNest::plainStream(OpBuilder &b, Location loc, int64_t width,
+                            ArrayRef<KvRow> dest, Value h,
+                            PieceConv conv) const {
+  auto store = [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
+    SmallVector<Value> values = conv(b, loc, c, lanes);
+    for (auto [i, row] : llvm::enumerate(dest))
+      markLine(row.store(b, loc, values[i], h, c, lanes), row.lineAligned,
+               lanes);
+  };
+  int64_t groups = width / kRunLanes;
+  scf::ForOp::create(
+      b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &b, Location loc, Value group, ValueRange) {
+        store(b, loc,
+              ArithBuilder(b, loc).mul(group, cIndex(b, loc, kRunLanes)),
+              kRunLanes);
+        scf::YieldOp::create(b, loc);
+      });
+  for (const Piece &piece : piecesOf(width))
+    if (piece.lanes != kRunLanes)
+      store(b, loc, cIndex(b, loc, piece.c), piece.lanes);
+}
+
+void KvRunNest::streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens,
+                        Value h,
+                        function_ref<SmallVector<Value>(
+                            OpBuilder &, Location, unsigned, Value, int64_t)>
+                            conv) const {
+  for (auto [p, part] : llvm::enumerate(nest.parts())) {
+    size_t s = llvm::find(epilogue.streams, nest.partStream(p)) -
+               epilogue.streams.begin();
+    SmallVector<KvRow> dest;
+    for (Value t : tokens)
+      dest.emplace_back(b, loc, epilogue.kvCaches[s], epilogue.kvSlots, t);
+    auto partConv = [&, p = p](OpBuilder &b, Location loc, Value c,
+                               int64_t lanes) {
+      return conv(b, loc, p, c, lanes);
+    };
+    if (Value weight = epilogue.normWeights[s])
+      normedStream(b, loc, part.range.width, weight, dest, h, partConv);
+    else
+      plainStream(b, loc, part.range.width, dest, h, partConv);
+  }
+}
+
+// A whole run of head h: the tokens' slots once, then every stream.
+void KvRunNest::run(OpBuilder &b, Location loc, Value t0, Value h) const {
+  ArithBuilder ab(b, loc);
+  SmallVector<SlotInfo> slots(kRunTokens);
+  SmallVector<Value> tokens;
+  for (int64_t i = 0; i < kRunTokens; ++i) {
+    tokens.push_back(ab.add(t0, cIndex(b, loc, i)));
+    if (nest.insert())
+      slots[i] = emitSlot(b, loc, nest.slots(), tokens.back(), nest.blockSize(),
+                          /*checked=*/false, nest.slotLimit());
+  }
+  streams(b, loc, tokens, h,
+          [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
+            return runConv(b, loc, nest.parts()[p], t0, h, c, lanes, slots);
+          });
+}
+
+// Row (t, h) of any token (decode, a sequence's first run, padding): the
+// shared nest's per-row values and conv (rowValue), by pieces.
+void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
+  ConvRow row = nest.beginRow(b, loc, t, h);
+  streams(b, loc, t, h,
+          [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
+            return SmallVector<Value>{
+                nest.rowValue(b, loc, row, nest.partStream(p), c, lanes)};
+          });
+}
+
+void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value tokens = nest.tokens();
+  Value runTokens = cIndex(b, loc, kRunTokens);
+  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0},
+      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange rh) {
+        ArithBuilder ab(b, loc);
+        Value h = rh[1];
+        Value t0 = ab.mul(rh[0], runTokens);
+        emitIfElse(
+            b, loc, wholeRun(b, loc, t0, realTokens),
+            [&](OpBuilder &b, Location loc) {
+              if (options.branchCounters)
+                cpu::emitBranchCount(b, loc, nest.op(),
+                                     cpu::Branch::RunsUnrolled);
+              run(b, loc, t0, h);
+            },
+            [&](OpBuilder &b, Location loc) {
+              if (options.branchCounters)
+                cpu::emitBranchCount(b, loc, nest.op(),
+                                     cpu::Branch::RunsLooped);
+              Value t1 = arith::MinUIOp::create(
+                  b, loc, ArithBuilder(b, loc).add(t0, runTokens), tokens);
+              scf::ForOp::create(
+                  b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+                    row(b, loc, t, h);
+                    scf::YieldOp::create(b, loc);
+                  });
+            });
+      });
+}
+
+void cpu::emitKvRunNest(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
+                        Value realTokens, const KvEpilogue &epilogue,
+                        const CPULoopOptions &options) {
+  KvRunNest(nest, epilogue, options).build(b, loc, realTokens);
+}
+
+void cpu::CPULoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
+                                           Location loc,
+                                           const KvEpilogue &epilogue) const {
+  if (!options.tokenRuns || nest.checked()) {
+    LoopStrategy::emitKvWriteNest(nest, b, loc, epilogue);
+    return;
+  }
+  Value realTokens = emitRealTokens(b, loc, nest.step());
+  emitIfElse(
+      b, loc, emitTokenRunsChosen(nest, b, loc, realTokens),
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
+        emitKvRunNest(nest, b, loc, realTokens, epilogue, options);
+      },
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
+        KvRunNest form(nest, epilogue, options);
+        emitRowNest(b, loc, nest.tokens(), nest.heads(),
+                    [&](OpBuilder &b, Location loc, Value t, Value h) {
+                      form.row(b, loc, t, h);
+                    });
+      });
+}
