@@ -226,8 +226,11 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
   int64_t oldComputed = seq.numComputed;
   int64_t computed = oldComputed + numAccepted;
   // Same-step hits: the step's pending entries are registered already and
-  // every valid commit accepts their positions (registerPending).
+  // every valid commit accepts their positions (registerPending). A reader
+  // that commits ran a step built with (or after) its writers': what it
+  // read was written, and it no longer depends on them.
   promotePending(seq);
+  readsFrom_[slotOf(seq)].clear();
 
   if (numNewTokens == 1 && config_.enablePrefixCaching) { // decode
     ++seq.numTokens;

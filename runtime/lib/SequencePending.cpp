@@ -26,9 +26,11 @@ void SequenceManager::registerPending(Sequence &seq) {
   // n - L registers is registered by every commit (registration is
   // monotone in the accepted count): pending entries are never rolled
   // back. Only blocks whose token ids are all known have a key.
-  int64_t upTo =
-      std::min<int64_t>(c + std::max<int64_t>(0, seq.numScheduled - lookahead_),
-                        chainOf(seq).end() * blockSize_);
+  // (The mutant registers what a commit of every token would.)
+  int64_t sure = INKLING_MUTANT("pending-past-lookahead")
+                     ? seq.numScheduled
+                     : std::max<int64_t>(0, seq.numScheduled - lookahead_);
+  int64_t upTo = std::min<int64_t>(c + sure, chainOf(seq).end() * blockSize_);
   pendingBuilt_[slot] = 0;
   if (upTo <= c)
     return;
@@ -122,7 +124,8 @@ void SequenceManager::withdrawPending(Sequence &seq) {
         }))
       continue;
     invalidated_.push_back(id);
-    preemptUnchecked(*reader);
+    if (!INKLING_MUTANT("keep-invalid-readers")) // the mutant reports only
+      preemptUnchecked(*reader);
   }
 }
 
@@ -145,7 +148,9 @@ Status SequenceManager::checkPendingReads(const SequenceId *ids,
         return internalError(seqName(ids[b]) + " reads from unknown writer " +
                              str(read.writer));
       if (writer->buildStamp == buildStamp_) {
-        ordered = true; // written in this step: inserts before convs
+        // Written in this step: inserts before convs (the mutant does not
+        // say so).
+        ordered = !INKLING_MUTANT("unflagged-same-step");
         continue;
       }
       if (!pendingBuilt_[slotOf(*writer)])
