@@ -18,6 +18,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -105,7 +106,7 @@ private:
   void oneCall() {
     Snapshot before = Snapshot::take(manager, sequences);
     inkling_status_t status = INKLING_OK;
-    switch (data.ConsumeIntegralInRange<int>(0, 19)) {
+    switch (data.ConsumeIntegralInRange<int>(0, 21)) {
     case 0: {
       std::vector<int32_t> prompt = tokens(6 * blockSize);
       int64_t start = 0;
@@ -258,6 +259,27 @@ private:
                                      data.ConsumeBool() ? 0 : smallCount());
       break;
     }
+    case 20:
+      // Same-step hits: schedules register pending entries from now on.
+      status = inkling_manager_set_same_step_hits(manager, data.ConsumeBool());
+      break;
+    case 21: {
+      // The readers invalidated with a dropped writer; a small array may
+      // not hold them (nothing is written then).
+      int64_t capacity = data.ConsumeIntegralInRange<int64_t>(-1, 4);
+      std::vector<int64_t> out(4, -7);
+      int64_t count = -7;
+      status = inkling_take_invalidated_readers(
+          manager, data.ConsumeBool() ? out.data() : nullptr, capacity,
+          &count);
+      if (status == INKLING_OK)
+        require(count >= 0 && count <= std::max<int64_t>(capacity, 0),
+                "invalidated readers fit the array");
+      else
+        require(count == -7 && out[0] == -7,
+                "a failed take writes nothing");
+      break;
+    }
     }
     require(status >= INKLING_OK && status <= INKLING_INTERNAL,
             "status is a documented code");
@@ -303,6 +325,8 @@ private:
           require(slot / blockSize > 0, "no slot in the null block");
       }
       require(info.num_padded_tokens <= maxTokens, "tokens fit the buffer");
+      int32_t ordered = inkling_step_buffers_ordered_inserts_required(buffers);
+      require(ordered == 0 || ordered == 1, "the ordering flag is 0 or 1");
     }
     inkling_step_buffers_destroy(buffers);
     return status;

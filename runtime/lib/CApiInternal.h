@@ -38,6 +38,7 @@ struct inkling_step_buffers {
   /// where a destroyed one lived must not pass for it.
   uint64_t ownerId = 0;
   std::unique_ptr<inkling::StepBuffers> buffers;
+  bool orderedInsertsRequired = false; ///< of the last successful build
 };
 
 namespace inkling::capi {

@@ -181,6 +181,36 @@ inkling_manager_set_drop_last_matched_block(inkling_manager_t *manager,
   });
 }
 
+inkling_status_t inkling_manager_set_same_step_hits(inkling_manager_t *manager,
+                                                    int32_t enable) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    m.setSameStepHits(enable != 0);
+    return Status::ok();
+  });
+}
+
+inkling_status_t inkling_take_invalidated_readers(inkling_manager_t *manager,
+                                                  int64_t *out,
+                                                  int64_t capacity,
+                                                  int64_t *out_count) {
+  return withManager(manager, [&](SequenceManager &m) -> Status {
+    if (!out_count)
+      return nullArgument("output count");
+    int64_t waiting = m.numInvalidatedReaders();
+    if (capacity < 0 || (capacity > 0 && !out))
+      return invalidArgument("capacity (" + std::to_string(capacity) +
+                             ") must be >= 0 with a non-null array");
+    if (waiting > capacity)
+      return outOfRange(std::to_string(waiting) +
+                        " invalidated readers, room for " +
+                        std::to_string(capacity));
+    std::vector<SequenceId> readers = m.takeInvalidatedReaders();
+    std::copy(readers.begin(), readers.end(), out);
+    *out_count = waiting;
+    return Status::ok();
+  });
+}
+
 inkling_status_t inkling_manager_set_prefix_policy(inkling_manager_t *manager,
                                                    const char *policy,
                                                    int64_t snapshot_every) {
@@ -309,6 +339,11 @@ void inkling_step_buffers_destroy(inkling_step_buffers_t *buffers) {
   delete buffers;
 }
 
+int32_t inkling_step_buffers_ordered_inserts_required(
+    const inkling_step_buffers_t *buffers) {
+  return buffers && buffers->orderedInsertsRequired ? 1 : 0;
+}
+
 inkling_status_t inkling_build_step(inkling_manager_t *manager,
                                     inkling_step_buffers_t *buffers,
                                     const int64_t *sequences,
@@ -332,6 +367,7 @@ inkling_status_t inkling_build_step(inkling_manager_t *manager,
         m.buildStep(sequences, num_sequences, shape, *buffers->buffers);
     if (!info)
       return info.status();
+    buffers->orderedInsertsRequired = info->orderedInsertsRequired;
     if (out) {
       out->num_sequences = info->numSequences;
       out->num_rows = info->numRows;

@@ -37,8 +37,11 @@ void SequenceManager::registerCompleteBlocks(Sequence &seq,
     if (j < chainOf(seq).base)
       continue; // hash dropped (resumed without token ids): not cached
     const PrefixKey &hash = chainOf(seq).at(j);
-    if (!pool_.hasCacheTag(block) && cache_.insert(hash, block))
+    if (!pool_.hasCacheTag(block) && cache_.insert(hash, block)) {
       pool_.setCacheTagUnchecked(block, hash);
+      if (collecting_) // registerPending
+        collecting_->push_back(block);
+    }
   }
 }
 
@@ -139,7 +142,7 @@ Status SequenceManager::commit(SequenceId id, int64_t numAccepted,
   // token appended, no pending copy. Everything else takes the general path.
   Sequence *seq = find(id);
   if (seq && seq->state == SequenceState::Scheduled && seq->numScheduled == 1 &&
-      numAccepted == 1 && seq->copySrc < 0 &&
+      numAccepted == 1 && seq->copySrc < 0 && numPendingBlocks_ == 0 &&
       (numNewTokens == 0 || (numNewTokens == 1 && newTokens)) &&
       seq->numTokens < kMaxPosition &&
       seq->numComputed < seq->numTokens + numNewTokens) {
@@ -222,6 +225,12 @@ Status SequenceManager::commitGeneral(SequenceId id, int64_t numAccepted,
     return status;
   int64_t oldComputed = seq.numComputed;
   int64_t computed = oldComputed + numAccepted;
+  // Same-step hits: the step's pending entries are registered already and
+  // every valid commit accepts their positions (registerPending). A reader
+  // that commits ran a step built with (or after) its writers': what it
+  // read was written, and it no longer depends on them.
+  promotePending(seq);
+  readsFrom_[slotOf(seq)].clear();
 
   if (numNewTokens == 1 && config_.enablePrefixCaching) { // decode
     ++seq.numTokens;
@@ -284,8 +293,11 @@ void SequenceManager::registerSnapshots(Sequence &seq, int64_t oldValidFrom,
           INKLING_MUTANT("snapshot-next-hash") && j + 1 < chain.end()
               ? chain.at(j + 1)
               : chain.at(j);
-      if (cache_.insert(hash, blocks[i].physical))
+      if (cache_.insert(hash, blocks[i].physical)) {
         pool_.setCacheTagUnchecked(blocks[i].physical, hash);
+        if (collecting_) // registerPending
+          collecting_->push_back(blocks[i].physical);
+      }
     }
   }
 }

@@ -54,6 +54,11 @@ StatusOr<SequenceInfo> SequenceManager::sequenceInfo(SequenceId id) const {
   info.hasCopy = seq.copySrc >= 0;
   if (info.hasCopy)
     info.copy = {seq.copySrc, seq.copyDst};
+  info.pendingBlocks = pendingOf_[slotOf(seq)];
+  for (const PendingRead &read : readsFrom_[slotOf(seq)])
+    if (info.pendingWriters.empty() ||
+        info.pendingWriters.back() != read.writer)
+      info.pendingWriters.push_back(read.writer);
   return info;
 }
 
@@ -76,6 +81,11 @@ Status SequenceManager::checkInvariants() const {
   if (totalSnaps != numSnapshotBlocks_)
     return internalError("snapshot block count " + str(numSnapshotBlocks_) +
                          " but sequences hold " + str(totalSnaps));
+  int64_t pending = std::count_if(pendingWriter_.begin(), pendingWriter_.end(),
+                                  [](int32_t writer) { return writer >= 0; });
+  if (pending != numPendingBlocks_)
+    return internalError("pending block count " + str(numPendingBlocks_) +
+                         " but " + str(pending) + " blocks are pending");
   for (int32_t block = 1; block < pool_.numBlocks(); ++block)
     if (references[block] != pool_.refCount(block))
       return internalError("block " + str(block) + " has reference count " +
@@ -143,11 +153,17 @@ Status SequenceManager::checkSequence(const Sequence &seq,
   if (Status status = checkSnapshots(seq, name, references, totalSnaps);
       !status)
     return status;
+  if (Status status = checkPending(seq, name); !status)
+    return status;
   if (seq.state == SequenceState::Scheduled) {
     for (int32_t i = 0; i < seq.numHeld; ++i) {
       if (held[i].logical < seq.storeFrom / blockSize_)
         continue;
       int32_t block = held[i].physical;
+      // A pending block of this step is tagged, and its same-step readers
+      // share it: they read it after the step's inserts.
+      if (pendingWriter_[block] == static_cast<int32_t>(slot))
+        continue;
       if (pool_.refCount(block) != 1 || pool_.hasCacheTag(block))
         return internalError(name + " writes into shared or cached block " +
                              str(block));
@@ -196,7 +212,9 @@ Status SequenceManager::checkSnapshots(const Sequence &seq,
     if (!pool_.isUsable(snap.physical))
       return internalError(name + " snapshots into block " +
                            str(snap.physical));
-    if (pool_.refCount(snap.physical) != 1 || pool_.hasCacheTag(snap.physical))
+    if (pendingWriter_[snap.physical] != static_cast<int32_t>(slot) &&
+        (pool_.refCount(snap.physical) != 1 ||
+         pool_.hasCacheTag(snap.physical)))
       return internalError(name + " snapshots into shared or cached block " +
                            str(snap.physical));
     ++references[snap.physical];
@@ -258,6 +276,15 @@ std::string SequenceManager::debugString() const {
       os << range.from << '-' << range.to << ' ';
     for (const MappedBlock &snap : snapBlocks_[slot])
       os << snap.logical << ':' << snap.physical << ' ';
+    os << "] pending=[";
+    for (int32_t block : pendingOf_[slot])
+      os << block << ' ';
+    os << "] built=" << int(pendingBuilt_[slot]) << " readers=[";
+    for (SequenceId reader : readersOf_[slot])
+      os << reader << ' ';
+    os << "] reads=[";
+    for (const PendingRead &read : readsFrom_[slot])
+      os << read.writer << ':' << read.block << ' ';
     os << "] seed=" << hex(seeds_[slot]);
     os << " points=" << cachePoints_[slot].size();
     os << " hashes=[" << chainOf(seq).base << ", " << chainOf(seq).end() << ")/"
@@ -267,7 +294,10 @@ std::string SequenceManager::debugString() const {
       os << tailTokens(seq)[i] << ' ';
     os << "]\n";
   }
-  os << "free slots=[";
+  os << "invalidated=[";
+  for (SequenceId id : invalidated_)
+    os << id << ' ';
+  os << "]\nfree slots=[";
   for (int32_t slot : freeSlots_)
     os << slot << ' ';
   os << "]\n";

@@ -88,7 +88,7 @@ SequenceManager::SequenceManager(const SequenceManagerConfig &config,
     : config_(config), blockSize_(config.layout.blockSize),
       history_(config.layout.slidingWindow - 1), lookahead_(config.lookahead),
       defaultRoot_(chainRoot(config.prefixSeed)), pool_(std::move(pool)),
-      cache_(pool_.numBlocks()) {
+      cache_(pool_.numBlocks()), pendingWriter_(pool_.numBlocks(), -1) {
   static_assert(sizeof(Sequence) == 64, "the hot record is one cache line");
   maxHeld_ = maxBlocksPerSequence(config.layout, lookahead_);
   if ((blockSize_ & (blockSize_ - 1)) == 0)
@@ -218,6 +218,10 @@ int32_t SequenceManager::newSlot() {
     cachePoints_.emplace_back();
     snapRanges_.emplace_back();
     snapBlocks_.emplace_back();
+    pendingOf_.emplace_back();
+    pendingBuilt_.push_back(0);
+    readersOf_.emplace_back();
+    readsFrom_.emplace_back();
   }
   Sequence &seq = seqs_[slot];
   uint32_t generation =
@@ -227,6 +231,9 @@ int32_t SequenceManager::newSlot() {
   seq.lastHash = seeds_[slot] = defaultRoot_;
   cachePoints_[slot].clear();
   hitFrom_[slot] = 0;
+  pendingOf_[slot].clear();
+  readersOf_[slot].clear();
+  readsFrom_[slot].clear();
   chains_[slot].base = 0;
   chains_[slot].hashes.clear(); // keeps its capacity: sequences come and go
   ++numLive_;
@@ -243,6 +250,9 @@ Status SequenceManager::setPrefixPolicy(PrefixPolicy policy,
 }
 
 void SequenceManager::releaseAll(Sequence &seq) {
+  // Same-step hits: a dropped step withdraws its pending entries (and
+  // preempts their readers) before its blocks go back.
+  withdrawPending(seq);
   releaseSnapshots(seq);
   const MappedBlock *held = heldBlocks(seq);
   for (int32_t i = 0; i < seq.numHeld; ++i)
@@ -260,10 +270,14 @@ Status SequenceManager::preempt(SequenceId id) {
   Sequence &seq = *found;
   if (seq.state == SequenceState::Preempted)
     return failedPrecondition(seqName(id) + " is already preempted");
+  preemptUnchecked(seq);
+  return Status::ok();
+}
+
+void SequenceManager::preemptUnchecked(Sequence &seq) {
   releaseAll(seq);
   seq.state = SequenceState::Preempted;
   seq.numComputed = seq.validFrom = seq.numScheduled = seq.storeFrom = 0;
-  return Status::ok();
 }
 
 StatusOr<SequenceManager::Sequence *>
@@ -322,7 +336,16 @@ StatusOr<SequenceId> SequenceManager::fork(SequenceId parentId) {
     to[i] = from[i];
     pool_.retainUnchecked(from[i].physical);
   }
-  return (static_cast<SequenceId>(child.generation) << 32) | slot;
+  // A child of a same-step reader reads the same pending blocks.
+  SequenceId childId = (static_cast<SequenceId>(child.generation) << 32) | slot;
+  readsFrom_[slot] = readsFrom_[parentSlot];
+  for (const PendingRead &read : readsFrom_[slot])
+    if (const Sequence *writer = find(read.writer)) {
+      std::vector<SequenceId> &readers = readersOf_[slotOf(*writer)];
+      if (readers.empty() || readers.back() != childId)
+        readers.push_back(childId);
+    }
+  return childId;
 }
 
 } // namespace inkling

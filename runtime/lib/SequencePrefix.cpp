@@ -198,6 +198,7 @@ SequenceManager::addSequence(const int32_t *tokens, int64_t numTokens,
   }
   appendTokensUnchecked(seq, tokens + hashed, numTokens - hashed);
   startAt(seq, startPosition, blocks);
+  notePendingReads(seq, blocks);
   return (static_cast<SequenceId>(seq.generation) << 32) | slot;
 }
 
@@ -312,6 +313,7 @@ Status SequenceManager::resume(SequenceId id, int64_t startPosition) {
       !status)
     return status;
   startAt(seq, startPosition, blocks);
+  notePendingReads(seq, blocks);
   return Status::ok();
 }
 
@@ -378,6 +380,7 @@ Status SequenceManager::resume(SequenceId id, const int32_t *tokens,
   if (config_.enablePrefixCaching)
     chainOf(seq) = std::move(rebuilt);
   startAt(seq, startPosition, blocks);
+  notePendingReads(seq, blocks);
   return Status::ok();
 }
 

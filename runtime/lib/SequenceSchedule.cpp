@@ -44,7 +44,7 @@ Status SequenceManager::schedule(SequenceId id, int64_t numTokens) {
   // path (which validates and explains).
   Sequence *seq = find(id);
   if (seq && numTokens == 1 && seq->state == SequenceState::Idle &&
-      seq->numComputed < seq->numTokens) {
+      seq->numComputed < seq->numTokens && !config_.sameStepHits) {
     // One token: the stored range is position c alone, in block c/N.
     int64_t block = blockOf(seq->numComputed);
     MappedBlock *held = heldBlocks(*seq);
@@ -310,6 +310,7 @@ Status SequenceManager::scheduleGeneral(SequenceId id, int64_t numTokens,
   seq.state = SequenceState::Scheduled;
   seq.numScheduled = static_cast<int32_t>(numTokens);
   seq.storeFrom = static_cast<int32_t>(plan.storeFrom);
+  registerPending(seq); // same-step hits
   return Status::ok();
 }
 

@@ -152,6 +152,13 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
     return outOfRange("step has " + str(numCopies) +
                       " copy-on-write copies, but block_copies has room for " +
                       str(spec.maxCopies));
+  bool ordered = false; // same-step hits
+  if (Status status = checkPendingReads(ids, numSequences, ordered); !status)
+    return status;
+  if (numPendingBlocks_ > 0)
+    for (int64_t b = 0; b < numSequences; ++b)
+      if (!pendingOf_[slotOf(*batch_[b])].empty())
+        pendingBuilt_[slotOf(*batch_[b])] = 1;
 
   int32_t *queryStartLoc = spec.queryStartLoc;
   int32_t *numComputed = spec.numComputed;
@@ -190,7 +197,8 @@ StatusOr<StepInfo> SequenceManager::buildStep(const SequenceId *ids,
   buffers.clearRowsFrom(numSequences);
   buffers.finishStep(numSequences, numTokens);
 
-  return StepInfo{numSequences, numRows, numTokens, paddedTokens, numCopies};
+  return StepInfo{numSequences, numRows,   numTokens,
+                  paddedTokens, numCopies, ordered};
 }
 
 } // namespace inkling

@@ -101,6 +101,54 @@ TEST_F(CApiTest, BuildStepWritesTokenSeq) {
   EXPECT_EQ(buffers.tokenSeq[8], 77) << "nothing past the padded tokens";
 }
 
+// Same-step hits through the C API: a prompt looked up while another
+// sequence prefills it hits the pending blocks; the step holding both asks
+// for inserts before convs; preempting the writer before its commit
+// invalidates the reader, which the engine collects.
+TEST_F(CApiTest, SameStepHitsAndTheirWithdrawal) {
+  ASSERT_EQ(inkling_manager_set_same_step_hits(manager, 1), INKLING_OK);
+  std::vector<int32_t> prompt(19);
+  for (int32_t i = 0; i < 19; ++i)
+    prompt[i] = 40 + i;
+  int64_t writer = add(prompt);
+  ASSERT_EQ(inkling_schedule(manager, writer, 19), INKLING_OK);
+  // Lookahead 3: the blocks ending by 16 are pending; the window stores
+  // [13, 19), so block 3 ([12, 16), history [13, 16)) is.
+  int64_t hit = -1;
+  ASSERT_EQ(inkling_longest_cached_prefix(manager, prompt.data(), 19, 18, &hit),
+            INKLING_OK);
+  EXPECT_EQ(hit, 16);
+  int64_t reader = add(prompt, hit);
+  ASSERT_EQ(inkling_schedule(manager, reader, 3), INKLING_OK);
+  inkling_step_info_t info{};
+  EXPECT_EQ(inkling_build_step(manager, step, &reader, 1, 0, 0, &info),
+            INKLING_FAILED_PRECONDITION)
+      << "the reader without its writer";
+  EXPECT_EQ(inkling_step_buffers_ordered_inserts_required(step), 0);
+  build({writer, reader});
+  EXPECT_EQ(inkling_step_buffers_ordered_inserts_required(step), 1);
+  EXPECT_EQ(inkling_step_buffers_ordered_inserts_required(nullptr), 0);
+  ASSERT_EQ(inkling_preempt(manager, writer), INKLING_OK);
+  int64_t out[4] = {0, 0, 0, 0}, count = -1;
+  EXPECT_EQ(inkling_take_invalidated_readers(manager, out, 0, &count),
+            INKLING_OUT_OF_RANGE);
+  EXPECT_EQ(count, -1) << "a failed call writes nothing";
+  ASSERT_EQ(inkling_take_invalidated_readers(manager, out, 4, &count),
+            INKLING_OK);
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(out[0], reader);
+  inkling_sequence_info_t seq{};
+  ASSERT_EQ(inkling_sequence_info(manager, reader, &seq), INKLING_OK);
+  EXPECT_EQ(seq.state, INKLING_SEQUENCE_PREEMPTED);
+  ASSERT_EQ(inkling_take_invalidated_readers(manager, out, 4, &count),
+            INKLING_OK);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(inkling_manager_check_invariants(manager), INKLING_OK)
+      << inkling_manager_last_error(manager);
+  build({});
+  EXPECT_EQ(inkling_step_buffers_ordered_inserts_required(step), 0);
+}
+
 // Async scheduling: the next step is scheduled before the sampled token is
 // known; building or committing it before the token arrives fails, names
 // the sequence and the call, and changes nothing.

@@ -124,10 +124,13 @@ void ModelChecker::planStep(ModelSeq &seq, int64_t n, int64_t freeBefore) {
   }
 }
 
-void ModelChecker::noteCommit(const ModelSeq &seq, int64_t k) {
+void ModelChecker::noteCommit(const ModelSeq &seq, int64_t k,
+                              bool pendingOnly) {
   const StepPlan &plan = seq.plan;
   int64_t computed = plan.from + k;
-  std::vector<PrefixKey> keys = chainKeys(seq.tokens.data(), computed);
+  // (At a schedule only the known tokens have keys.)
+  std::vector<PrefixKey> keys = chainKeys(
+      seq.tokens.data(), std::min<int64_t>(computed, seq.tokens.size()));
   auto allow = [&](int64_t j) {
     if (j >= 0 && j < static_cast<int64_t>(keys.size()))
       mayAdd_.push_back(keys[j]);
@@ -146,6 +149,8 @@ void ModelChecker::noteCommit(const ModelSeq &seq, int64_t k) {
     for (int64_t j = std::max<int64_t>(0, lo) / n_; j < b / n_; ++j)
       allow(j);
   }
+  if (pendingOnly)
+    return;
   for (const auto &[b, key] : plan.must)
     if (b <= computed)
       mustHold_.emplace_back(b, key);
@@ -181,6 +186,14 @@ std::string ModelChecker::checkHitModel() {
       }
       ++mustChecks_;
     }
+  if (err.empty())
+    for (const PrefixKey &key : withdrawn_)
+      if (now.count(key)) {
+        err = "a withdrawn pending entry is still cached (block " +
+              std::to_string(now[key]) + ")";
+        break;
+      }
+  withdrawn_.clear();
   stored_ = std::move(now);
   mayAdd_.clear();
   mustHold_.clear();

@@ -16,6 +16,7 @@ std::string ModelChecker::checkAll() {
   holders_.assign(pool.numBlocks(), 0);
   liveSlots_.clear();
   writtenSlots_.clear();
+  pendingBlocks();
   for (size_t i = 0; i < seqs_.size(); ++i)
     if (std::string err = checkSequence(i); !err.empty())
       return err;
@@ -26,12 +27,18 @@ std::string ModelChecker::checkAll() {
   if (std::adjacent_find(writtenSlots.begin(), writtenSlots.end()) !=
       writtenSlots.end())
     return "two stored positions share a slot";
+  // (A same-step reader's history is in its writer's pending blocks: the
+  // step writes it before the reader's conv reads it.)
   for (int64_t slot : liveSlots)
-    if (std::binary_search(writtenSlots.begin(), writtenSlots.end(), slot))
+    if (!pending_.count(static_cast<int32_t>(slot / n_)) &&
+        std::binary_search(writtenSlots.begin(), writtenSlots.end(), slot))
       return "slot " + std::to_string(slot) +
              " is live history and written by a step";
   if (std::string err = checkCachedContents(); !err.empty())
     return err;
+  if (config_.sameStepHits)
+    if (Status status = manager_->checkInvariants(); !status)
+      return "manager invariants: " + status.toString();
   int64_t distinct = 0;
   for (int32_t block = 1; block < pool.numBlocks(); ++block) {
     if (holders[block] != pool.refCount(block))
@@ -120,7 +127,10 @@ std::string ModelChecker::checkSequence(size_t i) {
       if (snap.logical < c / n_ || snap.logical >= info.storeFrom / n_)
         return name + " snapshots logical block " +
                std::to_string(snap.logical) + " outside its prefill";
-      if (!pool.isUsable(snap.physical) || pool.hasCacheTag(snap.physical))
+      if (!pool.isUsable(snap.physical) ||
+          (pool.hasCacheTag(snap.physical) &&
+           std::find(info.pendingBlocks.begin(), info.pendingBlocks.end(),
+                     snap.physical) == info.pendingBlocks.end()))
         return name + " snapshots into an unusable or cached block";
       ++holders[snap.physical];
     }
@@ -161,8 +171,10 @@ std::string ModelChecker::checkSequence(size_t i) {
     int64_t slot = int64_t(block) * n_ + q % n_;
     if (static_cast<int64_t>(k) < numHistory) {
       liveSlots.push_back(slot);
-      // Idle: the history holds this sequence's own values.
-      if (seq.state == State::Idle && simulator_.value(slot) != identities[q])
+      // Idle: the history holds this sequence's own values (a same-step
+      // reader's once its writer's step ran).
+      if (seq.state == State::Idle && !readsUnwritten(seq) &&
+          simulator_.value(slot) != identities[q])
         return name + " history position " + std::to_string(q) +
                " holds a wrong value in slot " + std::to_string(slot);
     } else if (q >= c) {
@@ -188,6 +200,9 @@ std::string ModelChecker::checkCachedContents() {
   for (int32_t block = 1; block < pool.numBlocks(); ++block) {
     if (!pool.hasCacheTag(block))
       continue;
+    auto pending = pending_.find(block);
+    if (pending != pending_.end() && !pending->second)
+      continue; // its writer's step has not run yet
     PrefixKey tag = pool.cacheTag(block);
     auto it = named_.find(tag);
     if (it == named_.end())

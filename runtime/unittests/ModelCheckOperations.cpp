@@ -18,6 +18,7 @@ ModelChecker::ModelChecker(const ModelConfig &config)
       simulator_(config.numBlocks, config.n(), config.kernel) {
   manager_ = makeManager(config.kernel, config.n(), config.numBlocks,
                          config.lookahead, config.policy, config.snapshotEvery);
+  manager_->setSameStepHits(config.sameStepHits);
   step_ = std::make_unique<StepBuffers>(
       std::move(*manager_->bindStepBuffers(buffers_.spec)));
   for (auto &base : bases_)
@@ -127,6 +128,18 @@ std::string ModelChecker::checkEagleHit(const std::vector<int32_t> &prompt,
 
 std::string ModelChecker::add() {
   lastOp_ = "add";
+  // Same-step hits: make room for a reader of a step being prefilled.
+  if (config_.sameStepHits && chance(0.5) &&
+      static_cast<int64_t>(seqs_.size()) >= kMaxSequences) {
+    std::vector<size_t> plain = select([](const ModelSeq &seq) {
+      return seq.pendingKeys.empty() && seq.state != State::Scheduled;
+    });
+    if (!plain.empty())
+      if (std::string err = finish(plain[uniform(0, plain.size() - 1)]);
+          !err.empty())
+        return err;
+    lastOp_ = "add";
+  }
   if (static_cast<int64_t>(seqs_.size()) >= kMaxSequences)
     return "";
   const auto &base = bases_[uniform(0, 2)];
@@ -134,11 +147,29 @@ std::string ModelChecker::add() {
   if (chance(0.3))
     for (int64_t i = uniform(0, 5); i > 0; --i)
       prompt.push_back(static_cast<int32_t>(rng_() % 3));
+  // Same-step hits: often a prompt sharing a prefix with a step being
+  // prefilled now, looked up (vLLM's two requests admitted in one step).
+  bool sameStep = false;
+  if (config_.sameStepHits && chance(0.6)) {
+    std::vector<size_t> writers =
+        select([](const ModelSeq &seq) { return !seq.pendingKeys.empty(); });
+    if (!writers.empty()) {
+      const ModelSeq &writer = seqs_[writers[uniform(0, writers.size() - 1)]];
+      prompt.assign(writer.tokens.begin(),
+                    writer.tokens.begin() +
+                        uniform((writer.tokens.size() + 1) / 2,
+                                std::min<int64_t>(writer.tokens.size(),
+                                                  kMaxLength - 20)));
+      for (int64_t i = uniform(0, 4); i > 0; --i)
+        prompt.push_back(static_cast<int32_t>(rng_() % 3));
+      sameStep = true;
+    }
+  }
   int64_t len = prompt.size();
   int64_t start = 0;
   StatusCode code = StatusCode::Ok;
-  if (chance(0.5)) {
-    int64_t maxLength = uniform(0, len);
+  if (sameStep || chance(0.5)) {
+    int64_t maxLength = sameStep ? len - 1 : uniform(0, len);
     StatusOr<int64_t> hit =
         manager_->longestCachedPrefix(prompt.data(), len, maxLength);
     if (!hit)
@@ -199,6 +230,11 @@ std::string ModelChecker::add() {
     seq.hitFrom = start;
     seq.partial = freshPartial();
     seqs_.push_back(seq);
+    if (std::string err = noteReads(seqs_.back(), start); !err.empty())
+      return err;
+    // The engine schedules what it admitted, in the same step.
+    if (sameStep && chance(0.9))
+      return scheduleAt(seqs_.size() - 1, len - start, false);
   }
   return "";
 }
@@ -228,12 +264,19 @@ std::string ModelChecker::preempt() {
   lastOp_ = "preempt";
   if (seqs_.empty())
     return "";
-  ModelSeq &seq = seqs_[uniform(0, seqs_.size() - 1)];
+  size_t index = uniform(0, seqs_.size() - 1);
+  ModelSeq &seq = seqs_[index];
   StatusCode code = seq.state == State::Preempted
                         ? StatusCode::FailedPrecondition
                         : StatusCode::Ok;
+  // A dropped step withdraws its pending entries, with their readers.
+  std::vector<SequenceId> invalid;
+  if (code == StatusCode::Ok)
+    dropStep(index, invalid);
   if (std::string err = expect(code, [&] { return manager_->preempt(seq.id); });
       !err.empty())
+    return err;
+  if (std::string err = checkInvalidated(invalid); !err.empty())
     return err;
   seq.state = State::Preempted;
   seq.computed = seq.scheduled = 0;
@@ -304,6 +347,7 @@ std::string ModelChecker::resume() {
     seq.computed = start;
     seq.hitFrom = start;
     seq.partial = freshPartial();
+    return noteReads(seq, start);
   }
   return "";
 }
@@ -335,13 +379,15 @@ std::string ModelChecker::fork() {
 std::string ModelChecker::finish(size_t index) {
   lastOp_ = "finish";
   SequenceId id = seqs_[index].id;
+  std::vector<SequenceId> invalid;
+  dropStep(index, invalid);
   if (std::string err =
           expect(StatusCode::Ok, [&] { return manager_->finish(id); });
       !err.empty())
     return err;
   seqs_.erase(seqs_.begin() + index);
   finished_.push_back(id);
-  return "";
+  return checkInvalidated(invalid);
 }
 
 std::string ModelChecker::staleIdOperation() {

@@ -51,6 +51,12 @@ std::string ModelChecker::schedule() {
   // Async scheduling: the step's first token may be the one the previous
   // step samples, given later (arrive).
   bool ahead = chance(c >= known ? 0.7 : 0.2);
+  return scheduleAt(index, n, ahead);
+}
+
+std::string ModelChecker::scheduleAt(size_t index, int64_t n, bool ahead) {
+  ModelSeq &seq = seqs_[index];
+  int64_t c = seq.computed, known = seq.tokens.size();
   StatusCode code = StatusCode::Ok;
   if (seq.state == State::Scheduled || seq.state == State::Preempted)
     code = StatusCode::FailedPrecondition;
@@ -77,7 +83,7 @@ std::string ModelChecker::schedule() {
     return "";
   modelSchedule(seq, n, freeBefore);
   seq.pending = c >= known;
-  return "";
+  return notePending(seq);
 }
 
 void ModelChecker::modelSchedule(ModelSeq &seq, int64_t n, int64_t freeBefore) {
@@ -157,8 +163,11 @@ std::string ModelChecker::scheduleBatch() {
       !err.empty())
     return err;
   if (code == StatusCode::Ok)
-    for (size_t k = 0; k < chosen.size(); ++k)
+    for (size_t k = 0; k < chosen.size(); ++k) {
       modelSchedule(seqs_[chosen[k]], counts[k], -1);
+      if (std::string err = notePending(seqs_[chosen[k]]); !err.empty())
+        return err;
+    }
   return "";
 }
 
@@ -204,6 +213,8 @@ std::string ModelChecker::commitBatch() {
     seq.computed += accepted[k];
     seq.state = State::Idle;
     seq.scheduled = 0;
+    if (std::string err = promote(seq); !err.empty())
+      return err;
   }
   return "";
 }
@@ -217,6 +228,29 @@ std::string ModelChecker::runStep() {
     return "";
   std::shuffle(ready.begin(), ready.end(), rng_);
   ready.resize(uniform(1, ready.size()));
+  // Same-step hits: a reader's writers usually join its build (a writer
+  // whose step was built before need not); now and then they are left out
+  // (the build is refused).
+  bool join = chance(0.8);
+  if (config_.sameStepHits && !join)
+    for (size_t k = 0; k < ready.size(); ++k)
+      for (SequenceId id : seqs_[ready[k]].readsFrom) {
+        auto writer = std::find(ready.begin(), ready.end(), indexOf(id));
+        if (writer != ready.end() && ready.size() > 1) {
+          if (writer - ready.begin() <= static_cast<int64_t>(k))
+            --k;
+          ready.erase(writer);
+        }
+      }
+  if (config_.sameStepHits && join)
+    for (size_t k = 0; k < ready.size(); ++k)
+      for (SequenceId id : seqs_[ready[k]].readsFrom) {
+        int64_t writer = indexOf(id);
+        if (writer >= 0 && !seqs_[writer].ran &&
+            std::find(ready.begin(), ready.end(), size_t(writer)) ==
+                ready.end())
+          ready.push_back(writer);
+      }
   // A step scheduled ahead whose token has not arrived: the build fails
   // (naming the sequence), changes nothing and writes no buffer.
   auto waiting = std::find_if(ready.begin(), ready.end(),
@@ -256,6 +290,41 @@ std::string ModelChecker::runStep() {
   for (size_t i : ready) {
     ids.push_back(seqs_[i].id);
     tokens += seqs_[i].scheduled;
+  }
+  // A reader's writer in the build: inserts before convs; neither in it
+  // nor built before: refused, naming the hit.
+  bool ordered = false, missing = false;
+  for (size_t i : ready)
+    for (SequenceId id : seqs_[i].readsFrom) {
+      int64_t writer = indexOf(id);
+      if (writer < 0)
+        return "a reader's writer is gone from the model";
+      if (std::find(ready.begin(), ready.end(), size_t(writer)) != ready.end())
+        ordered = true;
+      else if (!seqs_[writer].ran)
+        missing = true;
+    }
+  if (missing) {
+    std::vector<int32_t> table = buffers_.blockTable;
+    std::vector<int64_t> slots = buffers_.slotMapping;
+    lastOp_ = "build a reader without its writer";
+    Status status;
+    if (std::string err = expect(
+            StatusCode::FailedPrecondition,
+            [&] {
+              return manager_
+                  ->buildStep(ids.data(), ids.size(), StepShape(), *step_)
+                  .status();
+            },
+            &status);
+        !err.empty())
+      return err;
+    if (status.message().find("same-step hit") == std::string::npos)
+      return "the error does not name the same-step hit: " + status.toString();
+    if (table != buffers_.blockTable || slots != buffers_.slotMapping)
+      return "failed build wrote into the buffers";
+    ++refusedBuilds_;
+    return "";
   }
   StepShape shape;
   shape.numRows = std::min<int64_t>(kMaxRows, ids.size() + uniform(0, 2));
@@ -298,6 +367,11 @@ std::string ModelChecker::runStep() {
   ++successes_;
   if (info->numTokens != tokens || info->numPaddedTokens != shape.numTokens)
     return "build reported wrong token counts";
+  if (info->orderedInsertsRequired != ordered)
+    return std::string("build ") +
+           (ordered ? "holds a same-step hit but is not flagged"
+                    : "is flagged for a same-step hit it does not hold");
+  orderedSteps_ += ordered;
   copies_ += info->numCopies;
   std::vector<std::vector<uint64_t>> identities;
   for (size_t i : ready)
@@ -373,7 +447,7 @@ std::string ModelChecker::commit() {
   seq.computed = c + k;
   seq.state = State::Idle;
   seq.scheduled = 0;
-  return "";
+  return promote(seq);
 }
 
 } // namespace inkling::modelcheck

@@ -46,7 +46,12 @@ const ModelConfig kConfigs[] = {
     {3, 2, 40, 20, 8, PrefixPolicy::Snapshots},
     {4, 3, 64, 21, 1, PrefixPolicy::EveryBlock},
     {4, 0, 40, 22, 0, PrefixPolicy::EveryBlock},
-    {5, 2, 48, 23, 3, PrefixPolicy::EveryBlock}};
+    {5, 2, 48, 23, 3, PrefixPolicy::EveryBlock},
+    // Same-step hits: schedule registers pending entries.
+    {4, 0, 40, 24, 0, PrefixPolicy::EveryBlock, 2, true},
+    {4, 1, 40, 25, 0, PrefixPolicy::Snapshots, 2, true},
+    {4, 1, 48, 26, 2, PrefixPolicy::EveryBlock, 2, true},
+    {3, 0, 32, 27, 0, PrefixPolicy::Window, 2, true}};
 
 #ifndef INKLING_RUNTIME_MUTANTS
 
@@ -69,6 +74,12 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
   if (config.policy != PrefixPolicy::Window &&
       config.n() >= config.kernel - 1 && config.n() < 8)
     EXPECT_GT(checker.mustChecks(), 0) << "no stored boundary predicted";
+  if (config.sameStepHits) {
+    EXPECT_GT(checker.sameStepReads(), 10) << "no same-step hits";
+    EXPECT_GT(checker.orderedSteps(), 2) << "no ordered steps";
+    EXPECT_GT(checker.invalidations(), 0) << "no reader invalidated";
+    EXPECT_GT(checker.refusedBuilds(), 0) << "no reader built alone";
+  }
   if (GetParam().policy != PrefixPolicy::Window)
     EXPECT_GT(checker.snapshotChecks(), 20);
   else
@@ -81,7 +92,10 @@ TEST_P(ModelCheckTest, RandomOperationsKeepEveryInvariant) {
             << " checks with snapshot blocks, " << checker.keyChecks()
             << " cached-block key checks, " << checker.hitChecks()
             << " predicted lookups, " << checker.mustChecks()
-            << " predicted stored boundaries, " << checker.arrivals()
+            << " predicted stored boundaries, " << checker.sameStepReads()
+            << " same-step reads, " << checker.orderedSteps()
+            << " ordered steps, " << checker.invalidations()
+            << " invalidated readers, " << checker.arrivals()
             << " steps scheduled ahead of their token\n";
   RecordProperty("successes", std::to_string(checker.successes()));
   RecordProperty("prefix_hits", std::to_string(checker.prefixHits()));
@@ -98,6 +112,7 @@ INSTANTIATE_TEST_SUITE_P(Configs, ModelCheckTest, ::testing::ValuesIn(kConfigs),
                                    : c.policy == PrefixPolicy::Snapshots
                                        ? "_snap"
                                        : "_every") +
+                                  (c.sameStepHits ? "_samestep" : "") +
                                   "_blocks" + std::to_string(c.numBlocks) +
                                   "_seed" + std::to_string(c.seed);
                          });
@@ -140,6 +155,38 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
+
+// Same-step hits' mutants, against the configurations with the option.
+class SameStepMutantTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SameStepMutantTest, TheModelCheckCatchesTheBug) {
+  ASSERT_EQ(setenv("INKLING_RUNTIME_MUTANT", GetParam(), 1), 0);
+  std::string err;
+  for (const ModelConfig &config : kConfigs) {
+    if (!config.sameStepHits)
+      continue;
+    ModelChecker checker(config);
+    err = checker.run(opsPerConfig());
+    if (!err.empty()) {
+      std::cout << "[ mutant   ] " << GetParam() << ": caught in " << config
+                << ": " << err.substr(0, err.find('\n')) << "\n";
+      break;
+    }
+  }
+  unsetenv("INKLING_RUNTIME_MUTANT");
+  EXPECT_NE(err, "") << "the model check missed the injected bug "
+                     << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(Mutants, SameStepMutantTest,
+                         ::testing::Values("pending-past-lookahead",
+                                           "keep-invalid-readers",
+                                           "unflagged-same-step"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 #endif // INKLING_RUNTIME_MUTANTS
 

@@ -58,6 +58,7 @@ struct ModelConfig {
   int64_t blockSize = 0; ///< N; 0: the kernel.
   PrefixPolicy policy = PrefixPolicy::Window;
   int64_t snapshotEvery = 2;
+  bool sameStepHits = false; ///< SequenceManagerConfig::sameStepHits
   int64_t n() const { return blockSize ? blockSize : kernel; }
 };
 
@@ -65,7 +66,8 @@ inline std::ostream &operator<<(std::ostream &os, const ModelConfig &config) {
   return os << "kernel " << config.kernel << " block size " << config.n()
             << " lookahead " << config.lookahead << " blocks "
             << config.numBlocks << " seed " << config.seed << " policy "
-            << prefixPolicyName(config.policy);
+            << prefixPolicyName(config.policy)
+            << (config.sameStepHits ? " same-step hits" : "");
 }
 
 inline constexpr int64_t kMaxSequences = 8;
@@ -127,6 +129,11 @@ private:
     bool ran = false;     // the scheduled step's kernels ran
     bool pending = false; // scheduled ahead: the first token not yet given
     std::vector<int32_t> stepTokens; // tokens of [0, c + n), drafts included
+    // Same-step hits: the keys its scheduled step made pending (the
+    // manager's choice, checked against what every commit may store), and
+    // the writers whose pending blocks it started from.
+    std::vector<PrefixKey> pendingKeys;
+    std::vector<SequenceId> readsFrom;
   };
 
   /// The indices of the sequences `pred` accepts, in order.
@@ -190,12 +197,36 @@ private:
   /// Records what the policy may and must store in the step just scheduled
   /// (`freeBefore` < 0: no must-store prediction).
   void planStep(ModelSeq &seq, int64_t n, int64_t freeBefore);
-  /// A commit of k tokens: its plan's keys join the step's predictions.
-  void noteCommit(const ModelSeq &seq, int64_t k);
+  /// A commit of k tokens: its plan's keys join the step's predictions
+  /// (`pendingOnly`: a schedule's pending keys, without the must-store).
+  void noteCommit(const ModelSeq &seq, int64_t k, bool pendingOnly = false);
   /// The manager's cached keys against the predictions, then the record.
   std::string checkHitModel();
   /// A fresh name for a sequence's block of c.
   int64_t freshPartial() { return ++partials_; }
+
+  // --- Same-step hits (ModelCheckPending.cpp) -----------------------------
+
+  /// The index of the live sequence `id`, or -1.
+  int64_t indexOf(SequenceId id) const;
+  /// After a schedule: the step's pending keys, which must be keys every
+  /// valid commit of it may store.
+  std::string notePending(ModelSeq &seq);
+  /// After an add or resume at `start`: the writers whose pending keys its
+  /// history uses, which the manager must report.
+  std::string noteReads(ModelSeq &seq, int64_t start);
+  /// After a commit: every pending key stays (promoted); readers stop
+  /// depending on the writer.
+  std::string promote(ModelSeq &seq);
+  /// Before seqs_[index] drops its step (preempt, finish): its pending keys
+  /// are withdrawn and its readers (and theirs) preempted in the model;
+  /// the manager's invalidated readers must be `invalid`.
+  void dropStep(size_t index, std::vector<SequenceId> &invalid);
+  std::string checkInvalidated(std::vector<SequenceId> invalid);
+  /// Whether seqs_[index] reads a pending block its writer has not written.
+  bool readsUnwritten(const ModelSeq &seq) const;
+  /// The physical blocks pending now (and whether their writer ran).
+  void pendingBlocks();
 
   // --- Operations ----------------------------------------------------------
 
@@ -205,6 +236,8 @@ private:
   std::string checkEagleHit(const std::vector<int32_t> &prompt,
                             int64_t maxLength);
   std::string schedule();
+  /// Schedules n tokens of seqs_[index] (`ahead`: scheduleAhead).
+  std::string scheduleAt(size_t index, int64_t n, bool ahead);
   /// The model's side of a successful schedule (`freeBefore`: the free
   /// blocks before it, < 0 when unknown).
   void modelSchedule(ModelSeq &seq, int64_t n, int64_t freeBefore);
@@ -287,6 +320,12 @@ private:
   int64_t partials_ = 0;
   int64_t hitChecks_ = 0, mustChecks_ = 0;
   bool everyBlockSeen_ = false;
+  // Same-step hits: keys withdrawn by the last call (must be gone), the
+  // pending blocks (-> their writer ran), and counts of what was exercised.
+  std::vector<PrefixKey> withdrawn_;
+  std::unordered_map<int32_t, bool> pending_;
+  int64_t sameStepReads_ = 0, orderedSteps_ = 0, invalidations_ = 0,
+          refusedBuilds_ = 0;
 
 public:
   /// Checks that saw a sequence holding snapshot blocks.
@@ -298,6 +337,13 @@ public:
   int64_t hitChecks() const { return hitChecks_; }
   /// Keys the hit model predicted a commit must store, found stored.
   int64_t mustChecks() const { return mustChecks_; }
+  /// Sequences started at another's pending blocks; builds flagged
+  /// orderedInsertsRequired; readers invalidated with their writer; builds
+  /// refused because a reader's writer was missing.
+  int64_t sameStepReads() const { return sameStepReads_; }
+  int64_t orderedSteps() const { return orderedSteps_; }
+  int64_t invalidations() const { return invalidations_; }
+  int64_t refusedBuilds() const { return refusedBuilds_; }
 };
 
 } // namespace inkling::modelcheck

@@ -3,7 +3,8 @@
 // Runs a step's metadata the way the sconv kernels use it (docs/Design.md
 // section 4) on a cache of one value per slot, so tests check the block tables
 // by their effect: every history tap must read the value its position was
-// given, and no slot may be both read and written in a step. A position's value
+// given, and no slot may be both read and written in a step (but for a
+// step with same-step hits, run inserts first: see run). A position's value
 // is an identity of the token prefix that produced it, so values written by
 // rejected drafts, by another sequence, or never, all differ from the
 // expected one.
@@ -17,7 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <set>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,10 +55,18 @@ public:
   /// Runs the step described by `spec`/`info`. `identities[b]` gives row
   /// b's value of every position < c + n (the step's tokens, drafts
   /// included). Returns "" or a description of the first violation.
+  ///
+  /// A step without same-step hits runs its convs before its inserts and
+  /// no slot may be both read and written (so any order is right). A step
+  /// flagged `orderedInsertsRequired` runs every insert first, then every
+  /// conv: a slot may then be read after another row wrote it in the step
+  /// ("written before read"), never one the reading row writes itself,
+  /// and the value read is checked like any other.
   std::string run(const StepBufferSpec &spec, const StepInfo &info,
                   const std::vector<std::vector<uint64_t>> &identities) {
     std::ostringstream err;
     int64_t n = blockSize_;
+    bool ordered = info.orderedInsertsRequired;
     for (int64_t i = 0; i < info.numCopies; ++i) {
       int32_t src = spec.blockCopies[2 * i], dst = spec.blockCopies[2 * i + 1];
       if (src <= 0 || dst <= 0 || src >= numBlocks_ || dst >= numBlocks_)
@@ -65,33 +74,18 @@ public:
       for (int64_t o = 0; o < n; ++o)
         cache_[dst * n + o] = cache_[src * n + o];
     }
-    std::set<int64_t> reads, writes;
+    // The inserts: every stored token's slot (and the row writing it).
+    std::map<int64_t, int64_t> writer;
     std::vector<std::pair<int64_t, uint64_t>> stores;
     for (int64_t b = 0; b < info.numSequences; ++b) {
       int64_t c = spec.numComputed[b];
       int64_t begin = spec.queryStartLoc[b], end = spec.queryStartLoc[b + 1];
-      const int32_t *row = spec.blockTable + b * spec.numCols;
       for (int64_t t = begin; t < end; ++t) {
         int64_t p = c + (t - begin);
         if (spec.tokenSeq && spec.tokenSeq[t] != b) {
           err << "token " << t << " of row " << b << " has token_seq "
               << spec.tokenSeq[t];
           return err.str();
-        }
-        for (int64_t q = std::max<int64_t>(0, p - (kernel_ - 1)); q < c; ++q) {
-          int32_t block = row[q / n];
-          if (block <= 0 || block >= numBlocks_) {
-            err << "row " << b << " position " << p << " reads history " << q
-                << " through block " << block;
-            return err.str();
-          }
-          int64_t slot = block * n + q % n;
-          reads.insert(slot);
-          if (cache_[slot] != identities[b][q]) {
-            err << "row " << b << " position " << p << " reads history " << q
-                << " from slot " << slot << ": wrong value";
-            return err.str();
-          }
         }
         int64_t slot = spec.slotMapping[t];
         if (slot == -1)
@@ -105,16 +99,42 @@ public:
               << slot % n;
           return err.str();
         }
-        if (!writes.insert(slot).second) {
+        if (!writer.emplace(slot, b).second) {
           err << "slot " << slot << " written twice in one step";
           return err.str();
         }
         stores.emplace_back(slot, identities[b][p]);
       }
     }
-    for (int64_t slot : writes)
-      if (reads.count(slot))
-        return "slot " + std::to_string(slot) + " is read and written";
+    if (ordered)
+      for (auto [slot, value] : stores)
+        cache_[slot] = value;
+    // The convs: every history tap.
+    for (int64_t b = 0; b < info.numSequences; ++b) {
+      int64_t c = spec.numComputed[b];
+      int64_t begin = spec.queryStartLoc[b], end = spec.queryStartLoc[b + 1];
+      const int32_t *row = spec.blockTable + b * spec.numCols;
+      for (int64_t t = begin; t < end; ++t) {
+        int64_t p = c + (t - begin);
+        for (int64_t q = std::max<int64_t>(0, p - (kernel_ - 1)); q < c; ++q) {
+          int32_t block = row[q / n];
+          if (block <= 0 || block >= numBlocks_) {
+            err << "row " << b << " position " << p << " reads history " << q
+                << " through block " << block;
+            return err.str();
+          }
+          int64_t slot = block * n + q % n;
+          auto written = writer.find(slot);
+          if (written != writer.end() && (!ordered || written->second == b))
+            return "slot " + std::to_string(slot) + " is read and written";
+          if (cache_[slot] != identities[b][q]) {
+            err << "row " << b << " position " << p << " reads history " << q
+                << " from slot " << slot << ": wrong value";
+            return err.str();
+          }
+        }
+      }
+    }
     for (int64_t t = info.numTokens; t < info.numPaddedTokens; ++t) {
       if (spec.slotMapping[t] != -1)
         return "padding token " + std::to_string(t) + " is not -1";
@@ -122,8 +142,9 @@ public:
         return "padding token " + std::to_string(t) + " has token_seq " +
                std::to_string(spec.tokenSeq[t]);
     }
-    for (auto [slot, value] : stores)
-      cache_[slot] = value;
+    if (!ordered)
+      for (auto [slot, value] : stores)
+        cache_[slot] = value;
     return "";
   }
 

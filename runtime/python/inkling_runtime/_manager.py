@@ -31,9 +31,10 @@ class Manager(Closing):
 
     def __init__(self, layout_config, num_blocks, lookahead=0,
                  prefix_caching=True, prefix_seed=0, use_eagle=False,
-                 lib=None):
+                 same_step_hits=False, lib=None):
         """use_eagle: the EAGLE/MTP hit rule of vLLM (a lookup drops the
-        last matched block); see set_use_eagle."""
+        last matched block); see set_use_eagle. same_step_hits: see
+        set_same_step_hits."""
         self._lock = threading.RLock()
         self._handle = None
         self._buffers = []
@@ -53,6 +54,8 @@ class Manager(Closing):
         self._fast = _fast_path(self._lib)
         if use_eagle:
             self.set_use_eagle(True)
+        if same_step_hits:
+            self.set_same_step_hits(True)
 
     def close(self):
         """Destroys the manager and its step buffers (idempotent; other
@@ -150,6 +153,35 @@ class Manager(Closing):
         the hit."""
         self._invoke(self._lib.inkling_manager_set_drop_last_matched_block,
                      1 if use_eagle else 0)
+
+    def set_same_step_hits(self, enable):
+        """Same-step hits (vLLM's behaviour), for steps scheduled from now
+        on: a schedule registers the blocks its step fills as pending cache
+        entries, so a prompt looked up and added later in the same step
+        hits them. A step holding such a reader and its writer has
+        `Step.ordered_inserts_required`: run every insert before every conv
+        (the unfused order). A writer preempted or finished before its
+        commit withdraws them and preempts its readers: see
+        take_invalidated_readers."""
+        self._invoke(self._lib.inkling_manager_set_same_step_hits,
+                     1 if enable else 0)
+
+    def take_invalidated_readers(self):
+        """The sequences preempted with their writer (same-step hits) since
+        the last call, as a list of ids; resume them."""
+        capacity = 16
+        while True:
+            out = np.zeros(capacity, _INT64)
+            count = ctypes.c_int64(0)
+            try:
+                self._invoke(self._lib.inkling_take_invalidated_readers,
+                             out.ctypes.data, capacity, ctypes.byref(count))
+            except InklingError as error:
+                if error.code != OUT_OF_RANGE:
+                    raise
+                capacity *= 4
+                continue
+            return [int(x) for x in out[:count.value]]
 
     def append_tokens(self, seq, tokens):
         array = _tokens(tokens)
@@ -396,6 +428,17 @@ class Step:
     def __init__(self, buffers, counts):
         self._counts = counts  # a StepInfo, or the _StepInfo's 5 values
         self._buffers = buffers
+
+    @property
+    def ordered_inserts_required(self):
+        """True when the step holds a same-step hit (a row starts from
+        blocks another row writes in it): run every insert of a cache before
+        every conv of it. Like the views, it describes the last build() on
+        these buffers."""
+        buffers = self._buffers
+        return bool(buffers._manager._lib
+                    .inkling_step_buffers_ordered_inserts_required(
+                        buffers._handle))
 
     @property
     def info(self):

@@ -202,6 +202,12 @@ _SIGNATURES = {
         _STATUS, (ctypes.c_void_p, ctypes.c_char_p, _I64)),
     "inkling_manager_set_drop_last_matched_block": (
         _STATUS, (ctypes.c_void_p, _I32)),
+    "inkling_manager_set_same_step_hits": (
+        _STATUS, (ctypes.c_void_p, _I32)),
+    "inkling_take_invalidated_readers": (
+        _STATUS, (ctypes.c_void_p, _V, _I64, _P(_I64))),
+    "inkling_step_buffers_ordered_inserts_required": (
+        _I32, (ctypes.c_void_p,)),
     "inkling_add_sequence_with_keys": (
         _STATUS, (ctypes.c_void_p, _V, _I64, _I64, _V, _I64,
                   ctypes.c_char_p, _I64, _P(_I64))),

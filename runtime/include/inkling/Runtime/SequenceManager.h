@@ -94,6 +94,13 @@ struct SequenceManagerConfig {
   /// then answers p such that the hit without the rule would be p + N: the
   /// blocks [firstHistoryBlock(p), p/N] are cached and p + N <= maxLength.
   bool dropLastMatchedBlock = false;
+  /// Same-step hits (vLLM's behaviour; docs/runtime.md, "Same-step hits"):
+  /// schedule registers the blocks the step fills with known tokens, and
+  /// that every valid commit accepts, as *pending* cache entries, so a
+  /// sequence added or resumed later in the same step can start at them.
+  /// A step that then holds a reader and its writer must run every insert
+  /// of a cache before every conv of it (StepInfo::orderedInsertsRequired).
+  bool sameStepHits = false;
 };
 
 enum class SequenceState : uint8_t {
@@ -125,6 +132,11 @@ struct SequenceInfo {
   std::vector<MappedBlock> snapshotBlocks;
   bool hasCopy = false;
   BlockCopy copy; ///< The pending copy-on-write; src is held until commit.
+  /// Same-step hits: the blocks its scheduled step registered as pending
+  /// cache entries (promoted at its commit), and the sequences whose
+  /// pending blocks it started from (until they commit).
+  std::vector<int32_t> pendingBlocks;
+  std::vector<SequenceId> pendingWriters;
 };
 
 /// The answer of SequenceManager::admission: whether a new (or resumed)
@@ -155,6 +167,11 @@ struct StepInfo {
   int64_t numTokens = 0;       ///< Real tokens T.
   int64_t numPaddedTokens = 0; ///< slot_mapping[T, numPaddedTokens) is -1.
   int64_t numCopies = 0;
+  /// The step holds a same-step hit: a row starts from blocks another row
+  /// of this step writes (SequenceManagerConfig::sameStepHits). The engine
+  /// must run every insert of a cache before every conv of that cache
+  /// (the unfused order; docs/runtime.md, "Same-step hits").
+  bool orderedInsertsRequired = false;
 };
 
 class SequenceManager {
@@ -287,6 +304,23 @@ public:
   /// for lookups from now on.
   void setDropLastMatchedBlock(bool drop) {
     config_.dropLastMatchedBlock = drop;
+  }
+
+  /// Same-step hits (SequenceManagerConfig::sameStepHits) for steps
+  /// scheduled from now on; entries already pending stay until their
+  /// writer commits or drops its step.
+  void setSameStepHits(bool enable) { config_.sameStepHits = enable; }
+  /// The pending cache entries of scheduled steps (same-step hits).
+  int64_t numPendingBlocks() const { return numPendingBlocks_; }
+  /// Readers invalidated since the last call, in the order they were: a
+  /// writer whose step is dropped before its commit (preempt, finish)
+  /// withdraws its pending entries, and every sequence that started from
+  /// one is preempted with it (its blocks released, c = 0, its scheduled
+  /// step dropped); the engine resumes them (recompute or another hit).
+  /// The list is cleared by this call.
+  std::vector<SequenceId> takeInvalidatedReaders();
+  int64_t numInvalidatedReaders() const {
+    return static_cast<int64_t>(invalidated_.size());
   }
 
   /// Admission (vLLM's can_allocate with its watermark): a sequence of
@@ -471,7 +505,20 @@ private:
   void startAt(Sequence &seq, int64_t startPosition,
                const ResumeBlocks &blocks);
   void releaseAll(Sequence &seq);
+  // preempt's work on a known, not preempted sequence.
+  void preemptUnchecked(Sequence &seq);
   void registerCompleteBlocks(Sequence &seq, int64_t oldComputed);
+  // Same-step hits (SequencePending.cpp).
+  void registerPending(Sequence &seq);
+  void notePendingReads(Sequence &seq, const ResumeBlocks &blocks);
+  void promotePending(Sequence &seq);
+  void withdrawPending(Sequence &seq);
+  Status checkPendingReads(const SequenceId *ids, int64_t numSequences,
+                           bool &ordered) const;
+  Status checkPending(const Sequence &seq, const std::string &name) const;
+  SequenceId idOf(const Sequence &seq) const {
+    return (static_cast<SequenceId>(seq.generation) << 32) | slotOf(seq);
+  }
   void releaseOutsideHistory(Sequence &seq, int64_t lo, int64_t hi);
   // What scheduling numTokens of a sequence takes (changes nothing).
   struct SchedulePlan {
@@ -570,6 +617,24 @@ private:
   std::vector<int64_t> batchNeeds_;
   int64_t numLive_ = 0;
   uint64_t buildStamp_ = 0;
+  // Same-step hits: per slot, the blocks its step made pending, whether
+  // that step was built, the readers that started from them (possibly
+  // stale: checked against each reader's own list) and the (writer, block)
+  // pairs it started from; per block its writer's slot or -1; readers
+  // invalidated since takeInvalidatedReaders. When registering,
+  // collecting_ receives the blocks a register* call tagged.
+  struct PendingRead {
+    SequenceId writer = 0;
+    int32_t block = 0;
+  };
+  std::vector<std::vector<int32_t>> pendingOf_;
+  std::vector<uint8_t> pendingBuilt_;
+  std::vector<std::vector<SequenceId>> readersOf_;
+  std::vector<std::vector<PendingRead>> readsFrom_;
+  std::vector<int32_t> pendingWriter_;
+  std::vector<SequenceId> invalidated_;
+  int64_t numPendingBlocks_ = 0;
+  std::vector<int32_t> *collecting_ = nullptr;
   std::vector<Sequence *> batch_; // buildStep's validated rows
 };
 

@@ -255,6 +255,26 @@ INKLING_API inkling_status_t inkling_manager_set_prefix_policy(
    block before the start; 0 restores the plain rule. */
 INKLING_API inkling_status_t inkling_manager_set_drop_last_matched_block(
     inkling_manager_t *manager, int32_t drop);
+/* Same-step hits (vLLM's behaviour; docs/runtime.md, "Same-step hits"), for
+   steps scheduled from now on (nonzero enable): a schedule registers the
+   blocks its step fills with known tokens, and that every valid commit
+   accepts, as pending cache entries, so a sequence looked up and added
+   later in the same step can start at them. A step holding such a reader
+   and its writer must run every insert of a cache before every conv of it
+   (inkling_step_buffers_ordered_inserts_required); a reader built without
+   its writer, whose step was not built before, is refused
+   (INKLING_FAILED_PRECONDITION). A writer that drops its step (preempt,
+   finish) withdraws its entries and preempts every reader that has not
+   committed since: see inkling_take_invalidated_readers. */
+INKLING_API inkling_status_t
+inkling_manager_set_same_step_hits(inkling_manager_t *manager, int32_t enable);
+/* The readers preempted with their writer since the last call (they must
+   be resumed: recompute or another hit), into out[0, *out_count); the list
+   is then empty. INKLING_OUT_OF_RANGE (nothing written) when more than
+   `capacity` are waiting: the number of live sequences always suffices. */
+INKLING_API inkling_status_t
+inkling_take_invalidated_readers(inkling_manager_t *manager, int64_t *out,
+                                 int64_t capacity, int64_t *out_count);
 /* inkling_add_sequence with the request's prefix-caching inputs: cache
    points (strictly increasing positions in [1, num_tokens]; prefill
    snapshots the block boundary at or before each) and extra keys (at most
@@ -330,6 +350,12 @@ INKLING_API inkling_status_t inkling_build_step(
     inkling_manager_t *manager, inkling_step_buffers_t *buffers,
     const int64_t *sequences, int64_t num_sequences, int64_t num_rows,
     int64_t num_padded_tokens, inkling_step_info_t *out);
+/* 1 when the last successful inkling_build_step into `buffers` holds a
+   same-step hit (a row starts from blocks another row of the step writes):
+   the engine must run every insert of a cache before every conv of that
+   cache (the unfused order); 0 otherwise, and for NULL. */
+INKLING_API int32_t inkling_step_buffers_ordered_inserts_required(
+    const inkling_step_buffers_t *buffers);
 
 /* ---- Page-size unification
  * ---------------------------------------------------- */
