@@ -270,14 +270,12 @@ private:
       std::vector<int64_t> out(4, -7);
       int64_t count = -7;
       status = inkling_take_invalidated_readers(
-          manager, data.ConsumeBool() ? out.data() : nullptr, capacity,
-          &count);
+          manager, data.ConsumeBool() ? out.data() : nullptr, capacity, &count);
       if (status == INKLING_OK)
         require(count >= 0 && count <= std::max<int64_t>(capacity, 0),
                 "invalidated readers fit the array");
       else
-        require(count == -7 && out[0] == -7,
-                "a failed take writes nothing");
+        require(count == -7 && out[0] == -7, "a failed take writes nothing");
       break;
     }
     }

@@ -228,11 +228,9 @@ protected:
   }
 
   /// One random step of `rows` through `call` against the reference.
-  ::testing::AssertionResult matchesReference(const RowsCall &call,
-                                              std::mt19937_64 &rng,
-                                              int maxChunk,
-                                              const std::string &what,
-                                              int64_t minTokens = 0) {
+  ::testing::AssertionResult
+  matchesReference(const RowsCall &call, std::mt19937_64 &rng, int maxChunk,
+                   const std::string &what, int64_t minTokens = 0) {
     const Compiled &c = compiled(nullptr);
     const Layout &layout = c.layout;
     int64_t row = layout.headsPerRank * layout.range(Stream::Attn).width;
