@@ -47,7 +47,7 @@ class Fixture:
         self.config = config or CONFIG
         self.manager = inkling.Manager(inkling.LayoutConfig(**self.config),
                                        NUM_BLOCKS)
-        self.buffers = self.manager.step_buffers(4, 8, 32)
+        self.buffers = self.manager.step_buffers(4, 8, max(32, T))
         page = layer.layout["page_bytes"]
         self.page = page
         self.cache = inkling.aligned_empty(NUM_BLOCKS * page, np.uint8)
@@ -236,9 +236,9 @@ class LayerCpuTest(LayerCallCase):
                 Fixture.run_once(self, layer, np.random.default_rng(7))
 
     def test_thread_counts_give_the_same_bits(self):
-        # A layer of 2 threads forks a nest from 64 (token, head) pairs: 32
-        # padded tokens x 2 heads reach it (the default fixture's 16 do
-        # not). Each count runs in a fresh process, where the fork is
+        # A layer of 2 threads forks a nest from 64 outer iterations: a
+        # decode step's (run of 4 tokens, head) pairs, so 128 padded tokens
+        # x 2 heads reach it (the default fixture's 16 do not). Each count runs in a fresh process, where the fork is
         # observed: libomp starts its worker at the first parallel region,
         # so the process gains a thread; 1 thread gains none. The outputs
         # and the cache are the reference's and the same bits either way.
@@ -250,7 +250,7 @@ class LayerCpuTest(LayerCallCase):
             "threads = int(sys.argv[1])\n"
             "with inkling.Layer.from_file(t.SMALL_LAYER, threads=threads)"
             " as layer:\n"
-            "    f = t.Fixture(layer, np.random.default_rng(11), T=32)\n"
+            "    f = t.Fixture(layer, np.random.default_rng(11), T=128)\n"
             "    f.snapshot()\n"
             "    before = len(os.listdir('/proc/self/task'))\n"
             "    layer(**f.args)\n"
@@ -270,7 +270,7 @@ class LayerCpuTest(LayerCallCase):
             results[threads] = json.loads(run.stdout.splitlines()[-1])
         self.assertEqual(results[1]["threads"], 0, "1 thread forked")
         self.assertGreater(results[2]["threads"], 0,
-                           "2 threads did not fork: below 64 pairs?")
+                           "2 threads did not fork: below 64 iterations?")
         self.assertEqual(results[1]["bits"], results[2]["bits"])
 
     def test_token_seq_operand(self):

@@ -145,7 +145,7 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
   Value tokens = nest.tokens();
   Value runTokens = cIndex(b, loc, kDecodeRunTokens);
   Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
-  scf::ParallelOp::create(
+  auto runsNest = scf::ParallelOp::create(
       b, loc, ValueRange{c0, c0},
       ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
       [&](OpBuilder &b, Location loc, ValueRange rh) {
@@ -194,6 +194,7 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
                   });
             });
       });
+  runsNest->setAttr(kCachedStoresAttrName, b.getUnitAttr());
 }
 
 void inkling::cpu::emitDecodeRunNest(const ConvNestBuilder &nest, OpBuilder &b,

@@ -107,7 +107,8 @@ struct StreamingStoresPass
       return;
     SmallVector<scf::ParallelOp> nests;
     getOperation().walk([&](scf::ParallelOp loop) {
-      if (!loop->getParentOfType<scf::ParallelOp>())
+      if (!loop->getParentOfType<scf::ParallelOp>() &&
+          !loop->hasAttr(inkling::cpu::kCachedStoresAttrName))
         nests.push_back(loop);
     });
     for (scf::ParallelOp nest : nests)

@@ -36,6 +36,14 @@ inline constexpr llvm::StringLiteral kLineAlignedAttrName =
 /// an ordinary store.
 inline constexpr llvm::StringLiteral kTemporalAttrName = "inkling.temporal";
 
+/// A discardable unit attribute on a nest's outer `scf.parallel` that
+/// `inkling-cpu-streaming-stores` leaves without a non-temporal copy: the
+/// decode-run nest, whose steps are small (a copy of its unrolled runs
+/// would double its code, and compile time, for steps of 2048 decode
+/// tokens and more).
+inline constexpr llvm::StringLiteral kCachedStoresAttrName =
+    "inkling.cached_stores";
+
 /// The CPU's choices (see the `inkling-cpu-lower-to-loops` pass
 /// description for each).
 struct CPULoopOptions {
