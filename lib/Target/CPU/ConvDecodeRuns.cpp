@@ -10,6 +10,8 @@
 //   scf.parallel (run r of kDecodeRunTokens tokens, h) {
 //     whole run: per token t_i of the run, once: its sequence, slot and
 //       each tap's source (x, a cache row through the block table, or 0)
+//     [every token live and every tap a history row (the usual decode):
+//      the chunks below with the taps loaded from the cache unselected]
 //     for stream i, kLineLanes channels c (then 16-byte chunks):
 //       weights, bias: once for the run (in registers across its tokens)
 //       for each token t_i (unrolled):
@@ -24,6 +26,7 @@
 // the run's tokens are independent loads that the core overlaps, where the
 // (token, head) nest walks one token's rows in 16-byte chunks. Every
 // element's arithmetic is that of the (token, head) nest: the same bits.
+// The nest carries kCachedStoresAttrName: no non-temporal copy of it.
 //
 //===----------------------------------------------------------------------===//
 
