@@ -144,21 +144,12 @@ void DecodeRunNest::chunks(OpBuilder &b, Location loc, Value h,
 }
 
 void DecodeRunNest::build(OpBuilder &b, Location loc) const {
-  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  Value tokens = nest.tokens();
-  Value runTokens = cIndex(b, loc, kDecodeRunTokens);
-  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
-  auto runsNest = scf::ParallelOp::create(
-      b, loc, ValueRange{c0, c0},
-      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
-      [&](OpBuilder &b, Location loc, ValueRange rh) {
-        ArithBuilder ab(b, loc);
-        Value h = rh[1];
-        Value t0 = ab.mul(rh[0], runTokens);
-        Value t1 =
-            arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
-        Value whole =
-            cmp(b, loc, arith::CmpIPredicate::eq, ab.sub(t1, t0), runTokens);
+  scf::ParallelOp runsNest = emitRunHeadNest(
+      nest, b, loc, kDecodeRunTokens,
+      [&](OpBuilder &b, Location loc, Value t0, Value t1, Value h) {
+        Value whole = cmp(b, loc, arith::CmpIPredicate::eq,
+                          ArithBuilder(b, loc).sub(t1, t0),
+                          cIndex(b, loc, kDecodeRunTokens));
         emitIfElse(
             b, loc, whole,
             [&](OpBuilder &b, Location loc) {
@@ -189,7 +180,7 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
             [&](OpBuilder &b, Location loc) {
               count(b, loc, Branch::DecodeRunsPartial);
               scf::ForOp::create(
-                  b, loc, t0, t1, c1, ValueRange{},
+                  b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
                     chunks(b, loc, h, tokenRow(b, loc, t, h),
                            /*fromCache=*/false);

@@ -265,21 +265,13 @@ void TokenRunNest::runPadding(OpBuilder &b, Location loc, Value t0, Value real,
 }
 
 void TokenRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
-  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  Value tokens = nest.tokens(), batch = nest.batch();
+  Value c1 = cIndex(b, loc, 1);
+  Value batch = nest.batch();
   Value numComputedBuf = nest.numComputed();
-  Value runTokens = cIndex(b, loc, kRunTokens);
-  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
   Value qslBuf = nest.step().getQueryStartLoc();
-  scf::ParallelOp::create(
-      b, loc, ValueRange{c0, c0},
-      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
-      [&](OpBuilder &b, Location loc, ValueRange rh) {
-        ArithBuilder ab(b, loc);
-        Value h = rh[1];
-        Value t0 = ab.mul(rh[0], runTokens);
-        Value t1 =
-            arith::MinUIOp::create(b, loc, ab.add(t0, runTokens), tokens);
+  emitRunHeadNest(
+      nest, b, loc, kRunTokens,
+      [&](OpBuilder &b, Location loc, Value t0, Value t1, Value h) {
         Value real = arith::MinUIOp::create(b, loc, t1, realTokens);
         Value any = cmp(b, loc, arith::CmpIPredicate::ult, t0, real);
         // The real tokens [t0, real): per sequence that holds some.

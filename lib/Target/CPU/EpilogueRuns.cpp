@@ -36,6 +36,8 @@
 #include "inkling/Target/CPU/BranchCounters.h"
 #include "inkling/Target/CPU/LoopStrategy.h"
 
+#include "RunPieces.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -400,17 +402,9 @@ void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
 }
 
 void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
-  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
-  Value tokens = nest.tokens();
-  Value runTokens = cIndex(b, loc, kRunTokens);
-  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, runTokens);
-  scf::ParallelOp::create(
-      b, loc, ValueRange{c0, c0},
-      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
-      [&](OpBuilder &b, Location loc, ValueRange rh) {
-        ArithBuilder ab(b, loc);
-        Value h = rh[1];
-        Value t0 = ab.mul(rh[0], runTokens);
+  cpu::emitRunHeadNest(
+      nest, b, loc, kRunTokens,
+      [&](OpBuilder &b, Location loc, Value t0, Value t1, Value h) {
         emitIfElse(
             b, loc, wholeRun(b, loc, t0, realTokens),
             [&](OpBuilder &b, Location loc) {
@@ -423,8 +417,6 @@ void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
               if (options.branchCounters)
                 cpu::emitBranchCount(b, loc, nest.op(),
                                      cpu::Branch::RunsLooped);
-              Value t1 = arith::MinUIOp::create(
-                  b, loc, ArithBuilder(b, loc).add(t0, runTokens), tokens);
               scf::ForOp::create(
                   b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {

@@ -47,6 +47,24 @@ void cpu::forEachLineChunk(OpBuilder &b, Location loc, int64_t width,
                      });
 }
 
+scf::ParallelOp cpu::emitRunHeadNest(
+    const ConvNestBuilder &nest, OpBuilder &b, Location loc, int64_t runTokens,
+    function_ref<void(OpBuilder &, Location, Value, Value, Value)> body) {
+  Value c0 = cIndex(b, loc, 0), c1 = cIndex(b, loc, 1);
+  Value tokens = nest.tokens();
+  Value run = cIndex(b, loc, runTokens);
+  Value runs = arith::CeilDivUIOp::create(b, loc, tokens, run);
+  return scf::ParallelOp::create(
+      b, loc, ValueRange{c0, c0},
+      ValueRange{runs, cIndex(b, loc, nest.heads())}, ValueRange{c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange rh) {
+        ArithBuilder ab(b, loc);
+        Value t0 = ab.mul(rh[0], run);
+        Value t1 = arith::MinUIOp::create(b, loc, ab.add(t0, run), tokens);
+        body(b, loc, t0, t1, rh[1]);
+      });
+}
+
 void cpu::markLine(Operation *store, bool aligned) {
   auto vector = dyn_cast<vector::StoreOp>(store);
   if (aligned && vector &&

@@ -42,6 +42,16 @@ RunChunk loadRunChunk(const loops::ConvNestBuilder &nest,
 void forEachLineChunk(mlir::OpBuilder &b, mlir::Location loc, int64_t width,
                       loops::LanesBody body);
 
+/// The outer nest of the run forms: scf.parallel over (run of `runTokens`
+/// tokens, head), calling `body` with the run's tokens [t0, t1) (t1 cut at
+/// the step's end) and the head. Returns the nest.
+mlir::scf::ParallelOp emitRunHeadNest(
+    const loops::ConvNestBuilder &nest, mlir::OpBuilder &b, mlir::Location loc,
+    int64_t runTokens,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value t0,
+                            mlir::Value t1, mlir::Value h)>
+        body);
+
 /// Marks a store of one 64-byte line that `aligned` proves line-aligned
 /// whenever its memref's base is (kLineAlignedAttrName).
 void markLine(mlir::Operation *store, bool aligned);
