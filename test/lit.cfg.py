@@ -32,6 +32,11 @@ config.substitutions.append(
 config.substitutions.append(("%libomp", config.openmp_library))
 config.environment["KMP_BLOCKTIME"] = "0"
 
+# The ASan+UBSan build (the sanitizer stage): the tests whose extra runs
+# add kernel work rather than host code paths keep them to `!sanitized`.
+if config.sanitized:
+    config.available_features.add("sanitized")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

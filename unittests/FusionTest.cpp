@@ -16,6 +16,9 @@
 // are ready together, no insert left). The fused programs run in both loop
 // forms of the fused ops: the CPU's (one inner loop per stream) and the
 // GPU's (one inner loop over the concatenated chunks, dispatched per chunk).
+// The small layouts run every variant (threads, streaming stores,
+// misaligned buffers); the real layouts, whose compiles cost ~5 s each on
+// 2 cores, share them out (LayoutGroup).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace inkling;
 using namespace inkling::harness;
@@ -41,12 +45,22 @@ using sconv::FusionStrategy;
 
 namespace {
 
+/// The layout groups of the cases, for the variants each runs (a bit mask).
+enum LayoutGroup : unsigned {
+  kSmall = 1,   // the small layouts: every variant
+  kRealTp1 = 2, // the real layouts: the strategies, and half each of the
+  kRealTp2 = 4, // threaded, streaming and misaligned variants (each JIT
+  kRealN16 = 8, // compile of a real layout costs ~5 s on 2 cores)
+  kEveryLayout = kSmall | kRealTp1 | kRealTp2 | kRealN16,
+};
+
 struct FusionCase {
   const char *name;
   LayoutConfig config;
   int64_t pagePaddingBytes;
   bool stridedStreams;
   int seeds;
+  LayoutGroup group;
 };
 
 void PrintTo(const FusionCase &fc, std::ostream *os) { *os << fc.name; }
@@ -66,30 +80,38 @@ struct Variant {
   const char *name;
   FusionStrategy strategy;
   bool splitStreams;
+  /// The layout groups that run it.
+  unsigned layouts;
   int threads = 1;
   int64_t minParallelIterations = 64;
   int64_t streamingStoresMinIterations = 0;
   bool misaligned = false;
 };
-constexpr Variant kNone{"none", FusionStrategy::None, true};
+constexpr unsigned kSmallTp1 = kSmall | kRealTp1, kSmallTp2 = kSmall | kRealTp2;
+constexpr Variant kNone{"none", FusionStrategy::None, true, kEveryLayout};
 constexpr Variant kVariants[] = {
-    {"conv-insert", FusionStrategy::ConvInsert, true},
-    {"conv-insert/concatenated", FusionStrategy::ConvInsert, false},
-    {"packed-inserts", FusionStrategy::PackedInserts, true},
+    {"conv-insert", FusionStrategy::ConvInsert, true, kEveryLayout},
+    {"conv-insert/concatenated", FusionStrategy::ConvInsert, false,
+     kSmallTp1 | kRealTp2},
+    {"packed-inserts", FusionStrategy::PackedInserts, true, kEveryLayout},
     kNone,
-    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, true, 2, 1},
-    {"conv-insert/threads=3", FusionStrategy::ConvInsert, true, 3},
+    {"conv-insert/threads=2,always", FusionStrategy::ConvInsert, true,
+     kSmallTp1, 2, 1},
+    {"conv-insert/threads=3", FusionStrategy::ConvInsert, true, kSmallTp2, 3},
     {"conv-insert/concatenated/threads=4,always", FusionStrategy::ConvInsert,
-     false, 4, 1},
-    {"none/threads=default,always", FusionStrategy::None, true, 0, 1},
-    {"conv-insert/streaming", FusionStrategy::ConvInsert, true, 1, 64, 1},
+     false, kSmallTp2, 4, 1},
+    {"none/threads=default,always", FusionStrategy::None, true, kSmallTp1, 0,
+     1},
+    {"conv-insert/streaming", FusionStrategy::ConvInsert, true, kSmallTp2, 1,
+     64, 1},
     {"packed-inserts/concatenated/threads=2,always,streaming",
-     FusionStrategy::PackedInserts, false, 2, 1, 1},
-    {"none/streaming", FusionStrategy::None, true, 1, 64, 1},
-    {"conv-insert/streaming,misaligned", FusionStrategy::ConvInsert, true, 1,
-     64, 1, true},
+     FusionStrategy::PackedInserts, false, kSmallTp1, 2, 1, 1},
+    {"none/streaming", FusionStrategy::None, true, kSmallTp2, 1, 64, 1},
+    // The engine of conv-insert/streaming, on misaligned buffers.
+    {"conv-insert/streaming,misaligned", FusionStrategy::ConvInsert, true,
+     kSmallTp2, 1, 64, 1, true},
     {"conv-insert/threads=2,always,streaming,misaligned",
-     FusionStrategy::ConvInsert, true, 2, 1, 1, true},
+     FusionStrategy::ConvInsert, true, kSmallTp1, 2, 1, 1, true},
 };
 
 const char *strategyName(FusionStrategy s) {
@@ -332,8 +354,12 @@ TEST_P(FusionTest, StrategiesFuse) {
 }
 
 TEST_P(FusionTest, FusedMatchesUnfused) {
+  std::vector<const Variant *> variants;
   for (const Variant &v : kVariants)
-    ASSERT_TRUE(compiled(&v).engines[v.name]) << v.name;
+    if (v.layouts & GetParam().group)
+      variants.push_back(&v);
+  for (const Variant *v : variants)
+    ASSERT_TRUE(compiled(v).engines[v->name]) << v->name;
   Compiled &c = compiled(nullptr);
   const Layout &layout = c.layout;
   int64_t blockStride = c.pageBytes / 2;
@@ -354,9 +380,9 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
     for (const char *function :
          {"layer_plain", "layer_silu", "layer_calls", "inserts"}) {
       std::map<std::string, Result> results;
-      for (const Variant &variant : kVariants)
-        ASSERT_TRUE(run(*c.engines[variant.name], function, step, cache0,
-                        inputs, results[variant.name], variant.misaligned));
+      for (const Variant *variant : variants)
+        ASSERT_TRUE(run(*c.engines[variant->name], function, step, cache0,
+                        inputs, results[variant->name], variant->misaligned));
       std::string what = std::string(function) + ", seed " +
                          std::to_string(seed) + ", " + std::to_string(tokens) +
                          " tokens";
@@ -364,9 +390,9 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
       ASSERT_TRUE(
           noneMatchesReference(function, step, cache0, inputs, none, what));
       // Every strategy against `none`, bit for bit.
-      for (const Variant &variant : kVariants) {
-        const Result &r = results[variant.name];
-        std::string label = what + ": " + variant.name + " vs none";
+      for (const Variant *variant : variants) {
+        const Result &r = results[variant->name];
+        std::string label = what + ": " + variant->name + " vs none";
         ASSERT_TRUE(sameBits(none.cache.data(), r.cache.data(), r.cache.size(),
                              0, label + ", cache"));
         for (Stream s : kAllStreams) {
@@ -386,17 +412,27 @@ TEST_P(FusionTest, FusedMatchesUnfused) {
 INSTANTIATE_TEST_SUITE_P(
     Layouts, FusionTest,
     ::testing::Values(
-        FusionCase{"real_tp1", {8, 128, 4096, 4, 1, "bf16"}, 0, false, 2},
+        FusionCase{
+            "real_tp1", {8, 128, 4096, 4, 1, "bf16"}, 0, false, 2, kRealTp1},
         FusionCase{"real_tp2_padded_strided",
                    {8, 128, 4096, 4, 2, "bf16"},
                    8192,
                    true,
-                   2},
-        FusionCase{"odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 20},
-        FusionCase{"tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20},
+                   2,
+                   kRealTp2},
+        FusionCase{
+            "odd_k3_padded6", {2, 3, 10, 3, 1, "bf16"}, 6, false, 20, kSmall},
+        FusionCase{
+            "tails_k2_strided", {4, 8, 40, 2, 2, "bf16"}, 32, true, 20, kSmall},
         // Block sizes N != W: fusion does not depend on the addressing.
-        FusionCase{"real_n16", {8, 128, 4096, 4, 1, "bf16", 16}, 0, false, 2},
-        FusionCase{"odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 10}),
+        FusionCase{"real_n16",
+                   {8, 128, 4096, 4, 1, "bf16", 16},
+                   0,
+                   false,
+                   2,
+                   kRealN16},
+        FusionCase{
+            "odd_k3_n1", {2, 3, 10, 3, 1, "bf16", 1}, 6, false, 10, kSmall}),
     [](const ::testing::TestParamInfo<FusionCase> &info) {
       return std::string(info.param.name);
     });

@@ -75,12 +75,6 @@ Operation *KvRow::storeAt(OpBuilder &b, Location loc, Value value, Value h,
                     lanes == 1 ? llvm::MaybeAlign() : align);
 }
 
-Value KvRow::loadAt(OpBuilder &b, Location loc, Value h, Value c,
-                    int64_t lanes) const {
-  return loadLanes(b, loc, kvCache, ValueRange{block, row, h, c}, lanes,
-                   lanes == 1 ? llvm::MaybeAlign() : align);
-}
-
 Value inkling::loops::inverseRoot(OpBuilder &b, Location loc, Value sum,
                                   int64_t count, float epsilon, int64_t lanes) {
   Value mean = arith::DivFOp::create(

@@ -164,6 +164,9 @@ public:
   void build(OpBuilder &b, Location loc, Value realTokens) const;
   /// Row (t, h): the conv by 64-byte groups, then the epilogue.
   void row(OpBuilder &b, Location loc, Value t, Value h) const;
+  /// The decode nest: (run of kRunTokens tokens of any sequences, h), each
+  /// token's row as row() computes it, the rows of a run together.
+  void buildDecode(OpBuilder &b, Location loc) const;
 
 private:
   LaneOrder order(int64_t lanes) const {
@@ -277,22 +280,22 @@ static SmallVector<Piece> piecesOf(int64_t width) {
 }
 
 // A normed stream (K), its width a multiple of 8 (the verifier's): per
-// piece (unrolled) the conv of every token, staged in the token's own KV
-// row (an ordinary store: read back at once, from L1), and the chunk sums
-// of its squares; then per stored token the pairwise tree, the inverse root
-// and the row scaled in place.
+// piece (unrolled) the conv of every token, kept (SSA values: staging it in
+// the token's KV row read that row's line before its streaming store, 1.2x
+// slower at 8192 prefill tokens, docs/fusion.md), and the chunk sums of its
+// squares; then per stored token the pairwise tree, the inverse root and
+// the row scaled into the KV cache.
 void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
                              Value weight, ArrayRef<KvRow> dest, Value h,
                              PieceConv conv) const {
   SmallVector<Piece> pieces = piecesOf(width);
-  SmallVector<SmallVector<Value>> sums(dest.size());
+  SmallVector<SmallVector<Value>> sums(dest.size()), ys(dest.size());
   for (const Piece &piece : pieces) {
     Value c = cIndex(b, loc, piece.c);
     SmallVector<Value> values = conv(b, loc, c, piece.lanes);
     for (auto [i, row] : llvm::enumerate(dest)) {
-      Operation *staged = row.store(b, loc, values[i], h, c, piece.lanes);
-      staged->setAttr(cpu::kTemporalAttrName, UnitAttr::get(b.getContext()));
       Value y = extToF32(b, loc, values[i], piece.lanes, order(piece.lanes));
+      ys[i].push_back(y);
       sums[i].push_back(
           chunkSquareSums(b, loc, y, piece.lanes, order(piece.lanes)));
     }
@@ -305,23 +308,27 @@ void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
                  loadLanes(b, loc, weight, ValueRange{cIndex(b, loc, piece.c)},
                            piece.lanes, weightAlign),
                  piece.lanes, order(piece.lanes)));
-  for (auto [i, row] : llvm::enumerate(dest)) {
+  // Every row's norm, then the stores of the stored rows: the rows' trees
+  // and roots are independent, in one block for the scheduler.
+  SmallVector<SmallVector<Value>> outs(dest.size());
+  for (size_t i = 0; i < dest.size(); ++i) {
+    Value sum = pairwiseTreeOfLanes(b, loc, concat(b, loc, sums[i]));
+    for (auto [p, piece] : llvm::enumerate(pieces)) {
+      Value inv =
+          inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
+      Value out = arith::MulFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, ys[i][p], inv), weights[p]);
+      outs[i].push_back(
+          truncToBf16(b, loc, out, piece.lanes, order(piece.lanes)));
+    }
+  }
+  for (size_t i = 0; i < dest.size(); ++i) {
+    const KvRow &row = dest[i];
     emitIf(b, loc, row.stored, [&](OpBuilder &b, Location loc) {
-      Value sum = pairwiseTreeOfLanes(b, loc, concat(b, loc, sums[i]));
-      for (auto [p, piece] : llvm::enumerate(pieces)) {
-        LaneOrder laneOrder = order(piece.lanes);
-        Value c = cIndex(b, loc, piece.c);
-        Value inv =
-            inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
-        Value y = extToF32(b, loc, row.loadAt(b, loc, h, c, piece.lanes),
-                           piece.lanes, laneOrder);
-        Value out = arith::MulFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, y, inv), weights[p]);
-        markLine(row.storeAt(b, loc,
-                             truncToBf16(b, loc, out, piece.lanes, laneOrder),
-                             h, c, piece.lanes),
+      for (auto [p, piece] : llvm::enumerate(pieces))
+        markLine(row.storeAt(b, loc, outs[i][p], h, cIndex(b, loc, piece.c),
+                             piece.lanes),
                  row.lineAligned, piece.lanes);
-      }
     });
   }
 }
@@ -401,6 +408,47 @@ void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
           });
 }
 
+void KvRunNest::buildDecode(OpBuilder &b, Location loc) const {
+  cpu::emitRunHeadNest(
+      nest, b, loc, kRunTokens,
+      [&](OpBuilder &b, Location loc, Value t0, Value t1, Value h) {
+        Value whole =
+            cmp(b, loc, arith::CmpIPredicate::eq,
+                ArithBuilder(b, loc).sub(t1, t0), cIndex(b, loc, kRunTokens));
+        emitIfElse(
+            b, loc, whole,
+            [&](OpBuilder &b, Location loc) {
+              // Each token's own row values (its sequence, slot, taps);
+              // the run's rows walked together, so that the loads of their
+              // history rows overlap and K's rows meet the norm together.
+              SmallVector<Value> tokens;
+              SmallVector<ConvRow> rows;
+              for (int64_t i = 0; i < kRunTokens; ++i) {
+                tokens.push_back(
+                    ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)));
+                rows.push_back(nest.beginRow(b, loc, tokens.back(), h));
+              }
+              streams(b, loc, tokens, h,
+                      [&](OpBuilder &b, Location loc, unsigned p, Value c,
+                          int64_t lanes) {
+                        SmallVector<Value> values;
+                        for (const ConvRow &row : rows)
+                          values.push_back(nest.rowValue(
+                              b, loc, row, nest.partStream(p), c, lanes));
+                        return values;
+                      });
+            },
+            [&](OpBuilder &b, Location loc) {
+              scf::ForOp::create(
+                  b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+                    row(b, loc, t, h);
+                    scf::YieldOp::create(b, loc);
+                  });
+            });
+      });
+}
+
 void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
   cpu::emitRunHeadNest(
       nest, b, loc, kRunTokens,
@@ -451,10 +499,6 @@ void cpu::CPULoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
       [&](OpBuilder &b, Location loc) {
         if (options.branchCounters)
           emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
-        KvRunNest form(nest, epilogue, options);
-        emitRowNest(b, loc, nest.tokens(), nest.heads(),
-                    [&](OpBuilder &b, Location loc, Value t, Value h) {
-                      form.row(b, loc, t, h);
-                    });
+        KvRunNest(nest, epilogue, options).buildDecode(b, loc);
       });
 }

@@ -84,8 +84,7 @@ struct StreamingStoresPass
                                     inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
-      if (store.getNontemporal() ||
-          store->hasAttr(inkling::cpu::kTemporalAttrName))
+      if (store.getNontemporal())
         return;
       store.setNontemporal(true);
       // A line store at a checked base: one 64-byte non-temporal store

@@ -25,12 +25,9 @@ struct KvRow {
   /// the row when it is stored; returns the store (in its scf.if).
   Operation *store(OpBuilder &b, Location loc, Value value, Value h, Value c,
                    int64_t lanes) const;
-  /// The same store and the load of [h, c..], without the check (where
-  /// `stored` holds).
+  /// The same store, without the check (where `stored` holds).
   Operation *storeAt(OpBuilder &b, Location loc, Value value, Value h, Value c,
                      int64_t lanes) const;
-  Value loadAt(OpBuilder &b, Location loc, Value h, Value c,
-               int64_t lanes) const;
 
   Value kvCache, stored, block, row;
   llvm::MaybeAlign align;

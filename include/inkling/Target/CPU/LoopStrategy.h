@@ -30,12 +30,6 @@ namespace inkling::cpu {
 inline constexpr llvm::StringLiteral kLineAlignedAttrName =
     "inkling.line_aligned";
 
-/// A discardable unit attribute on a `vector.store` whose line the nest
-/// reads back at once (the fused K/V epilogue stages a K row in its own KV
-/// cache row, EpilogueRuns.cpp): `inkling-cpu-streaming-stores` leaves it
-/// an ordinary store.
-inline constexpr llvm::StringLiteral kTemporalAttrName = "inkling.temporal";
-
 /// A discardable unit attribute on a nest's outer `scf.parallel` that
 /// `inkling-cpu-streaming-stores` leaves without a non-temporal copy: the
 /// decode-run nest, whose steps are small (a copy of its unrolled runs

@@ -197,9 +197,7 @@ def StreamingStoresPass
     runs only when each such memref's base is 64-byte aligned at run time:
     LLVM splits a non-temporal 64-byte store that claims less into four
     16-byte stores and their extracts, which cost more than they save. The
-    bits stored are the same either way. A store marked `inkling.temporal`
-    (a line the nest reads back at once: the fused K/V epilogue stages a K
-    row in its own KV-cache row) stays an ordinary store in the copy.
+    bits stored are the same either way.
 
     ```mlir
     scf.parallel (%r, %h) = (%c0, %c0) to (%R, %c8) step (%c1, %c1) {
