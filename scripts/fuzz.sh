@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of the sanitizer build for a bounded time:
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60; scripts/test.sh: 35)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60; scripts/test.sh: 20)
 # The build is $INKLING_ASAN_BUILD_DIR (default build-asan/, made by
 # scripts/test.sh's stage 2). A finding (crash, sanitizer report, leak,
 # timeout, invariant violation) stops the run with a non-zero exit and leaves

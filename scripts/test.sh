@@ -53,6 +53,6 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 (cd "$asan" && ctest --output-on-failure -j "$jobs")
 finish_step "stage 2: ASan+UBSan ctest"
 
-echo "== stage 2: fuzzing (${INKLING_FUZZ_SECONDS:-35}s per target)"
-INKLING_ASAN_BUILD_DIR="$asan" "$root/scripts/fuzz.sh" "${INKLING_FUZZ_SECONDS:-35}"
+echo "== stage 2: fuzzing (${INKLING_FUZZ_SECONDS:-20}s per target)"
+INKLING_ASAN_BUILD_DIR="$asan" "$root/scripts/fuzz.sh" "${INKLING_FUZZ_SECONDS:-20}"
 finish_step "stage 2: fuzzing (5 targets)"
