@@ -1,8 +1,11 @@
 //===- EpilogueRuns.cpp - The token-run form of the fused K/V epilogue ----===//
 //
-// The CPU's form of `sconv.fused_conv_kv_write` (K: conv -> k_norm -> KV
-// write; V: conv -> KV write) for the steps that take the token-run nest
-// (emitTokenRunsChosen; the (token, head) nest otherwise):
+// The CPU's forms of `sconv.fused_conv_kv_write` (K: conv -> k_norm -> KV
+// write; V: conv -> KV write). The steps that take the token-run nest
+// (emitTokenRunsChosen) run the nest below; the others (decode) a nest over
+// (run of kRunTokens tokens of any sequences, h), each token's row as the
+// shared (t, h) row below computes it, a run's rows together
+// (buildDecode):
 //
 //   scf.parallel (run r of kRunTokens tokens from t0, h) {
 //     if the run is whole (kRunTokens real tokens of one sequence, every
