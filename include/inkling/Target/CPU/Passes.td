@@ -53,8 +53,8 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
            "With it, sconv.fused_conv_kv_write takes the CPU's forms of "
            "lib/Target/CPU/EpilogueRuns.cpp: the same run-time choice "
            "between a (run of 4 tokens, head) nest for prefill and a "
-           "(run of 4 tokens of any sequences, head) nest for decode, "
-           "each row by 64-byte groups, K's rows kept until their norm">,
+           "(token, head) nest for decode, each row by 64-byte groups, "
+           "K's rows kept until their norm">,
     Option<"decodeRuns", "decode-runs", "bool", /*default=*/"false",
            "In an unchecked conv, for the steps that token-runs leaves to "
            "the (token, head) nest (all steps without token-runs), a nest "
