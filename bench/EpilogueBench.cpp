@@ -26,6 +26,12 @@
 //             (+ the W-1 history rows read per stream in decode)
 //   separate: + y written, y read by the norm and the V write, the norm's
 //             output written and read (6 rows of H*hd more per token)
+// and each program's memory bound measured in the same run: memcpy of half
+// the bytes it moves (a copy reads and writes each byte), the same size so
+// that the copy runs from the same cache level as the program's working
+// set. A program faster than its bound moved fewer bytes through memory
+// than it touched (the separate nests' y, written and read back while it
+// is still in the last-level cache).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +44,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -274,14 +281,31 @@ int main(int argc, char **argv) {
               "(+%lld history in decode), separate and none %lld more\n",
               static_cast<long long>(6 * row), static_cast<long long>(6 * row),
               static_cast<long long>(6 * row));
-  std::printf("%7s %6s | %10s %10s %10s | %14s %10s\n", "threads", "T",
-              "fused us", "separ. us", "none us", "separate/fused",
-              "none/fused");
+  std::printf("%7s %6s | %10s %10s %10s | %14s %10s | %11s %11s %11s "
+              "%14s\n",
+              "threads", "T", "fused us", "separ. us", "none us",
+              "separate/fused", "none/fused", "f-bound us", "fused/bound",
+              "s-bound us", "separate/bound");
   for (int threads : {0, 1}) {
     for (int64_t tokens : {int64_t(1), int64_t(64), int64_t(256), kPrefill}) {
       if (only && tokens != only)
         continue;
       auto w = makeWorkload(layout, pageBytes, tokens);
+      // The bounds: a copy of half of each program's traffic.
+      int64_t fusedBytes = (tokens == kPrefill ? 6 : 12) * row * tokens;
+      int64_t separateBytes = fusedBytes + 6 * row * tokens;
+      AlignedBuffer<uint8_t> from(separateBytes / 2, 1),
+          to(separateBytes / 2, 0);
+      auto copyOf = [&](int64_t bytes) {
+        return bestSeconds(
+            [&] {
+              std::memcpy(to.data, from.data, bytes / 2);
+              asm volatile("" : : "r"(to.data) : "memory");
+            },
+            cpuTime && threads == 0);
+      };
+      double fusedBound = copyOf(fusedBytes),
+             separateBound = copyOf(separateBytes);
       double seconds[3];
       for (int p = 0; p < 3; ++p) {
         const Program &program = programs[p];
@@ -308,10 +332,13 @@ int main(int argc, char **argv) {
               },
               cpuTime && threads == 0);
       }
-      std::printf("%7s %6lld | %10.2f %10.2f %10.2f | %14.2f %10.2f\n",
+      std::printf("%7s %6lld | %10.2f %10.2f %10.2f | %14.2f %10.2f | %11.2f "
+                  "%11.2f %11.2f %14.2f\n",
                   threads == 0 ? "1" : "all", static_cast<long long>(tokens),
                   seconds[0] * 1e6, seconds[1] * 1e6, seconds[2] * 1e6,
-                  seconds[1] / seconds[0], seconds[2] / seconds[0]);
+                  seconds[1] / seconds[0], seconds[2] / seconds[0],
+                  fusedBound * 1e6, seconds[0] / fusedBound,
+                  separateBound * 1e6, seconds[1] / separateBound);
     }
   }
   return 0;
