@@ -31,6 +31,12 @@
 //   layer/plain-stores layer/conv-insert without non-temporal stores
 //                      (streaming-stores-min-iterations=0; the default,
 //                      4096, streams the stores of large steps)
+//   layer/hand-avx512  decode only: the same layer written by hand with
+//                      AVX-512 intrinsics (HandDecodeKernel.cpp), on the
+//                      same inputs, its y and cache checked bit for bit
+//                      against layer/conv-insert's first: how far the
+//                      compiler's decode is from a hand-written kernel on
+//                      this machine
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -51,10 +57,13 @@
 // level of the memory hierarchy as the layer: the row bytes' copy scaled
 // up (the "row-scaled" column) ran from a cache level the layer's working
 // set does not fit in (L2 at T = 64, L3 at T = 256 on a 2 MiB / 32 MiB
-// machine) and understated the bound.
+// machine) and understated the bound. Last, decode against the hand-written
+// kernel (layer/hand-avx512): its time, the compiler's over it, and both
+// over the bound.
 //
 //===----------------------------------------------------------------------===//
 
+#include "HandDecodeKernel.h"
 #include "Harness/JitHarness.h"
 #include "Harness/StreamParams.h"
 #include "inkling/Runtime/Layout.h"
@@ -151,6 +160,8 @@ struct Workload {
   /// Buffers of half the layer's traffic each, for layer/traffic-copy
   /// (allocated by it).
   std::unique_ptr<AlignedBuffer<uint8_t>> trafficSource, trafficDest;
+  /// Decode: each token's history and slot rows, for layer/hand-avx512.
+  std::vector<bench::HandDecodeToken> handTokens;
   int64_t rowBytes; ///< T * H * raw * 2: what the insert writes.
   /// Bytes the layer must read and write (see the file comment).
   int64_t layerTraffic;
@@ -259,6 +270,16 @@ Workload &workload(int64_t tokens) {
     }
     w.meta.queryStartLoc.push_back(static_cast<int32_t>(tokens));
     numBlocks = 1 + 2 * tokens;
+    int64_t d = layout.headSize, blockStride = e.pageBytes / 2;
+    auto rowAt = [&](int64_t b, int64_t position) {
+      int64_t block = w.meta.blockTable[b * 2 + position / n];
+      return block * blockStride + (position % n) * d;
+    };
+    for (int64_t b = 0; b < tokens; ++b) {
+      int32_t slot = w.meta.slotMapping[b];
+      w.handTokens.push_back({{rowAt(b, 3), rowAt(b, 4), rowAt(b, 5)},
+                              (slot / n) * blockStride + (slot % n) * d});
+    }
   } else {
     int64_t blocks = (tokens + n - 1) / n;
     w.meta.blockTableWidth = blocks;
@@ -456,6 +477,76 @@ void BM_LayerTrafficCopy(benchmark::State &state) {
   });
 }
 
+/// The hand-written kernel's geometry at the real layout.
+bench::HandDecodeShape handShape() {
+  const Layout &layout = engines().layout;
+  bench::HandDecodeShape shape;
+  shape.heads = layout.headsPerRank;
+  shape.headStride = layout.blockSize * layout.headSize;
+  for (Stream s : kAllStreams) {
+    shape.width[static_cast<int>(s)] = layout.range(s).width;
+    shape.offset[static_cast<int>(s)] = layout.range(s).offset;
+  }
+  return shape;
+}
+
+void callHand(Workload &w) {
+  const uint16_t *x[4], *weights[4];
+  uint16_t *y[4];
+  for (int s = 0; s < 4; ++s) {
+    x[s] = w.xs[s]->data;
+    weights[s] = w.ws[s]->data;
+    y[s] = w.ys[s]->data;
+  }
+  bench::handDecodeLayer(handShape(), w.handTokens, w.cache->data, x, weights,
+                         y);
+}
+
+/// The number of bf16 elements where the hand-written kernel's y and cache
+/// differ from layer/conv-insert's, on the workload's inputs.
+int64_t handMismatches(Workload &w) {
+  callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
+  std::vector<std::vector<uint16_t>> ys;
+  for (auto &y : w.ys) {
+    ys.emplace_back(y->data, y->data + y->size);
+    std::fill(y->data, y->data + y->size, 0);
+  }
+  std::vector<uint16_t> cache(w.cache->data, w.cache->data + w.cache->size);
+  callHand(w);
+  int64_t mismatches = 0;
+  for (size_t s = 0; s < ys.size(); ++s)
+    for (size_t i = 0; i < ys[s].size(); ++i)
+      mismatches += ys[s][i] != w.ys[s]->data[i];
+  for (size_t i = 0; i < cache.size(); ++i)
+    mismatches += cache[i] != w.cache->data[i];
+  return mismatches;
+}
+
+/// Set when the hand-written kernel's output differs from conv-insert's:
+/// the binary then exits with 1 (its smoke test fails).
+bool handMismatched = false;
+
+void BM_LayerHandAvx512(benchmark::State &state) {
+  if (!bench::handDecodeSupported()) {
+    state.SkipWithError("skipped: this CPU has no AVX-512 F and BW");
+    return;
+  }
+  if (!bench::handDecodeHandles(handShape())) {
+    state.SkipWithError("the hand-written kernel does not handle this layout");
+    return;
+  }
+  Workload &w = workload(state.range(0));
+  if (int64_t bad = handMismatches(w)) {
+    handMismatched = true;
+    state.SkipWithError(
+        ("the hand-written kernel differs from conv-insert in " +
+         std::to_string(bad) + " elements")
+            .c_str());
+    return;
+  }
+  timed(state, "layer/hand-avx512", callHand);
+}
+
 void BM_LayerTokenSeq(benchmark::State &state) {
   timed(state, "layer/token-seq", [](Workload &w) { callLayerSeq(w); });
 }
@@ -463,6 +554,13 @@ void BM_LayerTokenSeq(benchmark::State &state) {
 void tokenArgs(benchmark::internal::Benchmark *b) {
   for (int64_t t : kTokenCounts)
     b->Arg(t);
+  b->ArgName("T")->UseRealTime();
+}
+
+void decodeArgs(benchmark::internal::Benchmark *b) {
+  for (int64_t t : kTokenCounts)
+    if (t < kPrefillTokens)
+      b->Arg(t);
   b->ArgName("T")->UseRealTime();
 }
 
@@ -480,6 +578,7 @@ BENCHMARK(BM_LayerTokenNest)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTrafficCopy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
+BENCHMARK(BM_LayerHandAvx512)->Apply(decodeArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -552,6 +651,21 @@ void printSummary() {
                 ratio(one, scaled), plain * 1e6, ratio(one, plain), nest * 1e6,
                 ratio(nest, one));
   }
+  std::printf("\nDecode against a hand-written AVX-512 kernel of the same "
+              "bits (layer/hand-avx512, checked against conv-insert)\n");
+  std::printf("%6s | %11s %11s %12s | %11s %12s %12s\n", "T", "1-thr us",
+              "hand us", "1-thr/hand", "bound us", "hand/bound", "1-thr/bound");
+  for (int64_t t : kTokenCounts) {
+    double one = get("layer/conv-insert", t),
+           hand = get("layer/hand-avx512", t),
+           bound = get("layer/traffic-copy", t);
+    if (one == 0 || hand == 0 || bound == 0)
+      continue;
+    std::printf("%6lld | %11.2f %11.2f %12.2f | %11.2f %12.2f %12.2f\n",
+                static_cast<long long>(t), one * 1e6, hand * 1e6,
+                ratio(one, hand), bound * 1e6, ratio(hand, bound),
+                ratio(one, bound));
+  }
   Engines &e = engines();
   std::printf("\nCompile (lower + JIT of the module's three functions): one "
               "thread %.2f s, threaded %.2f s (%.2fx)\n",
@@ -568,5 +682,10 @@ int main(int argc, char **argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   printSummary();
+  if (handMismatched) {
+    std::fprintf(stderr, "inkling-bench-fusion: layer/hand-avx512 and "
+                         "layer/conv-insert differ (see above)\n");
+    return 1;
+  }
   return 0;
 }
