@@ -482,7 +482,7 @@ bench::HandDecodeShape handShape() {
   const Layout &layout = engines().layout;
   bench::HandDecodeShape shape;
   shape.heads = layout.headsPerRank;
-  shape.headStride = layout.blockSize * layout.headSize;
+  shape.headStride = layout.headStride();
   for (Stream s : kAllStreams) {
     shape.width[static_cast<int>(s)] = layout.range(s).width;
     shape.offset[static_cast<int>(s)] = layout.range(s).offset;
