@@ -71,9 +71,37 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)tokenCount(kernel, args);
     (void)kernel.gridFor(7);
   }
-  for (const HostSpec &host : manifest->hosts)
-    for (const LaunchSpec &launch : host.launches)
-      require(manifest->findKernel(launch.kernel) != nullptr,
+  for (const HostSpec &host : manifest->hosts) {
+    for (const LaunchSpec &launch : host.launches) {
+      const KernelSpec *kernel = manifest->findKernel(launch.kernel);
+      require(kernel != nullptr,
               "a parsed launch names a kernel the manifest lacks");
+      require(launch.hostArgs.size() == kernel->args.size(),
+              "a parsed launch binds another count of arguments");
+      for (size_t a = 0; a < launch.hostArgs.size(); ++a) {
+        int64_t bound = launch.hostArgs[a];
+        if (bound >= 0)
+          continue;
+        require(-1 - bound < static_cast<int64_t>(host.scratch.size()),
+                "a parsed launch names a scratch buffer the host lacks");
+        require(host.scratch[-1 - bound].type == kernel->args[a].type,
+                "a parsed launch binds a scratch buffer of another type");
+      }
+    }
+    // A scratch buffer's sizes for a call with 8 host arguments of rank 2
+    // and size 3: an error or the shape with dim 0 filled in.
+    std::vector<MemRefArg> hostArgs(8);
+    for (MemRefArg &arg : hostArgs)
+      arg.sizes = {3, 3};
+    for (const ScratchSpec &scratch : host.scratch) {
+      auto sizes = scratchSizes(scratch, hostArgs);
+      if (sizes)
+        require(sizes->size() == scratch.shape.size() && (*sizes)[0] >= 0,
+                "a scratch buffer's sizes disagree with its shape");
+      else
+        require(!sizes.status().message().empty(),
+                "a refused scratch buffer has no message");
+    }
+  }
   return 0;
 }

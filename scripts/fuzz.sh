@@ -15,9 +15,11 @@ mkdir -p "$work/ir-corpus" "$work/runtime-corpus" "$work/manifest-corpus" \
 
 python3 "$root/fuzz/make_ir_corpus.py" "$root/test" "$work/ir-corpus"
 python3 "$root/fuzz/make_npy_corpus.py" "$root/test" "$work/replay-corpus"
-# The build's own kernel bundles seed the manifest parser.
+# The build's own kernel bundles seed the manifest parser, and those the
+# lit tests wrote (when they ran in this build: scratch buffers among them).
 i=0
-for manifest in "$build"/kernels/*/*/manifest.json; do
+for manifest in "$build"/kernels/*/*/manifest.json \
+  "$build"/test/Target/GPU/Output/*/manifest.json; do
   [ -f "$manifest" ] && cp "$manifest" "$work/manifest-corpus/seed-$i.json"
   i=$((i + 1))
 done

@@ -198,6 +198,9 @@ protected:
     return *slot;
   }
 
+  /// GpuKernelMatchesReference for one fusion strategy.
+  void gpuMatchesReference(FusionStrategy fusion);
+
   KvStep makeStep(std::mt19937_64 &rng, int maxChunk) {
     const Compiled &c = compiled(nullptr);
     const Layout &layout = c.layout;
@@ -381,19 +384,43 @@ TEST_P(EpilogueTest, MatchesReference) {
 /// The fused K/V kernel compiled for the GPU (a row's chunks across a
 /// block's threads, the sum of squares by warp shuffles) and executed by
 /// the fake CUDA driver through the runtime's launcher, threads shuffled
-/// and reversed, racecheck on: the reference's bits.
+/// and reversed, racecheck on: the reference's bits. The same for the
+/// unfused kernels (`none`: the conv outputs and the normed K in scratch
+/// buffers the launcher allocates, the k_norm kernel's rows across threads
+/// as the fused kernel's).
 TEST_P(EpilogueTest, GpuKernelMatchesReference) {
+  for (FusionStrategy fusion :
+       {FusionStrategy::ConvInsert, FusionStrategy::None})
+    gpuMatchesReference(fusion);
+}
+
+void EpilogueTest::gpuMatchesReference(FusionStrategy fusion) {
+  bool fused = fusion != FusionStrategy::None;
+  SCOPED_TRACE(fused ? "fused" : "unfused");
   const Compiled &c = compiled(nullptr);
   std::string error;
-  auto gpu = FakeGpuLayer::create(c.source, "kv_path",
-                                  FusionStrategy::ConvInsert, error);
+  auto gpu = FakeGpuLayer::create(c.source, "kv_path", fusion, error);
   ASSERT_TRUE(gpu) << error;
   auto kernels = gpu->kernels();
-  ASSERT_EQ(kernels.size(), 1u);
   // A row's chunks on the threads: 16 of 8 lanes at head_dim 128.
   int64_t chunks = (c.layout.config.headDim + 7) / 8;
-  EXPECT_EQ(kernels[0].second,
-            std::min<int64_t>(32, int64_t(1) << llvm::Log2_64_Ceil(chunks)));
+  int64_t lanes =
+      std::min<int64_t>(32, int64_t(1) << llvm::Log2_64_Ceil(chunks));
+  if (fused) {
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(kernels[0].second, lanes);
+  } else {
+    int norms = 0, writes = 0;
+    for (const auto &[name, block] : kernels) {
+      if (name.find("_rms_norm_k") != std::string::npos) {
+        ++norms;
+        EXPECT_EQ(block, lanes) << name;
+      }
+      writes += name.find("_kv_write_") != std::string::npos;
+    }
+    EXPECT_EQ(norms, 1);
+    EXPECT_EQ(writes, 2);
+  }
   std::mt19937_64 rng(2900);
   for (const char *order : {"shuffle", "reverse"}) {
     setenv("INKLING_FAKE_CUDA_ORDER", order, 1);

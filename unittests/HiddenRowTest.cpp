@@ -211,6 +211,9 @@ runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
 
 class HiddenRowTest : public ::testing::TestWithParam<RowCase> {
 protected:
+  /// GpuKernelsMatchReference for one fusion strategy.
+  void gpuMatchesReference(FusionStrategy fusion, std::vector<int64_t> &blocks);
+
   struct Compiled : TestLayout {
     std::string source;
     VariantEngines engines;
@@ -316,11 +319,35 @@ TEST_P(HiddenRowTest, MatchesReference) {
 /// driver through the runtime's launcher, threads shuffled and reversed,
 /// racecheck on: the reference's bits.
 TEST_P(HiddenRowTest, GpuKernelsMatchReference) {
+  std::vector<int64_t> blocks;
+  for (FusionStrategy fusion :
+       {FusionStrategy::ConvInsert, FusionStrategy::None})
+    gpuMatchesReference(fusion, blocks);
+}
+
+/// GpuKernelsMatchReference for one fusion strategy: fused (`blocks`
+/// receives the ATTN and MLP kernels' block sizes), or each op a kernel
+/// (`none`: y in scratch buffers the launcher allocates, the add_rms_norm
+/// kernels one block a token of the fused ones' `blocks`).
+void HiddenRowTest::gpuMatchesReference(FusionStrategy fusion,
+                                        std::vector<int64_t> &blocks) {
+  bool fused = fusion != FusionStrategy::None;
+  SCOPED_TRACE(fused ? "fused" : "unfused");
   std::string error;
-  auto gpu = FakeGpuLayer::create(compiled(nullptr).source, "rows",
-                                  FusionStrategy::ConvInsert, error);
+  auto gpu =
+      FakeGpuLayer::create(compiled(nullptr).source, "rows", fusion, error);
   ASSERT_TRUE(gpu) << error;
-  ASSERT_EQ(gpu->kernels().size(), 2u);
+  auto kernels = gpu->kernels();
+  if (fused) {
+    ASSERT_EQ(kernels.size(), 2u);
+    blocks = {kernels[0].second, kernels[1].second};
+  } else {
+    std::vector<int64_t> norms;
+    for (const auto &[name, block] : kernels)
+      if (name.find("_add_rms_norm_") != std::string::npos)
+        norms.push_back(block);
+    EXPECT_EQ(norms, blocks);
+  }
   std::mt19937_64 rng(2901);
   for (const char *order : {"shuffle", "reverse"}) {
     setenv("INKLING_FAKE_CUDA_ORDER", order, 1);

@@ -389,12 +389,12 @@ int main(int argc, char **argv) {
 
     // Per kernel, then the whole layer.
     const HostSpec *host = (*bundle)->manifest().findHost("decoder_layer");
-    for (const LaunchSpec &launch : host->launches) {
-      std::vector<MemRefArg> args;
-      for (int64_t a : launch.hostArgs)
-        args.push_back(dp.args[a]);
+    auto bound = (*bundle)->bindLaunches("decoder_layer", dp.args);
+    check(bound.status(), "bind");
+    for (size_t i = 0; i < host->launches.size(); ++i) {
+      const LaunchSpec &launch = host->launches[i];
       double us = medianUs(d, opt.warmup, opt.runs, [&] {
-        return (*bundle)->launch(launch.kernel, args);
+        return (*bundle)->launch(launch.kernel, (*bound)[i]);
       });
       rows.push_back({name + ": " + launch.kernel, 1, us, ""});
     }

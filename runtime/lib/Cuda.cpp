@@ -429,24 +429,71 @@ Status KernelBundle::launch(const std::string &name,
                         pointers.data(), stream);
 }
 
-Status KernelBundle::run(const std::string &host,
-                         const std::vector<MemRefArg> &hostArgs,
-                         Stream stream) {
+StatusOr<std::vector<std::vector<MemRefArg>>>
+KernelBundle::bindLaunches(const std::string &host,
+                           const std::vector<MemRefArg> &hostArgs) {
   const HostSpec *spec = manifest_.findHost(host);
   if (!spec)
     return notFound("no host function " + host + " in the bundle");
+  // The scratch buffers this call needs, grown where a call needed less.
+  std::vector<DeviceBuffer> &buffers = scratch_[host];
+  buffers.resize(spec->scratch.size());
+  std::vector<MemRefArg> scratch;
+  for (size_t i = 0; i < spec->scratch.size(); ++i) {
+    const ScratchSpec &buffer = spec->scratch[i];
+    auto sizes = scratchSizes(buffer, hostArgs);
+    if (!sizes)
+      return Status(sizes.status().code(),
+                    "host function " + host + ": " + sizes.status().message());
+    size_t bytes = static_cast<size_t>(buffer.elementBytes);
+    for (int64_t s : *sizes)
+      bytes *= static_cast<size_t>(s);
+    if (bytes > buffers[i].bytes()) {
+      // Queued launches may still use the smaller buffer.
+      if (buffers[i].bytes() != 0)
+        if (Status s = driver_.synchronize(); !s.isOk())
+          return s;
+      buffers[i] = DeviceBuffer();
+      auto grown = DeviceBuffer::allocate(driver_, bytes);
+      if (!grown)
+        return Status(grown.status().code(),
+                      "host function " + host + ": scratch buffer " +
+                          std::to_string(i) + " (" + buffer.type + ", " +
+                          std::to_string(bytes) +
+                          " bytes): " + grown.status().message());
+      buffers[i] = std::move(*grown);
+    }
+    scratch.push_back({buffers[i].address(), *sizes, {}});
+  }
+  std::vector<std::vector<MemRefArg>> launches;
   for (const LaunchSpec &launchSpec : spec->launches) {
-    std::vector<MemRefArg> args;
+    std::vector<MemRefArg> &args = launches.emplace_back();
     for (int64_t index : launchSpec.hostArgs) {
+      if (index < 0) {
+        args.push_back(scratch[-1 - index]); // the parser checked it
+        continue;
+      }
       if (index >= static_cast<int64_t>(hostArgs.size()))
         return invalidArgument("host function " + host + " needs argument " +
                                std::to_string(index) + ", got " +
                                std::to_string(hostArgs.size()) + " arguments");
       args.push_back(hostArgs[index]);
     }
-    if (Status s = launch(launchSpec.kernel, args, stream); !s.isOk())
-      return s;
   }
+  return launches;
+}
+
+Status KernelBundle::run(const std::string &host,
+                         const std::vector<MemRefArg> &hostArgs,
+                         Stream stream) {
+  auto launches = bindLaunches(host, hostArgs);
+  if (!launches)
+    return launches.status();
+  const HostSpec *spec = manifest_.findHost(host);
+  for (size_t i = 0; i < spec->launches.size(); ++i)
+    if (Status s = launch(spec->launches[i].kernel, (*launches)[i], stream);
+        !s.isOk())
+      return s;
   return Status::ok();
 }
 

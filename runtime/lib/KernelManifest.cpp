@@ -355,6 +355,31 @@ Status parseKernel(const Reader &r, KernelSpec &k) {
   return Status::ok();
 }
 
+Status parseScratch(const Reader &r, ScratchSpec &scratch) {
+  INKLING_TRY(r.readFields(mk::kType, scratch.type, mk::kElement,
+                           scratch.element, mk::kElementBytes,
+                           scratch.elementBytes, mk::kShape, scratch.shape));
+  if (scratch.elementBytes <= 0)
+    return r.bad("element_bytes must be positive");
+  if (scratch.shape.empty() || scratch.shape.size() > 16)
+    return r.bad("a scratch buffer has rank 1 to 16");
+  for (size_t d = 0; d < scratch.shape.size(); ++d)
+    if (scratch.shape[d] < (d == 0 ? -1 : 0))
+      return r.bad("shape entries are sizes, or -1 (dynamic) for dim 0");
+  bool dynamic = scratch.shape[0] == -1;
+  if (dynamic != (r.find(mk::kSizeHostArg) != nullptr) ||
+      dynamic != (r.find(mk::kSizeDim) != nullptr))
+    return r.bad("a dynamic dim 0 needs size_host_arg and size_dim, a static "
+                 "one neither");
+  if (dynamic) {
+    INKLING_TRY(r.readFields(mk::kSizeHostArg, scratch.sizeHostArg,
+                             mk::kSizeDim, scratch.sizeDim));
+    if (scratch.sizeHostArg < 0 || scratch.sizeDim < 0 || scratch.sizeDim > 15)
+      return r.bad("size_host_arg and size_dim name a host argument's dim");
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 std::array<int64_t, 3> KernelSpec::gridFor(int64_t tokens) const {
@@ -417,6 +442,18 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
     Reader h((**hosts)[i], "hosts[" + std::to_string(i) + "]");
     HostSpec host;
     INKLING_TRY(h.get(mk::kName, host.name));
+    if (const Json *scratch = h.find(mk::kScratch)) {
+      if (!scratch->is_array())
+        return h.bad("\"scratch\" is not an array");
+      for (size_t j = 0; j < scratch->size(); ++j) {
+        ScratchSpec buffer;
+        INKLING_TRY(
+            parseScratch(Reader((*scratch)[j], h.path() + ".scratch[" +
+                                                   std::to_string(j) + "]"),
+                         buffer));
+        host.scratch.push_back(std::move(buffer));
+      }
+    }
     auto launches = h.field(mk::kLaunches, Json::value_t::array);
     if (!launches)
       return launches.status();
@@ -434,9 +471,21 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
         return l.bad("has " + std::to_string(launch.hostArgs.size()) +
                      " host arguments for a kernel of " +
                      std::to_string(k->args.size()));
-      for (int64_t a : launch.hostArgs)
-        if (a < 0)
-          return l.bad("host argument indices are >= 0");
+      for (size_t a = 0; a < launch.hostArgs.size(); ++a) {
+        int64_t bound = launch.hostArgs[a];
+        if (bound >= 0)
+          continue;
+        int64_t index = -1 - bound;
+        if (index >= static_cast<int64_t>(host.scratch.size()))
+          return l.bad("host argument " + std::to_string(bound) +
+                       " names scratch buffer " + std::to_string(index) +
+                       ", and the host has " +
+                       std::to_string(host.scratch.size()));
+        if (host.scratch[index].type != k->args[a].type)
+          return l.bad("binds scratch buffer " + std::to_string(index) + " (" +
+                       host.scratch[index].type + ") to kernel argument " +
+                       std::to_string(a) + " (" + k->args[a].type + ")");
+      }
       host.launches.push_back(std::move(launch));
     }
     m.hosts.push_back(std::move(host));
@@ -541,6 +590,32 @@ packKernelParams(const KernelSpec &kernel, const std::vector<MemRefArg> &args) {
                            " parameters, the manifest lists " +
                            std::to_string(kernel.params.size()));
   return params;
+}
+
+StatusOr<std::vector<int64_t>>
+scratchSizes(const ScratchSpec &scratch,
+             const std::vector<MemRefArg> &hostArgs) {
+  std::vector<int64_t> sizes = scratch.shape;
+  if (sizes[0] < 0) {
+    if (scratch.sizeHostArg >= static_cast<int64_t>(hostArgs.size()) ||
+        scratch.sizeDim >=
+            static_cast<int64_t>(hostArgs[scratch.sizeHostArg].sizes.size()))
+      return invalidArgument(
+          "scratch buffer " + scratch.type + " takes its dim 0 from dim " +
+          std::to_string(scratch.sizeDim) + " of host argument " +
+          std::to_string(scratch.sizeHostArg) + ", which the call lacks");
+    sizes[0] = hostArgs[scratch.sizeHostArg].sizes[scratch.sizeDim];
+  }
+  // The bytes must fit in int64_t (a hostile or broken size).
+  int64_t elements = 1;
+  for (int64_t s : sizes) {
+    if (s < 0 || (s != 0 && elements > std::numeric_limits<int64_t>::max() /
+                                           scratch.elementBytes / s))
+      return invalidArgument("scratch buffer " + scratch.type +
+                             ": a size is negative or its bytes overflow");
+    elements *= s;
+  }
+  return sizes;
 }
 
 StatusOr<int64_t> tokenCount(const KernelSpec &kernel,

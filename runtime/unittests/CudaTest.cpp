@@ -482,4 +482,50 @@ TEST(CudaFakeDriver, RunsAHostFunctionOfABundleInMemory) {
             "kernel bundle: no object layer_k1_insert_k.ptx");
 }
 
+TEST(CudaFakeDriver, AllocatesAHostsScratchBuffersOnTheDevice) {
+  auto driver = fakeDriver();
+  ASSERT_TRUE(driver);
+  std::map<std::string, std::string> objects{
+      {"layer_k1_insert_k.ptx", insertPtx()}};
+  // x is the host's scratch buffer 0 (host argument -1), [T, 8, 128] with T
+  // dim 0 of host argument 4 (the slot mapping).
+  auto bundle =
+      KernelBundle::load(*driver, fixtures::manifestWithScratch(4), objects);
+  ASSERT_TRUE(bundle) << bundle.status().toString();
+  auto cache = DeviceBuffer::allocate(*driver, 1 << 16);
+  auto slots = DeviceBuffer::allocate(*driver, 64 * 8);
+  ASSERT_TRUE(cache && slots);
+  std::vector<MemRefArg> args(5);
+  args[0] = {cache->address(), {1 << 16}, {}};
+  auto bind = [&](int64_t tokens) {
+    args[4] = {slots->address(), {tokens}, {}};
+    auto launches = (*bundle)->bindLaunches("layer", args);
+    EXPECT_TRUE(launches) << launches.status().toString();
+    EXPECT_EQ((*launches)[0][2].sizes, (std::vector<int64_t>{tokens, 8, 128}));
+    // The launch reads x through its descriptor: memcheck would refuse a
+    // buffer smaller than T rows.
+    EXPECT_TRUE((*bundle)->run("layer", args).isOk());
+    return (*launches)[0][2].address;
+  };
+  uint64_t three = bind(3);
+  EXPECT_NE(three, 0u);
+  EXPECT_EQ(three % 256, 0u);
+  // A longer step grows it; a shorter one keeps the grown buffer.
+  uint64_t sixty = bind(60);
+  EXPECT_NE(sixty, 0u);
+  EXPECT_EQ(bind(2), sixty);
+  // No token: no buffer (and no launch).
+  args[4] = {slots->address(), {0}, {}};
+  EXPECT_TRUE((*bundle)->run("layer", args).isOk());
+
+  // A call without the argument the buffer takes its size from.
+  args.resize(4);
+  Status s = (*bundle)->run("layer", args);
+  EXPECT_NE(s.message().find("host function layer: scratch buffer "
+                             "memref<?x8x128xbf16> takes its dim 0 from dim 0 "
+                             "of host argument 4, which the call lacks"),
+            std::string::npos)
+      << s.toString();
+}
+
 } // namespace

@@ -278,7 +278,11 @@ FAKE_API CUresult cuCtxSynchronize() {
 
 FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
   FAIL_IF_INJECTED(cuMemAlloc_v2);
-  void *memory = std::malloc(bytes ? bytes : 1);
+  // cuMemAlloc's base alignment (256 bytes); memcheck still bounds the
+  // accesses by `bytes`.
+  constexpr size_t kAlign = 256;
+  void *memory = std::aligned_alloc(
+      kAlign, (bytes + kAlign - 1) / kAlign * kAlign + (bytes ? 0 : kAlign));
   if (!memory)
     return kOutOfMemory;
   std::memset(memory, 0xa5, bytes); // device memory starts undefined

@@ -9,6 +9,7 @@
 
 using namespace inkling;
 using inkling::fixtures::manifest;
+using inkling::fixtures::manifestWithScratch;
 
 namespace {
 
@@ -215,7 +216,8 @@ TEST(KernelManifest, RejectsMalformedManifests) {
   expectRejected(manifest("", R"(["N", 8, 1])"), "grid entries");
   expectRejected(manifest("", R"([1, 8])"), "grid must have 3");
   expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4]"), "host arguments");
-  expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4, -1]"), ">= 0");
+  expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4, -1]"),
+                 "host argument -1 names scratch buffer 0, and the host has 0");
   expectRejected(manifest("", R"(["T", 8, 1])", "[0, 4, 5]", "../x.ptx"),
                  "plain file name");
   expectRejected(manifest(R"(, "extra": 1, "tokens_arg": 1)"), "duplicate");
@@ -237,6 +239,76 @@ TEST(KernelManifest, RejectsMalformedManifests) {
   expectRejected(
       edited(R"("kernel": "layer_k1_insert_k")", R"("kernel": "other")"),
       "names no kernel");
+}
+
+TEST(KernelManifest, ParsesScratchBuffers) {
+  auto m = KernelManifest::parse(manifestWithScratch());
+  ASSERT_TRUE(m) << m.status().toString();
+  const HostSpec *host = m->findHost("layer");
+  ASSERT_TRUE(host);
+  EXPECT_EQ(host->launches[0].hostArgs, (std::vector<int64_t>{0, 4, -1}));
+  ASSERT_EQ(host->scratch.size(), 1u);
+  const ScratchSpec &buffer = host->scratch[0];
+  EXPECT_EQ(buffer.type, "memref<?x8x128xbf16>");
+  EXPECT_EQ(buffer.elementBytes, 2);
+  EXPECT_EQ(buffer.shape, (std::vector<int64_t>{-1, 8, 128}));
+  EXPECT_EQ(buffer.sizeHostArg, 5);
+  EXPECT_EQ(buffer.sizeDim, 0);
+
+  // Its sizes for a call: dim 0 from host argument 5.
+  std::vector<MemRefArg> args(6);
+  args[5].sizes = {7};
+  auto sizes = scratchSizes(buffer, args);
+  ASSERT_TRUE(sizes) << sizes.status().toString();
+  EXPECT_EQ(*sizes, (std::vector<int64_t>{7, 8, 128}));
+  args.resize(5);
+  auto missing = scratchSizes(buffer, args);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find(
+                "dim 0 of host argument 5, which the call lacks"),
+            std::string::npos)
+      << missing.status().toString();
+  args.resize(6);
+  args[5].sizes = {int64_t(1) << 62};
+  auto huge = scratchSizes(buffer, args);
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.status().message().find("overflow"), std::string::npos)
+      << huge.status().toString();
+}
+
+TEST(KernelManifest, RejectsMalformedScratchBuffers) {
+  // A launch naming a buffer the host lacks, or binding one of another
+  // type.
+  expectRejected(
+      manifest("", R"(["T", 8, 1])", "[0, 4, -2]", "layer_k1_insert_k.ptx",
+               R"(, "scratch": [{"element": "bf16", "element_bytes": 2,
+                   "shape": [-1, 8, 128], "size_dim": 0, "size_host_arg": 5,
+                   "type": "memref<?x8x128xbf16>"}])"),
+      "host argument -2 names scratch buffer 1, and the host has 1");
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 2, "shape": [-1, 8, 64], "size_dim": 0,
+                     "size_host_arg": 5, "type": "memref<?x8x64xbf16>"})"),
+                 "binds scratch buffer 0 (memref<?x8x64xbf16>) to kernel "
+                 "argument 2 (memref<?x8x128xbf16>)");
+  // Dim 0 dynamic needs its host argument; a static one must not name one;
+  // only dim 0 may be dynamic.
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 2, "shape": [-1, 8, 128],
+                     "type": "memref<?x8x128xbf16>"})"),
+                 "a dynamic dim 0 needs size_host_arg and size_dim");
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 2, "shape": [4, 8, 128], "size_dim": 0,
+                     "size_host_arg": 5, "type": "memref<?x8x128xbf16>"})"),
+                 "a static one neither");
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 2, "shape": [4, -1, 128],
+                     "type": "memref<?x8x128xbf16>"})"),
+                 "-1 (dynamic) for dim 0");
+  expectRejected(manifestWithScratch(-3), "name a host argument's dim");
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 0, "shape": [-1, 8, 128], "size_dim": 0,
+                     "size_host_arg": 5, "type": "memref<?x8x128xbf16>"})"),
+                 "hosts[0].scratch[0]: element_bytes must be positive");
 }
 
 TEST(KernelManifest, LoadReportsAMissingFile) {

@@ -9,15 +9,18 @@
 namespace inkling::fixtures {
 
 /// A manifest as inkling-gpu-write-kernels writes it: an insert kernel of the
-/// K stream (cache bytes, slot mapping, x).
+/// K stream (cache bytes, slot mapping, x); `hostExtra` follows the host's
+/// name (its scratch buffers).
 inline std::string manifest(const std::string &kernelExtra = "",
                             const std::string &grid = R"(["T", 8, 1])",
                             const std::string &hostArgs = "[0, 4, 5]",
-                            const std::string &file = "layer_k1_insert_k.ptx") {
+                            const std::string &file = "layer_k1_insert_k.ptx",
+                            const std::string &hostExtra = "") {
   return R"({
   "generator": "inkling-gpu-write-kernels",
   "hosts": [{"launches": [{"host_args": )" +
-         hostArgs + R"(, "kernel": "layer_k1_insert_k"}], "name": "layer"}],
+         hostArgs + R"(, "kernel": "layer_k1_insert_k"}], "name": "layer")" +
+         hostExtra + R"(}],
   "kernels": [{
     "args": [
       {"element": "i8", "element_bytes": 1, "identity": true, "offset": 0,
@@ -44,6 +47,21 @@ inline std::string manifest(const std::string &kernelExtra = "",
   "target": {"chip": "sm_90", "features": "+ptx80", "format": "ptx", "opt_level": 3},
   "version": 1
 })";
+}
+
+/// The fixture with x a scratch buffer (host argument -1) whose dim 0 is
+/// that of host argument `sizeHostArg`; `scratch` replaces its description.
+inline std::string manifestWithScratch(int sizeHostArg = 5,
+                                       const std::string &scratch = "") {
+  std::string buffer =
+      scratch.empty()
+          ? R"({"element": "bf16", "element_bytes": 2, "shape": [-1, 8, 128],
+               "size_dim": 0, "size_host_arg": )" +
+                std::to_string(sizeHostArg) +
+                R"(, "type": "memref<?x8x128xbf16>"})"
+          : scratch;
+  return manifest("", R"(["T", 8, 1])", "[0, 4, -1]", "layer_k1_insert_k.ptx",
+                  R"(, "scratch": [)" + buffer + "]");
 }
 
 } // namespace inkling::fixtures

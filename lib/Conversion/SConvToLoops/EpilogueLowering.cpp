@@ -359,12 +359,52 @@ LogicalResult lowerRowOp(PatternRewriter &rewriter, Operation *op, Value x,
   return success();
 }
 
-struct RmsNormLowering : OpRewritePattern<RmsNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// An unfused op's rows as a ThreadRowSource: the values of `input` at the row
+/// begun.
+struct BufferRowSource {
+  explicit BufferRowSource(const StreamOperand &input) : input(input) {}
+  ThreadRowSource get() {
+    return {[this](OpBuilder &, Location, Value t, Value h) {
+              token = t;
+              head = h;
+            },
+            [](OpBuilder &, Location) {},
+            [this](OpBuilder &b, Location loc, sconv::Stream, Value c,
+                   int64_t lanes) {
+              return input.load(b, loc, token, head, c, lanes);
+            }};
+  }
+  StreamOperand input;
+  Value token, head;
+};
+
+struct RmsNormLowering : OptionsPattern<RmsNormOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(RmsNormOp op,
                                 PatternRewriter &rewriter) const override {
     float epsilon = op.getEpsilon().convertToFloat();
+    if (const RowThreads *threads = rowThreadsOf(options)) {
+      // The GPU's: a row's chunks across a block's threads, as the fused
+      // K row's.
+      inkling::Layout layout = op.getLayout().getDerived();
+      int64_t width = layout.range(toRuntime(op.getStream())).width;
+      BufferRowSource rows(StreamOperand(op.getX(), width));
+      StreamOperand out(op.getOut(), width);
+      ThreadRowStream stream{op.getStream(), op.getWeight(),
+                             [&](OpBuilder &, Location, Value t, Value h) {
+                               return [&out, t, h](OpBuilder &b, Location loc,
+                                                   Value v, Value c, int64_t) {
+                                 out.store(b, loc, v, t, h, c);
+                               };
+                             }};
+      Location loc = op.getLoc();
+      emitRowsAcrossThreads(rewriter, loc,
+                            memref::DimOp::create(rewriter, loc, op.getX(), 0),
+                            layout, epsilon, stream, rows.get(), *threads);
+      rewriter.eraseOp(op);
+      return success();
+    }
     return lowerRowOp(
         rewriter, op, op.getX(), op.getLayout(), op.getStream(),
         [&](OpBuilder &b, Location loc, const StreamOperand &x, int64_t width,
@@ -418,8 +458,8 @@ void emitTokenNest(OpBuilder &b, Location loc, Value tokens,
 
 namespace {
 
-struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct AddRmsNormLowering : OptionsPattern<AddRmsNormOp> {
+  using OptionsPattern::OptionsPattern;
 
   LogicalResult matchAndRewrite(AddRmsNormOp op,
                                 PatternRewriter &rewriter) const override {
@@ -429,6 +469,18 @@ struct AddRmsNormLowering : OpRewritePattern<AddRmsNormOp> {
     StreamOperand y(op.getY(), width), residual(op.getResidual(), width),
         sum(op.getSum(), width), out(op.getOut(), width);
     Value tokens = memref::DimOp::create(rewriter, loc, op.getY(), 0);
+    if (const RowThreads *threads = rowThreadsOf(options)) {
+      // The GPU's: one block a token, as the fused op's.
+      BufferRowSource rows(y);
+      emitTokenRowsAcrossThreads(
+          rewriter, loc, tokens, layout,
+          TokenRowOutputs{op.getStream(), op.getResidual(), op.getSum(),
+                          op.getOut(), op.getWeight(),
+                          op.getEpsilon().convertToFloat()},
+          rows.get(), *threads);
+      rewriter.eraseOp(op);
+      return success();
+    }
     emitTokenNest(
         rewriter, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
           emitTokenRowNorm(
@@ -470,7 +522,15 @@ struct FusedConvAddNormLowering : OptionsPattern<FusedConvAddNormOp> {
     return lowerWithConvNest(
         rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
           if (const RowThreads *threads = rowThreadsOf(options)) {
-            emitTokenRowsAcrossThreads(rewriter, loc, conv, op, *threads);
+            ConvRowSource rows(conv);
+            emitTokenRowsAcrossThreads(
+                rewriter, loc,
+                memref::DimOp::create(rewriter, loc, op.getX(), 0),
+                op.getLayout().getDerived(),
+                TokenRowOutputs{stream, op.getResidual(), op.getSum(),
+                                op.getOut(), op.getNormWeight(),
+                                op.getEpsilon().convertToFloat()},
+                rows.get(), *threads);
             return;
           }
           inkling::Layout layout = op.getLayout().getDerived();
@@ -514,12 +574,27 @@ struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
     ConvSpec spec = epilogueConvSpec(op, streams, op.getResidual());
     return lowerWithConvNest(
         rewriter, spec, op.getStep(), options, [&](ConvNestBuilder &conv) {
-          if (const RowThreads *threads = rowThreadsOf(options)) {
-            emitKvRowsAcrossThreads(rewriter, loc, conv, op, *threads);
-            return;
-          }
           inkling::Layout layout = op.getLayout().getDerived();
           float epsilon = op.getEpsilon().convertToFloat();
+          if (const RowThreads *threads = rowThreadsOf(options)) {
+            ConvRowSource rows(conv);
+            SmallVector<ThreadRowStream> rowStreams;
+            for (auto [i, stream] : llvm::enumerate(streamList))
+              rowStreams.push_back(
+                  {stream, op.getNormWeightOf(i),
+                   [&, i = i](OpBuilder &b, Location loc, Value t,
+                              Value h) -> ThreadRowStream::RowStore {
+                     KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(),
+                                t);
+                     return [dest, h](OpBuilder &b, Location loc, Value v,
+                                      Value c, int64_t lanes) {
+                       dest.store(b, loc, v, h, c, lanes);
+                     };
+                   }});
+            emitRowsAcrossThreads(rewriter, loc, conv.tokens(), layout, epsilon,
+                                  rowStreams, rows.get(), *threads);
+            return;
+          }
           auto rowBody = [&](OpBuilder &b, Location loc, Value t, Value h) {
             ConvRow row = conv.beginRow(b, loc, t, h);
             conv.reportRowSlot(b, loc, row);
@@ -566,8 +641,7 @@ struct FusedConvKvWriteLowering : OptionsPattern<FusedConvKvWriteOp> {
 
 void inkling::loops::populateEpilogueLoweringPatterns(
     RewritePatternSet &patterns, const SConvToLoopsOptions &options) {
-  patterns.add<RmsNormLowering, KvWriteLowering, AddRmsNormLowering>(
-      patterns.getContext());
-  patterns.add<FusedConvKvWriteLowering, FusedConvAddNormLowering>(
-      patterns.getContext(), options);
+  patterns.add<KvWriteLowering>(patterns.getContext());
+  patterns.add<RmsNormLowering, AddRmsNormLowering, FusedConvKvWriteLowering,
+               FusedConvAddNormLowering>(patterns.getContext(), options);
 }

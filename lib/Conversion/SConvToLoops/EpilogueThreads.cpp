@@ -129,51 +129,45 @@ void emitLanes(OpBuilder &b, Location loc, int64_t lanes,
 
 } // namespace
 
-void inkling::loops::emitKvRowsAcrossThreads(OpBuilder &b, Location loc,
-                                             ConvNestBuilder &conv,
-                                             FusedConvKvWriteOp op,
-                                             const RowThreads &threads) {
-  SmallVector<sconv::Stream> streamList = op.getStreamList();
-  inkling::Layout layout = op.getLayout().getDerived();
-  float epsilon = op.getEpsilon().convertToFloat();
+void inkling::loops::emitRowsAcrossThreads(
+    OpBuilder &b, Location loc, Value tokens, const inkling::Layout &layout,
+    float epsilon, ArrayRef<ThreadRowStream> streams,
+    const ThreadRowSource &source, const RowThreads &threads) {
   int64_t maxChunks = 1;
-  for (sconv::Stream stream : streamList)
+  for (const ThreadRowStream &s : streams)
     maxChunks =
-        std::max(maxChunks, numChunks(layout.range(toRuntime(stream)).width));
+        std::max(maxChunks, numChunks(layout.range(toRuntime(s.stream)).width));
   // One row a block, its chunks on at most one warp's lanes.
   int64_t lanes = std::min(powerOfTwoAtLeast(maxChunks), kWarp);
-  Value tokens = memref::DimOp::create(b, loc, op.getInputs()[0], 0);
   emitRowNest(
       b, loc, tokens, layout.headsPerRank,
       [&](OpBuilder &b, Location loc, Value t, Value h) {
-        ConvRow row = conv.beginRow(b, loc, t, h);
+        source.begin(b, loc, t, h);
         emitLanes(b, loc, lanes, [&](OpBuilder &b, Location loc, Value lane) {
           Value c0 = cIndex(b, loc, 0);
           emitIf(b, loc, cmp(b, loc, arith::CmpIPredicate::eq, lane, c0),
-                 [&](OpBuilder &b, Location loc) {
-                   conv.reportRowSlot(b, loc, row);
-                 });
-          for (auto [i, stream] : llvm::enumerate(streamList)) {
+                 [&](OpBuilder &b, Location loc) { source.report(b, loc); });
+          for (const ThreadRowStream &s : streams) {
+            sconv::Stream stream = s.stream;
             int64_t width = layout.range(toRuntime(stream)).width;
             RowSplit split(numChunks(width), lanes);
-            KvRow dest(b, loc, op.getKvCaches()[i], op.getKvSlots(), t);
-            Value weight = op.getNormWeightOf(i);
+            ThreadRowStream::RowStore store = s.destination(b, loc, t, h);
+            Value weight = s.weight;
             if (!weight) {
               for (int64_t k = 0; k < split.perThread; ++k) {
                 Value chunk = chunkOf(b, loc, lane, split, k);
-                emitIf(
-                    b, loc,
-                    cmp(b, loc, arith::CmpIPredicate::slt, chunk,
-                        cIndex(b, loc, split.chunks)),
-                    [&, stream = stream](OpBuilder &b, Location loc) {
-                      emitChunk(
-                          b, loc, chunk, width,
-                          [&](OpBuilder &b, Location loc, Value c, int64_t n) {
-                            dest.store(b, loc,
-                                       conv.rowValue(b, loc, row, stream, c, n),
-                                       h, c, n);
-                          });
-                    });
+                emitIf(b, loc,
+                       cmp(b, loc, arith::CmpIPredicate::slt, chunk,
+                           cIndex(b, loc, split.chunks)),
+                       [&](OpBuilder &b, Location loc) {
+                         emitChunk(b, loc, chunk, width,
+                                   [&](OpBuilder &b, Location loc, Value c,
+                                       int64_t n) {
+                                     store(b, loc,
+                                           source.value(b, loc, stream, c, n),
+                                           c, n);
+                                   });
+                       });
               }
               continue;
             }
@@ -185,11 +179,11 @@ void inkling::loops::emitKvRowsAcrossThreads(OpBuilder &b, Location loc,
                   arith::MulIOp::create(b, loc, chunk, cIndex(b, loc, kLanes));
               Value in = cmp(b, loc, arith::CmpIPredicate::slt, chunk,
                              cIndex(b, loc, split.chunks));
-              auto [y, p] = chunkSquares(
-                  b, loc, in, [&, stream = stream](OpBuilder &b, Location loc) {
-                    return extToF32(
-                        b, loc, conv.rowValue(b, loc, row, stream, c, kLanes),
-                        kLanes);
+              auto [y, p] =
+                  chunkSquares(b, loc, in, [&](OpBuilder &b, Location loc) {
+                    return extToF32(b, loc,
+                                    source.value(b, loc, stream, c, kLanes),
+                                    kLanes);
                   });
               values.push_back(y);
               partials.push_back(p);
@@ -213,8 +207,8 @@ void inkling::loops::emitKvRowsAcrossThreads(OpBuilder &b, Location loc,
                              kLanes);
                 Value out = arith::MulFOp::create(
                     b, loc, arith::MulFOp::create(b, loc, values[k], inv), w);
-                dest.store(b, loc, truncToBf16(b, loc, out, kLanes), h,
-                           channels[k], kLanes);
+                store(b, loc, truncToBf16(b, loc, out, kLanes), channels[k],
+                      kLanes);
               });
           }
         });
@@ -222,16 +216,17 @@ void inkling::loops::emitKvRowsAcrossThreads(OpBuilder &b, Location loc,
 }
 
 void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
-                                                ConvNestBuilder &conv,
-                                                FusedConvAddNormOp op,
+                                                Value tokens,
+                                                const inkling::Layout &layout,
+                                                const TokenRowOutputs &outputs,
+                                                const ThreadRowSource &source,
                                                 const RowThreads &threads) {
-  sconv::Stream stream = op.getStream();
-  inkling::Layout layout = op.getLayout().getDerived();
+  sconv::Stream stream = outputs.stream;
   int64_t heads = layout.headsPerRank;
   int64_t width = layout.range(toRuntime(stream)).width;
-  float epsilon = op.getEpsilon().convertToFloat();
-  StreamOperand residual(op.getResidual(), width), sum(op.getSum(), width),
-      out(op.getOut(), width);
+  float epsilon = outputs.epsilon;
+  StreamOperand residual(outputs.residual, width), sum(outputs.sum, width),
+      out(outputs.out, width);
   // A head's chunks on at most a warp's lanes; the block at most 1024
   // threads, whole warps once it is more than one.
   constexpr int64_t kMaxBlock = 1024;
@@ -244,9 +239,8 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
     lanes = (lanes + kWarp - 1) / kWarp * kWarp;
   int64_t width32 = std::min(lanes, kWarp);
   int64_t paddedHeads = powerOfTwoAtLeast(heads);
-  auto weightAlign = accessAlign(cast<MemRefType>(op.getNormWeight().getType()),
+  auto weightAlign = accessAlign(cast<MemRefType>(outputs.weight.getType()),
                                  {flatIndexMultiple(width)});
-  Value tokens = memref::DimOp::create(b, loc, op.getX(), 0);
   emitTokenNest(b, loc, tokens, [&](OpBuilder &b, Location loc, Value t) {
     emitLanes(b, loc, lanes, [&](OpBuilder &b, Location loc, Value lane) {
       ArithBuilder ab(b, loc);
@@ -262,10 +256,9 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
       Value first = arith::AndIOp::create(
           b, loc, real,
           cmp(b, loc, arith::CmpIPredicate::eq, inHead, cIndex(b, loc, 0)));
-      ConvRow row = conv.beginRow(b, loc, t, h);
-      emitIf(b, loc, first, [&](OpBuilder &b, Location loc) {
-        conv.reportRowSlot(b, loc, row);
-      });
+      source.begin(b, loc, t, h);
+      emitIf(b, loc, first,
+             [&](OpBuilder &b, Location loc) { source.report(b, loc); });
       SmallVector<Value> values, partials, present, channels;
       for (int64_t k = 0; k < split.perThread; ++k) {
         Value chunk = chunkOf(b, loc, inHead, split, k);
@@ -276,8 +269,8 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
                                       cIndex(b, loc, split.chunks)));
         auto [hf,
               p] = chunkSquares(b, loc, in, [&](OpBuilder &b, Location loc) {
-          Value y = extToF32(
-              b, loc, conv.rowValue(b, loc, row, stream, c, kLanes), kLanes);
+          Value y =
+              extToF32(b, loc, source.value(b, loc, stream, c, kLanes), kLanes);
           Value r =
               extToF32(b, loc, residual.load(b, loc, t, h, c, kLanes), kLanes);
           Value hv =
@@ -316,8 +309,8 @@ void inkling::loops::emitTokenRowsAcrossThreads(OpBuilder &b, Location loc,
           Value channel = ab.add(ab.mul(h, cIndex(b, loc, width)), channels[k]);
           Value w =
               extToF32(b, loc,
-                       loadLanes(b, loc, op.getNormWeight(),
-                                 ValueRange{channel}, kLanes, weightAlign),
+                       loadLanes(b, loc, outputs.weight, ValueRange{channel},
+                                 kLanes, weightAlign),
                        kLanes);
           Value o = arith::MulFOp::create(
               b, loc, arith::MulFOp::create(b, loc, values[k], inv), w);

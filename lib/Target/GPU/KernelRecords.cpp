@@ -64,6 +64,16 @@ constexpr KeyRule kEntryRules[] = {
     // Added by inkling-gpu-emit-host-form.
     {mk::kHostForm, isString, "a string", false},
 };
+/// A scratch buffer of an entry (`scratch[i]`).
+constexpr KeyRule kScratchRules[] = {
+    {mk::kIndex, isInteger, "an integer", true},
+    {mk::kType, isString, "a string", true},
+    {mk::kElement, isString, "a string", true},
+    {mk::kElementBytes, isInteger, "an integer", true},
+    {mk::kShape, isScalarArray, "an array of integers", true},
+    {mk::kSizeHostArg, isInteger, "an integer", false},
+    {mk::kSizeDim, isInteger, "an integer", false},
+};
 constexpr KeyRule kArgRules[] = {
     {mk::kType, isString, "a string", true},
     {mk::kElement, isString, "a string", true},
@@ -123,6 +133,22 @@ FailureOr<ArrayAttr> getKernelRecords(ModuleOp module) {
       if (!arg)
         return module.emitError() << argPlace << " must be a dictionary";
       if (failed(checkKeys(module, arg, kArgRules, argPlace)))
+        return failure();
+    }
+    Attribute scratchAttr = entry.get(mk::kScratch);
+    if (!scratchAttr)
+      continue;
+    auto scratch = dyn_cast<ArrayAttr>(scratchAttr);
+    if (!scratch)
+      return module.emitError() << place << ": `" << mk::kScratch
+                                << "` must be an array of dictionaries";
+    for (auto [bufferIndex, bufferAttr] : llvm::enumerate(scratch)) {
+      std::string bufferPlace =
+          place + " scratch buffer " + std::to_string(bufferIndex);
+      auto buffer = dyn_cast<DictionaryAttr>(bufferAttr);
+      if (!buffer)
+        return module.emitError() << bufferPlace << " must be a dictionary";
+      if (failed(checkKeys(module, buffer, kScratchRules, bufferPlace)))
         return failure();
     }
   }

@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -127,6 +128,69 @@ FailureOr<DictionaryAttr> describeArg(Builder &b, Type type,
   return b.getDictionaryAttr(entries);
 }
 
+/// The scratch buffer `alloc` of host function `host` (an unfused op's
+/// output that a later kernel reads): what the launcher allocates on the
+/// device in its place. It must be row-major in the default memory space,
+/// dim 0 static or the size of a dim of a host argument, the rest static,
+/// and only kernels may touch it (the host function's own code never runs:
+/// the launcher runs its launches).
+FailureOr<NamedAttrList>
+describeScratch(Builder &b, FunctionOpInterface host, memref::AllocOp alloc,
+                function_ref<InFlightDiagnostic()> err) {
+  MemRefType type = alloc.getType();
+  if (!type.getLayout().isIdentity() || type.getMemorySpace() ||
+      type.getRank() < 1) {
+    err() << "passes " << type
+          << " that the host allocates to its kernel: a scratch buffer must be "
+             "a row-major memref of rank >= 1 in the default memory space";
+    return failure();
+  }
+  if (llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic)) {
+    err() << "passes " << type
+          << " that the host allocates to its kernel: only dim 0 of a scratch "
+             "buffer may be dynamic";
+    return failure();
+  }
+  // cuMemAlloc's base alignment.
+  constexpr int64_t kDeviceAlign = 256;
+  if (alloc.getAlignment() && *alloc.getAlignment() > kDeviceAlign) {
+    err() << "passes a scratch buffer aligned to " << *alloc.getAlignment()
+          << " bytes; the device allocates at " << kDeviceAlign;
+    return failure();
+  }
+  for (Operation *user : alloc->getUsers())
+    if (!isa<mlir::gpu::LaunchFuncOp, memref::DeallocOp>(user)) {
+      err() << "passes a scratch buffer (" << type
+            << ") that the host function also uses in '" << user->getName()
+            << "': the launcher runs only the launches, so the host's own "
+               "code never sees it";
+      return failure();
+    }
+  NamedAttrList d;
+  d.set(mk::kType, b.getStringAttr(printed(type)));
+  d.set(mk::kElement, b.getStringAttr(elementName(type.getElementType())));
+  d.set(mk::kElementBytes,
+        b.getI64IntegerAttr(elementBytes(type.getElementType())));
+  SmallVector<int64_t> shape(type.getShape());
+  if (ShapedType::isDynamic(shape[0])) {
+    shape[0] = -1;
+    auto dim = alloc.getDynamicSizes()[0].getDefiningOp<memref::DimOp>();
+    std::optional<int64_t> dimIndex =
+        dim ? constantOf(dim.getIndex()) : std::nullopt;
+    auto arg = dim ? dyn_cast<BlockArgument>(dim.getSource()) : nullptr;
+    if (!dimIndex || !arg ||
+        arg.getOwner() != &host.getFunctionBody().front()) {
+      err() << "passes a scratch buffer (" << type
+            << ") whose dim 0 is not the size of a dim of a host argument";
+      return failure();
+    }
+    d.set(mk::kSizeHostArg, b.getI64IntegerAttr(arg.getArgNumber()));
+    d.set(mk::kSizeDim, b.getI64IntegerAttr(*dimIndex));
+  }
+  d.set(mk::kShape, b.getI64ArrayAttr(shape));
+  return d;
+}
+
 /// A launch's grid and block: constants, or the token count T (dim 0 of
 /// kernel argument `tokensArg`) for a grid size.
 struct LaunchShape {
@@ -155,7 +219,8 @@ private:
                              mlir::gpu::LaunchFuncOp launch,
                              mlir::gpu::GPUFuncOp kernel,
                              SmallVectorImpl<Attribute> &args,
-                             SmallVectorImpl<int64_t> &hostIndex);
+                             SmallVectorImpl<int64_t> &hostIndex,
+                             SmallVectorImpl<Attribute> &scratch);
   FailureOr<LaunchShape> describeShape(mlir::gpu::LaunchFuncOp launch);
   std::string opKey(DictionaryAttr info, StringRef name);
   std::string fullKey(FunctionOpInterface host, StringRef key,
@@ -165,6 +230,9 @@ private:
   SymbolTable symbols;
   SmallVector<Attribute> recorded;
   llvm::StringSet<> used;
+  /// Each host's scratch buffers, numbered in the order of first use.
+  llvm::DenseMap<Value, int64_t> scratchIndex;
+  llvm::DenseMap<Operation *, int64_t> scratchCount;
 };
 
 LogicalResult KernelRecorder::record(FunctionOpInterface host,
@@ -188,7 +256,8 @@ LogicalResult KernelRecorder::record(FunctionOpInterface host,
     return failure();
   SmallVector<Attribute> args;
   SmallVector<int64_t> hostIndex;
-  if (failed(describeArgs(host, launch, kernel, args, hostIndex)))
+  SmallVector<Attribute> scratch;
+  if (failed(describeArgs(host, launch, kernel, args, hostIndex, scratch)))
     return failure();
   FailureOr<LaunchShape> shape = describeShape(launch);
   if (failed(shape))
@@ -210,6 +279,8 @@ LogicalResult KernelRecorder::record(FunctionOpInterface host,
   if (shape->tokensArg)
     entry.push_back(
         b.getNamedAttr(mk::kTokensArg, b.getI64IntegerAttr(*shape->tokensArg)));
+  if (!scratch.empty())
+    entry.push_back(b.getNamedAttr(mk::kScratch, b.getArrayAttr(scratch)));
   if (info) {
     entry.push_back(b.getNamedAttr(mk::kOp, info.get(kOpInfoKey)));
     entry.push_back(b.getNamedAttr(mk::kStreams, info.get("streams")));
@@ -247,21 +318,26 @@ FailureOr<std::string> KernelRecorder::renameKernel(
   return name;
 }
 
-/// The argument ABI: every kernel argument is a host argument, described
-/// with the base alignment the kernel's accesses assume.
+/// The argument ABI: every kernel argument is a host argument or a scratch
+/// buffer the host allocates (-1 - its index in `hostIndex`, its
+/// description in `scratch`), described with the base alignment the
+/// kernel's accesses assume.
 LogicalResult KernelRecorder::describeArgs(
     FunctionOpInterface host, mlir::gpu::LaunchFuncOp launch,
     mlir::gpu::GPUFuncOp kernel, SmallVectorImpl<Attribute> &args,
-    SmallVectorImpl<int64_t> &hostIndex) {
+    SmallVectorImpl<int64_t> &hostIndex, SmallVectorImpl<Attribute> &scratch) {
   auto err = [&]() { return launch.emitOpError(); };
   for (Value operand : launch.getKernelOperands()) {
     auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner() != &host.getFunctionBody().front())
+    auto alloc = operand.getDefiningOp<memref::AllocOp>();
+    bool hostArg = arg && arg.getOwner() == &host.getFunctionBody().front();
+    if (!hostArg && !alloc)
       return err() << "passes a value that is not an argument of "
                    << host.getName()
                    << " to its kernel; the manifest's ABI binds host "
-                      "arguments only (is an op with side effects computing "
-                      "it on the host?)";
+                      "arguments and the host's scratch buffers "
+                      "(memref.alloc) only (is an op with side effects "
+                      "computing it on the host?)";
     FailureOr<DictionaryAttr> desc = describeArg(b, operand.getType(), err);
     if (failed(desc))
       return failure();
@@ -273,7 +349,19 @@ LogicalResult KernelRecorder::describeArgs(
         claimedAlignment(kernel.getArgument(args.size())));
     described.set(mk::kAlign, b.getI64IntegerAttr(align));
     args.push_back(described.getDictionary(b.getContext()));
-    hostIndex.push_back(arg.getArgNumber());
+    if (hostArg) {
+      hostIndex.push_back(arg.getArgNumber());
+      continue;
+    }
+    FailureOr<NamedAttrList> buffer = describeScratch(b, host, alloc, err);
+    if (failed(buffer))
+      return failure();
+    auto [it, fresh] = scratchIndex.try_emplace(operand, 0);
+    if (fresh)
+      it->second = scratchCount[host.getOperation()]++;
+    buffer->set(mk::kIndex, b.getI64IntegerAttr(it->second));
+    scratch.push_back(buffer->getDictionary(b.getContext()));
+    hostIndex.push_back(-1 - it->second);
   }
   return success();
 }
@@ -296,6 +384,16 @@ KernelRecorder::describeShape(mlir::gpu::LaunchFuncOp launch) {
         dim ? constantOf(dim.getIndex()) : std::nullopt;
     auto it = dim ? llvm::find(kernelOperands, dim.getSource())
                   : kernelOperands.end();
+    // A scratch buffer's dim 0 folds to its alloc's size operand, which
+    // need not be a dim of a kernel argument.
+    if (it == kernelOperands.end())
+      it = llvm::find_if(kernelOperands, [&](Value operand) {
+        auto alloc = operand.getDefiningOp<memref::AllocOp>();
+        return alloc && alloc.getType().isDynamicDim(0) &&
+               alloc.getDynamicSizes()[0] == v;
+      });
+    if (it != kernelOperands.end() && !dim)
+      dimIndex = 0;
     int64_t position = it - kernelOperands.begin();
     if (!dimIndex || *dimIndex != 0 || it == kernelOperands.end() ||
         (shape.tokensArg && *shape.tokensArg != position))

@@ -50,9 +50,11 @@ struct TagSConvOpsPass : impl::TagSConvOpsPassBase<TagSConvOpsPass> {
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
-    getOperation().walk([&](sconv::StepCacheAccessOpInterface access) {
-      Operation *op = access.getOperation();
-      if (findOpInfo(op->getLoc()))
+    getOperation().walk([&](Operation *op) {
+      // The ops that become kernels: the cache's and the unfused epilogues.
+      if (!isa<sconv::StepCacheAccessOpInterface, sconv::RmsNormOp,
+               sconv::KvWriteOp, sconv::AddRmsNormOp>(op) ||
+          findOpInfo(op->getLoc()))
         return;
       Builder b(context);
       SmallVector<Attribute> streams;

@@ -22,6 +22,9 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <set>
+
 using namespace mlir;
 
 namespace inkling::gpu {
@@ -95,6 +98,51 @@ llvm::json::Array toJson(ArrayAttr array) {
   return out;
 }
 
+/// A scratch buffer of the manifest (`hosts[i].scratch[j]`) from its
+/// record.
+llvm::json::Object scratchJson(DictionaryAttr d) {
+  llvm::json::Object out{
+      {mk::kType, cast<StringAttr>(d.get(mk::kType)).getValue().str()},
+      {mk::kElement, cast<StringAttr>(d.get(mk::kElement)).getValue().str()},
+      {mk::kElementBytes, cast<IntegerAttr>(d.get(mk::kElementBytes)).getInt()},
+      {mk::kShape, toJson(cast<ArrayAttr>(d.get(mk::kShape)))}};
+  for (StringRef key : {mk::kSizeHostArg, mk::kSizeDim})
+    if (auto i = dyn_cast_or_null<IntegerAttr>(d.get(key)))
+      out[key] = i.getInt();
+  return out;
+}
+
+/// Adds the scratch buffers an entry of `host` uses to the host's, checking
+/// that each index means one buffer and that every negative host argument
+/// (-1 - index) has one.
+LogicalResult
+collectScratch(ModuleOp module, StringRef name, DictionaryAttr entry,
+               std::map<int64_t, llvm::json::Object> &hostScratch) {
+  std::set<int64_t> described;
+  if (auto scratch = dyn_cast_or_null<ArrayAttr>(entry.get(mk::kScratch)))
+    for (Attribute a : scratch) {
+      auto d = cast<DictionaryAttr>(a);
+      int64_t index = cast<IntegerAttr>(d.get(mk::kIndex)).getInt();
+      llvm::json::Object buffer = scratchJson(d);
+      auto [it, fresh] = hostScratch.try_emplace(index, buffer);
+      if (index < 0 ||
+          (!fresh && llvm::json::Value(llvm::json::Object(it->second)) !=
+                         llvm::json::Value(std::move(buffer))))
+        return module.emitError()
+               << "kernel " << name << ": scratch buffer " << index
+               << " is negative or described otherwise by another launch";
+      described.insert(index);
+    }
+  for (Attribute a : cast<ArrayAttr>(entry.get(mk::kHostArgs))) {
+    int64_t arg = cast<IntegerAttr>(a).getInt();
+    if (arg < 0 && !described.count(-1 - arg))
+      return module.emitError() << "kernel " << name << ": host argument "
+                                << arg << " names scratch buffer " << -1 - arg
+                                << ", which the entry does not describe";
+  }
+  return success();
+}
+
 } // namespace
 
 LogicalResult serializeKernelBundle(
@@ -108,6 +156,8 @@ LogicalResult serializeKernelBundle(
   llvm::StringMap<std::string> byKey; // dedupe key -> kernel name
   // host -> its launches in order.
   llvm::StringMap<llvm::json::Array> hostLaunches;
+  // host -> its scratch buffers by index.
+  llvm::StringMap<std::map<int64_t, llvm::json::Object>> hostScratch;
   SmallVector<std::string> hostOrder;
   llvm::json::Object target;
 
@@ -130,6 +180,8 @@ LogicalResult serializeKernelBundle(
         {mk::kKernel, kernelName},
         {mk::kHostArgs, toJson(cast<ArrayAttr>(entry.get(mk::kHostArgs)))}};
     hostLaunches[host].push_back(std::move(launch));
+    if (failed(collectScratch(module, name, entry, hostScratch[host])))
+      return failure();
     if (!fresh)
       continue;
     byKey[key] = name;
@@ -228,9 +280,23 @@ LogicalResult serializeKernelBundle(
   }
 
   llvm::json::Array hosts;
-  for (const std::string &host : hostOrder)
-    hosts.push_back(llvm::json::Object{
-        {mk::kName, host}, {mk::kLaunches, std::move(hostLaunches[host])}});
+  for (const std::string &host : hostOrder) {
+    llvm::json::Object spec{{mk::kName, host},
+                            {mk::kLaunches, std::move(hostLaunches[host])}};
+    // Scratch buffers 0 .. n-1, in index order (only where there are any).
+    std::map<int64_t, llvm::json::Object> &buffers = hostScratch[host];
+    if (!buffers.empty()) {
+      llvm::json::Array scratch;
+      for (auto &[index, buffer] : buffers) {
+        if (index != static_cast<int64_t>(scratch.size()))
+          return module.emitError() << "host " << host << " has no scratch "
+                                    << "buffer " << scratch.size();
+        scratch.push_back(std::move(buffer));
+      }
+      spec[mk::kScratch] = std::move(scratch);
+    }
+    hosts.push_back(std::move(spec));
+  }
   llvm::json::Object manifest{
       {mk::kVersion, mk::kFormatVersion}, {mk::kGenerator, mk::kGeneratorName},
       {mk::kTarget, std::move(target)},   {mk::kKernels, std::move(kernelList)},

@@ -8,6 +8,12 @@
 // RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=1 --json | FileCheck %s
 // RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=16 --pad-tokens=8 --json | FileCheck %s
 // RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --fusion=packed-inserts --json | FileCheck %s
+//
+// Unfused: each op its own kernel (13 a layer), the conv outputs y and the
+// normed K in scratch buffers the launcher allocates on the device.
+// RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=1 --fusion=none --json | FileCheck %s --check-prefixes=CHECK,NONE
+// RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=16 --pad-tokens=8 --fusion=none --json | FileCheck %s --check-prefixes=CHECK,NONE
+// NONE-DAG: "launches": 260,
 // CHECK-DAG: "mismatches": 0,
 // CHECK-DAG: "outputs_checked": {{[1-9][0-9]*}},
 // CHECK-DAG: "kv_rows_stored": {{[1-9][0-9]*}},

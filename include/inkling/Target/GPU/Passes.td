@@ -38,10 +38,12 @@ def CheckTargetPass : Pass<"inkling-gpu-check-target", "mlir::ModuleOp"> {
 }
 
 def TagSConvOpsPass : Pass<"inkling-gpu-tag-ops", "mlir::ModuleOp"> {
-  let summary = "Record on every sconv op with a step what it implements";
+  let summary = "Record on every sconv op that becomes a kernel what it "
+                "implements";
   let description = [{
-    Records on every sconv op with a step (insert, conv and the fused ops)
-    what it implements (op name, streams, layout, attributes, operand types)
+    Records on every sconv op that becomes a kernel (those with a step:
+    insert, conv and the fused ops; and the unfused epilogues: rms_norm,
+    kv_write, add_rms_norm) what it implements (op name, streams, layout, attributes, operand types)
     as `FusedLoc` metadata of its location. The loop lowering builds the nest
     with the op's location, so the metadata reaches the `gpu.launch` and the
     outlined kernel, where `inkling-gpu-record-kernels` reads it.

@@ -151,9 +151,22 @@ public:
 
   /// Runs host function `host` of the manifest: each of its launches in
   /// order, binding kernel arguments to `hostArgs` (the host function's
-  /// memref arguments, in its order).
+  /// memref arguments, in its order) and to the host's scratch buffers.
+  ///
+  /// Scratch buffers (an unfused op's output that the next kernel reads,
+  /// KernelManifest.h) belong to the bundle: allocated on the device at
+  /// their first use, kept, and grown when a call needs more (after a
+  /// device synchronize, since queued launches may still use the old
+  /// buffer). So runs of one bundle must not overlap on different streams
+  /// when its host has scratch buffers; use a bundle per stream.
   Status run(const std::string &host, const std::vector<MemRefArg> &hostArgs,
              Stream stream = nullptr);
+
+  /// The kernel arguments of each launch of `host` for a call with
+  /// `hostArgs`, in launch order (what `run` passes), allocating or growing
+  /// the host's scratch buffers as `run` does.
+  StatusOr<std::vector<std::vector<MemRefArg>>>
+  bindLaunches(const std::string &host, const std::vector<MemRefArg> &hostArgs);
 
 private:
   KernelBundle(Driver &driver, KernelManifest manifest)
@@ -169,6 +182,8 @@ private:
   KernelManifest manifest_;
   std::vector<void *> modules_;
   std::map<std::string, void *> functions_;
+  /// Each host's scratch buffers (HostSpec::scratch order).
+  std::map<std::string, std::vector<DeviceBuffer>> scratch_;
 };
 
 } // namespace inkling::cuda

@@ -78,13 +78,29 @@ struct KernelSpec {
 };
 
 struct LaunchSpec {
-  std::string kernel;            ///< A KernelSpec name.
-  std::vector<int64_t> hostArgs; ///< Host argument of each kernel argument.
+  std::string kernel; ///< A KernelSpec name.
+  /// What each kernel argument is bound to: host argument i >= 0, or the
+  /// host's scratch buffer -1 - i.
+  std::vector<int64_t> hostArgs;
+};
+
+/// A buffer the host function allocates itself (the output of an unfused op
+/// that a later kernel reads): the launcher allocates it on the device.
+/// Row-major; dim 0 of `shape` is -1 when it is the size of dim `sizeDim`
+/// of host argument `sizeHostArg` (the token count), the rest static.
+struct ScratchSpec {
+  std::string type; ///< The MLIR type, e.g. "memref<?x2x8xbf16>".
+  std::string element;
+  int64_t elementBytes = 0;
+  std::vector<int64_t> shape;
+  int64_t sizeHostArg = -1;
+  int64_t sizeDim = 0;
 };
 
 struct HostSpec {
   std::string name;
   std::vector<LaunchSpec> launches; ///< In program order.
+  std::vector<ScratchSpec> scratch;
 };
 
 struct KernelManifest {
@@ -102,7 +118,8 @@ struct KernelManifest {
   /// descriptor sizes consistent with `params`, grid and block sizes
   /// positive (T only in the grid, with a tokens argument), file names
   /// without directories, launches naming existing kernels with one host
-  /// argument per kernel argument.
+  /// argument or scratch buffer per kernel argument (a scratch buffer of
+  /// the kernel argument's type).
   static StatusOr<KernelManifest> parse(std::string_view json);
   /// Reads `<directory>/manifest.json`.
   static StatusOr<KernelManifest> load(const std::string &directory);
@@ -126,6 +143,13 @@ struct MemRefArg {
 /// parameter uses the low 4 bytes), in the order of `kernel.params`.
 StatusOr<std::vector<uint64_t>>
 packKernelParams(const KernelSpec &kernel, const std::vector<MemRefArg> &args);
+
+/// The sizes of scratch buffer `scratch` for a call with `hostArgs` (dim 0
+/// from its host argument); an error when that argument is missing or too
+/// small in rank, or the buffer's bytes overflow.
+StatusOr<std::vector<int64_t>>
+scratchSizes(const ScratchSpec &scratch,
+             const std::vector<MemRefArg> &hostArgs);
 
 /// T for a launch of `kernel` with `args` (dim 0 of the tokens argument), or
 /// 0 when the grid does not depend on it.

@@ -57,7 +57,12 @@ inline constexpr char kBlock[] = "block";
 inline constexpr char kArgs[] = "args";
 inline constexpr char kParams[] = "params"; ///< Also an argument's (a count).
 inline constexpr char kTokensArg[] = "tokens_arg";
-inline constexpr char kHostArgs[] = "host_args"; ///< Also a launch's.
+/// Also a launch's: host argument i >= 0, or scratch buffer -1 - i.
+inline constexpr char kHostArgs[] = "host_args";
+/// A kernel entry's and a host's device scratch buffers (`scratch[i]`):
+/// buffers the host function allocates itself (an unfused op's output that
+/// the next kernel reads), which the launcher allocates on the device.
+inline constexpr char kScratch[] = "scratch";
 /// The file of the kernel's host form (EmulationAbi.h): what the fake CUDA
 /// driver executes. Optional; real drivers never read it.
 inline constexpr char kHostForm[] = "host_form";
@@ -76,6 +81,13 @@ inline constexpr char kShape[] = "shape";
 inline constexpr char kStrides[] = "strides";
 inline constexpr char kOffset[] = "offset";
 inline constexpr char kIdentity[] = "identity";
+
+// A scratch buffer (`scratch[i]`; also `type`, `element`, `element_bytes`,
+// `shape`): row-major, dim 0 (-1 in `shape`: dynamic) the size of dim
+// `size_dim` of host argument `size_host_arg`.
+inline constexpr char kIndex[] = "index";
+inline constexpr char kSizeHostArg[] = "size_host_arg";
+inline constexpr char kSizeDim[] = "size_dim";
 
 // A host function (`hosts[i]`) and its launches.
 inline constexpr char kLaunches[] = "launches";
