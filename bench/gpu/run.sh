@@ -15,6 +15,8 @@
 #      device-to-device copy of the same bytes, and prints its table;
 #   5. serves the example with `inkling-run --device=gpu`, checked against
 #      the full-history reference (fused and unfused), then a timing run;
+#      the same for the extended layer with its epilogues (fused: 3
+#      kernels; unfused: 13, with scratch buffers);
 #   6. runs the Python engine loop (examples/python) on the GPU, checked, and
 #      the Python layer tests (torch CUDA tensors when torch is installed);
 #   7. ends with one table: every step above, passed / FAILED / skipped.
@@ -133,6 +135,18 @@ run_step "inkling-run --device=gpu --fusion=none --steps=200 (checked)" \
   "${serve[@]}" --fusion=none --steps=200
 run_step "inkling-run --device=gpu --no-check --steps=2000 (timing)" \
   "${serve[@]}" --no-check --steps=2000
+# The extended layer (issue #29): 3 fused kernels against the 13 unfused
+# ones (y in the launcher's scratch buffers), checked, then timed.
+serve_epilogues=("$build/bin/inkling-run"
+  "$root/examples/decoder_layer_epilogues.mlir" --device=gpu --no-progress)
+run_step "epilogue layer --device=gpu (checked, fused)" \
+  "${serve_epilogues[@]}" --steps=200
+run_step "epilogue layer --device=gpu --fusion=none (checked)" \
+  "${serve_epilogues[@]}" --fusion=none --steps=200
+run_step "epilogue layer --device=gpu --no-check (timing, fused)" \
+  "${serve_epilogues[@]}" --no-check --steps=2000
+run_step "epilogue layer --device=gpu --no-check --fusion=none (timing)" \
+  "${serve_epilogues[@]}" --no-check --fusion=none --steps=2000
 
 # 6. The Python package's GPU layer (libinkling_layer.so, the runtime's
 #    launcher) in the example engine loop, checked against its numpy
