@@ -125,7 +125,11 @@ INKLING_API void inkling_layer_get_layout(const inkling_layer_t *layer,
 
 /* Runs the layer on `args` (inkling_layer_num_args of them). On a GPU layer
  * the launches go to `stream` (a CUstream; NULL: the default stream) and
- * the call returns when they are enqueued (with `checked`: completed). */
+ * the call returns when they are enqueued (with `checked`: completed). A GPU
+ * layer whose function allocates buffers of its own (unfused ops: a conv's
+ * output that the next op reads) keeps them on the device between calls, so
+ * its calls must not overlap on two streams; a call that needs larger ones
+ * synchronizes the device first. */
 INKLING_API inkling_status_t inkling_layer_call(inkling_layer_t *layer,
                                                 const inkling_memref_t *args,
                                                 int64_t num_args, void *stream,
