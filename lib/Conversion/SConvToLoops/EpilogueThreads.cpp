@@ -1,8 +1,11 @@
-//===- EpilogueThreads.cpp - Fused epilogue rows across threads -----------===//
+//===- EpilogueThreads.cpp - Epilogue rows across threads -----------------===//
 //
-// The fused epilogues when the strategy spreads a row over threads (the
-// GPU's RowThreads): the same arithmetic as EpilogueLowering.cpp's
-// one-thread rows (docs/Design.md section 4, "Epilogues"), the same bits.
+// The epilogues when the strategy spreads a row over threads (the GPU's
+// RowThreads): the same arithmetic as EpilogueLowering.cpp's one-thread
+// rows (docs/Design.md section 4, "Epilogues"), the same bits. The fused
+// ops' rows come from their conv's values; the unfused sconv.rms_norm and
+// sconv.add_rms_norm take the same forms on their input buffer (a
+// ThreadRowSource either way).
 //
 //   sconv.fused_conv_kv_write:
 //     scf.parallel (t, h) {                              // blocks

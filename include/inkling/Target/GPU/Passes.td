@@ -43,8 +43,8 @@ def TagSConvOpsPass : Pass<"inkling-gpu-tag-ops", "mlir::ModuleOp"> {
   let description = [{
     Records on every sconv op that becomes a kernel (those with a step:
     insert, conv and the fused ops; and the unfused epilogues: rms_norm,
-    kv_write, add_rms_norm) what it implements (op name, streams, layout, attributes, operand types)
-    as `FusedLoc` metadata of its location. The loop lowering builds the nest
+    kv_write, add_rms_norm) what it implements (op name, streams, layout,
+    attributes, operand types) as `FusedLoc` metadata of its location. The loop lowering builds the nest
     with the op's location, so the metadata reaches the `gpu.launch` and the
     outlined kernel, where `inkling-gpu-record-kernels` reads it.
 
