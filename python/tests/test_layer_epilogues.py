@@ -253,6 +253,46 @@ class EpilogueLayerTest(unittest.TestCase):
                     expected[name + "_mlp"], err_msg=name)
 
 
+FAKE_CUDA = os.environ.get("INKLING_FAKE_CUDA_LIBRARY")
+
+
+@unittest.skipUnless(FAKE_CUDA, "INKLING_FAKE_CUDA_LIBRARY is not set (ctest "
+                     "sets it to the runtime's fake CUDA driver)")
+class EpilogueLayerFakeGpuTest(unittest.TestCase):
+    """The layer's GPU kernels on the executing fake driver, fused (3
+    kernels) and unfused (13: the conv outputs and the normed K in scratch
+    buffers the launcher allocates on the device): the same KV rows, sums
+    and norms as on the CPU."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cuda = inkling.Cuda(FAKE_CUDA)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cuda.close()
+
+    def test_fused_and_unfused_kernels(self):
+        for fusion in ("conv-insert", "none"):
+            with self.subTest(fusion=fusion), \
+                    inkling.Layer.from_file(LAYER, device="cuda",
+                                            cuda=self.cuda,
+                                            fusion=fusion) as layer:
+                arrays, expected = make_arrays(np.random.default_rng(6))
+                device = {name: self.cuda.to_device(value)
+                          for name, value in arrays.items()}
+                try:
+                    layer(**device)
+                    # Twice: the scratch buffers are kept between calls.
+                    layer(**device)
+                    for name, array in device.items():
+                        arrays[name] = array.numpy()
+                finally:
+                    for array in device.values():
+                        array.close()
+                EpilogueLayerTest.check_outputs(self, arrays, expected)
+
+
 def tool_env():
     # inkling-run carries its own sanitizer runtime.
     env = dict(os.environ)
