@@ -14,6 +14,16 @@
 // RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=1 --fusion=none --json | FileCheck %s --check-prefixes=CHECK,NONE
 // RUN: inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda --steps=10 --block-size=16 --pad-tokens=8 --fusion=none --json | FileCheck %s --check-prefixes=CHECK,NONE
 // NONE-DAG: "launches": 260,
+//
+// The scratch buffers are what the checker sees: a bundle whose launches
+// bind the K conv's y, the V conv's y and the normed K to one buffer
+// stores V's rows normed as K's (mutate_bundle.py scratch-alias).
+// RUN: rm -rf %t && inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda \
+// RUN:   --steps=1 --fusion=none --kernels-dir=%t/good > /dev/null
+// RUN: cp -r %t/good %t/alias && %python %S/mutate_bundle.py scratch-alias %t/alias
+// RUN: not inkling-run %inkling_src/examples/small_layer_epilogues.mlir --device=gpu --cuda-driver=%fake_cuda \
+// RUN:   --steps=3 --fusion=none --kernels-from=%t/alias 2>&1 | FileCheck %s --check-prefix=ALIAS
+// ALIAS: inkling-run: mismatch in step 0, layer 0: argument {{1[45]}} (kv_cache_{{k|v}})
 // CHECK-DAG: "mismatches": 0,
 // CHECK-DAG: "outputs_checked": {{[1-9][0-9]*}},
 // CHECK-DAG: "kv_rows_stored": {{[1-9][0-9]*}},

@@ -11,6 +11,9 @@ CUDA driver catches it (gpu-execute.mlir):
                (a grid rule that drops tokens);
   drop-guard   the first conditional branch of every insert kernel's host
                form made unconditional (a guard lost in the lowering).
+  scratch-alias every launch's scratch buffers of one type bound to the
+               first of them (a recorder that numbers one buffer for two
+               allocations).
 
 usage: mutate_bundle.py MUTATION DIR
 """
@@ -56,6 +59,21 @@ def main():
             form.write_text(text)
         if not edited:
             sys.exit("drop-guard: no insert kernel with a guard")
+    elif mutation == "scratch-alias":
+        host = manifest["hosts"][0]
+        first = {}
+        for index, buffer in enumerate(host.get("scratch", [])):
+            first.setdefault(buffer["type"], index)
+        aliased = 0
+        for launch in host["launches"]:
+            for i, bound in enumerate(launch["host_args"]):
+                if bound < 0:
+                    buffer = host["scratch"][-1 - bound]
+                    target = -1 - first[buffer["type"]]
+                    aliased += target != bound
+                    launch["host_args"][i] = target
+        if not aliased:
+            sys.exit("scratch-alias: no two scratch buffers of one type")
     else:
         sys.exit(f"unknown mutation {mutation}")
     path.write_text(json.dumps(manifest, indent=2) + "\n")
