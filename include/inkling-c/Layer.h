@@ -136,6 +136,15 @@ INKLING_API inkling_status_t inkling_layer_call(inkling_layer_t *layer,
                                                 char *error,
                                                 size_t error_capacity);
 
+/* The device bytes a GPU layer's own buffers hold now (0 on the CPU and for
+ * a layer without them): they grow to what the longest step needed, which an
+ * engine counts against its memory budget. */
+INKLING_API size_t inkling_layer_scratch_bytes(inkling_layer_t *layer);
+/* Frees them after a device synchronize (e.g. after an unusually long
+ * step); the next call allocates what it needs again. */
+INKLING_API inkling_status_t inkling_layer_release_scratch(
+    inkling_layer_t *layer, char *error, size_t error_capacity);
+
 /* A CUDA driver (the runtime's launcher; libcuda.so.1 is loaded at run
  * time). `library`: NULL for libcuda.so.1, or another driver library (the
  * tests' fake driver). Device 0, its primary context (the one CUDA's

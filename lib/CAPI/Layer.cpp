@@ -240,6 +240,29 @@ void inkling_layer_destroy(inkling_layer_t *layer) {
   delete layer;
 }
 
+size_t inkling_layer_scratch_bytes(inkling_layer_t *layer) {
+  if (!layer || !layer->bundle)
+    return 0;
+  std::lock_guard<std::mutex> lock(layer->callMutex);
+  return layer->bundle->scratchBytes();
+}
+
+inkling_status_t inkling_layer_release_scratch(inkling_layer_t *layer,
+                                               char *error,
+                                               size_t errorCapacity) {
+  if (!layer)
+    return fail(error, errorCapacity, StatusCode::InvalidArgument,
+                "layer is null");
+  if (!layer->bundle)
+    return INKLING_OK;
+  std::lock_guard<std::mutex> lock(layer->callMutex);
+  if (Status s = layer->cuda->driver->makeCurrent(); !s)
+    return fail(error, errorCapacity, s);
+  if (Status s = layer->bundle->releaseScratch(); !s)
+    return fail(error, errorCapacity, s);
+  return INKLING_OK;
+}
+
 const char *inkling_layer_function(const inkling_layer_t *layer) {
   return layer ? layer->program->signature().function.c_str() : "";
 }

@@ -98,6 +98,8 @@ _SIGNATURES = {
     "inkling_layer_get_layout": (None, (ctypes.c_void_p, _P(_LayoutInfo))),
     "inkling_layer_call": (_I32, (ctypes.c_void_p, _P(_MemRef), _I64,
                                 ctypes.c_void_p) + _ERR),
+    "inkling_layer_scratch_bytes": (ctypes.c_size_t, (ctypes.c_void_p,)),
+    "inkling_layer_release_scratch": (_I32, (ctypes.c_void_p,) + _ERR),
     "inkling_cuda_open": (_I32, (ctypes.c_char_p, _P(ctypes.c_void_p)) + _ERR),
     "inkling_cuda_close": (None, (ctypes.c_void_p,)),
     "inkling_cuda_chip": (ctypes.c_char_p, (ctypes.c_void_p,)),
@@ -331,6 +333,24 @@ class Layer(Closing):
             if self._handle:
                 self._lib.inkling_layer_destroy(self._handle)
                 self._handle = None
+
+    @property
+    def scratch_bytes(self):
+        """The device bytes this GPU layer's own buffers hold (an unfused
+        layer's conv outputs: they grow to the longest step's size); 0 on
+        the CPU and for a layer without them."""
+        with self._lock:
+            if not self._handle:
+                return 0
+            return self._lib.inkling_layer_scratch_bytes(self._handle)
+
+    def release_scratch(self):
+        """Frees those buffers (after a device synchronize); the next call
+        allocates what it needs again."""
+        with self._lock:
+            if not self._handle:
+                raise _error(FAILED_PRECONDITION, "the layer is closed")
+            _call(self._lib.inkling_layer_release_scratch, self._handle)
 
     # Calls -----------------------------------------------------------------
 

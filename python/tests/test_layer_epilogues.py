@@ -285,6 +285,13 @@ class EpilogueLayerFakeGpuTest(unittest.TestCase):
                     layer(**device)
                     # Twice: the scratch buffers are kept between calls.
                     layer(**device)
+                    # Unfused: y of the 4 convs and the normed K, T rows.
+                    scratch = T * 2 * (3 * H * 8 + 2 * 16)
+                    self.assertEqual(layer.scratch_bytes,
+                                     scratch if fusion == "none" else 0)
+                    layer.release_scratch()
+                    self.assertEqual(layer.scratch_bytes, 0)
+                    layer(**device)
                     for name, array in device.items():
                         arrays[name] = array.numpy()
                 finally:

@@ -483,6 +483,24 @@ KernelBundle::bindLaunches(const std::string &host,
   return launches;
 }
 
+size_t KernelBundle::scratchBytes() const {
+  size_t bytes = 0;
+  for (const auto &[host, buffers] : scratch_)
+    for (const DeviceBuffer &buffer : buffers)
+      bytes += buffer.bytes();
+  return bytes;
+}
+
+Status KernelBundle::releaseScratch() {
+  if (scratchBytes() == 0)
+    return Status::ok();
+  // Queued launches may still use them.
+  if (Status s = driver_.synchronize(); !s.isOk())
+    return s;
+  scratch_.clear();
+  return Status::ok();
+}
+
 Status KernelBundle::run(const std::string &host,
                          const std::vector<MemRefArg> &hostArgs,
                          Stream stream) {

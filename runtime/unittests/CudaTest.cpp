@@ -511,9 +511,16 @@ TEST(CudaFakeDriver, AllocatesAHostsScratchBuffersOnTheDevice) {
   EXPECT_NE(three, 0u);
   EXPECT_EQ(three % 256, 0u);
   // A longer step grows it; a shorter one keeps the grown buffer.
+  EXPECT_EQ((*bundle)->scratchBytes(), 3u * 8 * 128 * 2);
   uint64_t sixty = bind(60);
   EXPECT_NE(sixty, 0u);
   EXPECT_EQ(bind(2), sixty);
+  EXPECT_EQ((*bundle)->scratchBytes(), 60u * 8 * 128 * 2);
+  // Released: the next call allocates again, at its own size.
+  EXPECT_TRUE((*bundle)->releaseScratch().isOk());
+  EXPECT_EQ((*bundle)->scratchBytes(), 0u);
+  bind(5);
+  EXPECT_EQ((*bundle)->scratchBytes(), 5u * 8 * 128 * 2);
   // No token: no buffer (and no launch).
   args[4] = {slots->address(), {0}, {}};
   EXPECT_TRUE((*bundle)->run("layer", args).isOk());

@@ -168,6 +168,13 @@ public:
   StatusOr<std::vector<std::vector<MemRefArg>>>
   bindLaunches(const std::string &host, const std::vector<MemRefArg> &hostArgs);
 
+  /// The device bytes the scratch buffers hold now (what an engine counts
+  /// against its memory budget: they grow to the longest step's size).
+  size_t scratchBytes() const;
+  /// Frees every scratch buffer after a device synchronize (the next run
+  /// allocates what it needs again), e.g. after an unusually long step.
+  Status releaseScratch();
+
 private:
   KernelBundle(Driver &driver, KernelManifest manifest)
       : driver_(driver), manifest_(std::move(manifest)) {}
