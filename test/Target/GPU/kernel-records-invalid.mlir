@@ -33,3 +33,15 @@ module attributes {inkling.kernels = [{name = "k0", host = "layer", key = "x", h
 // expected-error@+1 {{`inkling.kernels` entry 0 (k0) argument 0: `identity` must be a bool}}
 module attributes {inkling.kernels = [{name = "k0", host = "layer", key = "x", host_args = [0], grid = ["T"], block = [128], args = [{type = "memref<?xbf16>", element = "bf16", element_bytes = 2, align = 16, rank = 1, shape = [-1], strides = [1], offset = 0, identity = 1, params = 5}]}]} {
 }
+
+// -----
+
+// expected-error@+1 {{`inkling.kernels` entry 0 (k0): `scratch` must be an array of dictionaries}}
+module attributes {inkling.kernels = [{name = "k0", host = "layer", key = "x", host_args = [-1], grid = ["T"], block = [128], args = [], scratch = 1}]} {
+}
+
+// -----
+
+// expected-error@+1 {{`inkling.kernels` entry 0 (k0) scratch buffer 0: `index` is missing; expected an integer}}
+module attributes {inkling.kernels = [{name = "k0", host = "layer", key = "x", host_args = [-1], grid = ["T"], block = [128], args = [], scratch = [{type = "memref<?xbf16>", element = "bf16", element_bytes = 2, shape = [-1]}]}]} {
+}
