@@ -84,7 +84,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           continue;
         require(-1 - bound < static_cast<int64_t>(host.scratch.size()),
                 "a parsed launch names a scratch buffer the host lacks");
-        require(host.scratch[-1 - bound].type == kernel->args[a].type,
+        const ScratchSpec &buffer = host.scratch[-1 - bound];
+        require(buffer.type == kernel->args[a].type &&
+                    buffer.elementBytes == kernel->args[a].elementBytes &&
+                    buffer.shape == kernel->args[a].shape,
                 "a parsed launch binds a scratch buffer of another type");
       }
     }

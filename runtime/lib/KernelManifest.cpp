@@ -481,10 +481,18 @@ StatusOr<KernelManifest> KernelManifest::parse(std::string_view json) {
                        " names scratch buffer " + std::to_string(index) +
                        ", and the host has " +
                        std::to_string(host.scratch.size()));
-        if (host.scratch[index].type != k->args[a].type)
+        // The buffer is allocated from its own description: it must be the
+        // argument's (what the kernel reads through the descriptor).
+        const ScratchSpec &buffer = host.scratch[index];
+        const KernelArgSpec &arg = k->args[a];
+        if (buffer.type != arg.type ||
+            buffer.elementBytes != arg.elementBytes ||
+            buffer.shape != arg.shape || !arg.identity)
           return l.bad("binds scratch buffer " + std::to_string(index) + " (" +
-                       host.scratch[index].type + ") to kernel argument " +
-                       std::to_string(a) + " (" + k->args[a].type + ")");
+                       buffer.type + ") to kernel argument " +
+                       std::to_string(a) + " (" + arg.type +
+                       "): the element size, shape or row-major layout "
+                       "differ");
       }
       host.launches.push_back(std::move(launch));
     }

@@ -290,6 +290,12 @@ TEST(KernelManifest, RejectsMalformedScratchBuffers) {
                      "size_host_arg": 5, "type": "memref<?x8x64xbf16>"})"),
                  "binds scratch buffer 0 (memref<?x8x64xbf16>) to kernel "
                  "argument 2 (memref<?x8x128xbf16>)");
+  // The same type with another element size: the allocation would be
+  // smaller than what the kernel reads.
+  expectRejected(manifestWithScratch(5, R"({"element": "bf16",
+                     "element_bytes": 1, "shape": [-1, 8, 128], "size_dim": 0,
+                     "size_host_arg": 5, "type": "memref<?x8x128xbf16>"})"),
+                 "the element size, shape or row-major layout differ");
   // Dim 0 dynamic needs its host argument; a static one must not name one;
   // only dim 0 may be dynamic.
   expectRejected(manifestWithScratch(5, R"({"element": "bf16",
