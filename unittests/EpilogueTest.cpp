@@ -76,6 +76,9 @@ std::vector<EpilogueCase> epilogueCases() {
       {"real", {8, 128, 4096, 4, 1}, 0, 16, 0, 8, 7},
       {"real_tp2", {8, 128, 4096, 4, 2}, 0, 16, 0, 2},
       {"real_n16_kv1", {8, 128, 4096, 4, 1, "bf16", 16}, 4096, 1, 128, 2},
+      // Three 64-byte groups per head (the CPU's staged K form, its chunk
+      // tree padded from 12 to 16).
+      {"hd96_k3", {1, 96, 24, 3, 1, "bf16", 4}, 64, 7, 40, 3, 3},
   };
   std::mt19937_64 rng(29);
   const int64_t headDims[] = {8, 16, 24, 40, 64};

@@ -109,8 +109,15 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
     ConvertSCFToOpenMPPassOptions openmp;
     openmp.numThreads = options.threads;
     pm.addPass(createConvertSCFToOpenMPPass(openmp));
+  }
+
+  // 4c. After it: every fixed-size scratch buffer of a nest (memref.alloca)
+  //     is allocated once per thread, at the top of its omp.parallel or
+  //     function, instead of once per loop iteration.
+  pm.addPass(inkling::cpu::createHoistStaticAllocasPass());
+  if (options.threads != 1) {
     // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps each
-    // loop body in (the bodies allocate nothing); scf -> cf below would
+    // loop body in (their allocas hoisted above); scf -> cf below would
     // otherwise give it several blocks, which it may not have.
     pm.addPass(createCanonicalizerPass());
   }

@@ -15,10 +15,13 @@
 //           (unrolled): x loaded once, stored at its conv-cache slot,
 //           y = bf16(conv) as the conv nest computes it
 //         V: y stored into the V cache (a 64-byte store per token)
-//         K (normed): y kept (SSA values, the groups unrolled), and the
-//           halving-tree sums of its 8-channel chunks' squares
+//         K (normed, head_dim a multiple of kRunLanes): y stored to a
+//           stack buffer [kRunTokens, head_dim] (L1), the halving-tree sums
+//           of its 8-channel chunks' squares blended into one vector per
+//           token (other head_dims: y kept in SSA values, groups unrolled)
 //       K, per token: the pairwise tree over its chunk sums, the inverse
-//         root, out = bf16((y * inv) * weight) into the K cache
+//         root; then per group out = bf16((y * inv) * weight), y reloaded
+//         from the buffer, into the K cache
 //     else (a sequence's first run, a run holding padding or a sequence
 //         boundary): per token the shared (t, h) row of the epilogue
 //   }
@@ -180,10 +183,15 @@ private:
                              ArrayRef<SlotInfo> slots) const;
   void normedStream(OpBuilder &b, Location loc, int64_t width, Value weight,
                     ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
+  void stagedNormedStream(OpBuilder &b, Location loc, int64_t width,
+                          Value weight, ArrayRef<KvRow> dest, Value h,
+                          PieceConv conv) const;
   void plainStream(OpBuilder &b, Location loc, int64_t width,
                    ArrayRef<KvRow> dest, Value h, PieceConv conv) const;
-  /// Every stream of the rows of `tokens` (one KvRow each), from `conv`.
+  /// Every stream of the rows of `tokens` (one KvRow each), from `conv`;
+  /// `staged`: a whole run's (normed streams of whole groups staged).
   void streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens, Value h,
+               bool staged,
                function_ref<SmallVector<Value>(OpBuilder &, Location,
                                                unsigned part, Value c, int64_t)>
                    conv) const;
@@ -280,11 +288,11 @@ static SmallVector<Piece> piecesOf(int64_t width) {
 }
 
 // A normed stream (K), its width a multiple of 8 (the verifier's): per
-// piece (unrolled) the conv of every token, kept (SSA values: staging it in
-// the token's KV row read that row's line before its streaming store, 1.2x
-// slower at 8192 prefill tokens, docs/fusion.md), and the chunk sums of its
-// squares; then per stored token the pairwise tree, the inverse root and
-// the row scaled into the KV cache.
+// piece (unrolled) the conv of every token, kept (SSA values), and the
+// chunk sums of its squares; then per stored token the pairwise tree, the
+// inverse root and the row scaled into the KV cache. The row form's, and
+// the run form's where the width is not whole groups (four tokens' rows
+// kept this way spill: stagedNormedStream).
 void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
                              Value weight, ArrayRef<KvRow> dest, Value h,
                              PieceConv conv) const {
@@ -333,6 +341,98 @@ void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
   }
 }
 
+// A normed stream of the run nest (K), its width a multiple of kRunLanes,
+// in two loops over the groups with the run's y staged in a stack buffer
+// (bf16, in L1; staging it in the KV rows instead read each row's line
+// before its streaming store): the conv of every token, stored to the
+// buffer, and the chunk sums of its squares, blended into one vector per
+// token (a store of them and a wider load back would miss store-to-load
+// forwarding); then per token the pairwise tree over its sums and the
+// inverse root; then per group every stored token's row, reloaded, scaled
+// into the KV cache. The same values in the same order as normedStream's;
+// 1.2-1.3x faster at 8192 prefill tokens, where its 32 vectors of y spill
+// (docs/fusion.md). The buffer is hoisted to one per thread
+// (inkling-cpu-hoist-static-allocas) and its stores stay cached
+// (inkling-cpu-streaming-stores).
+void KvRunNest::stagedNormedStream(OpBuilder &b, Location loc, int64_t width,
+                                   Value weight, ArrayRef<KvRow> dest, Value h,
+                                   PieceConv conv) const {
+  int64_t tokens = dest.size(), groups = width / kRunLanes;
+  int64_t chunks = width / kLanes, groupChunks = kRunLanes / kLanes;
+  auto ys = memref::AllocaOp::create(
+      b, loc, MemRefType::get({tokens, width}, b.getBF16Type()),
+      b.getI64IntegerAttr(64));
+  LaneOrder laneOrder = order(kRunLanes);
+  auto sumsType = VectorType::get({chunks}, b.getF32Type());
+  // Lane k of a token's sums is chunk k's: group g's go to lanes
+  // [g * groupChunks, (g + 1) * groupChunks), blended in (no memory).
+  SmallVector<int32_t> groupOfLane;
+  SmallVector<int64_t> repeat;
+  for (int64_t k = 0; k < chunks; ++k) {
+    groupOfLane.push_back(k / groupChunks);
+    repeat.push_back(k % groupChunks);
+  }
+  auto laneGroups = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({chunks}, b.getI32Type()),
+                             ArrayRef<int32_t>(groupOfLane)));
+  Value zeros =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(sumsType, 0.0f));
+  SmallVector<Value> init(tokens, zeros);
+  auto pass1 = scf::ForOp::create(
+      b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+      init, [&](OpBuilder &b, Location loc, Value g, ValueRange acc) {
+        ArithBuilder ab(b, loc);
+        Value c = ab.mul(g, cIndex(b, loc, kRunLanes));
+        Value gi = arith::IndexCastOp::create(b, loc, b.getI32Type(), g);
+        Value mask = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, laneGroups,
+            vector::BroadcastOp::create(
+                b, loc, VectorType::get({chunks}, b.getI32Type()), gi));
+        SmallVector<Value> values = conv(b, loc, c, kRunLanes);
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < tokens; ++i) {
+          storeLanes(b, loc, values[i], ys, ValueRange{cIndex(b, loc, i), c},
+                     llvm::Align(64));
+          Value y = extToF32(b, loc, values[i], kRunLanes, laneOrder);
+          Value s = chunkSquareSums(b, loc, y, kRunLanes, laneOrder);
+          next.push_back(arith::SelectOp::create(
+              b, loc, mask, vector::ShuffleOp::create(b, loc, s, s, repeat),
+              acc[i]));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  SmallVector<Value> invs;
+  for (int64_t i = 0; i < tokens; ++i)
+    invs.push_back(inverseRoot(b, loc,
+                               pairwiseTreeOfLanes(b, loc, pass1.getResult(i)),
+                               width, epilogue.epsilon, kRunLanes));
+  auto weightAlign = accessAlign(cast<MemRefType>(weight.getType()), {kLanes});
+  scf::ForOp::create(
+      b, loc, cIndex(b, loc, 0), cIndex(b, loc, groups), cIndex(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &b, Location loc, Value g, ValueRange) {
+        Value c = ArithBuilder(b, loc).mul(g, cIndex(b, loc, kRunLanes));
+        Value w = extToF32(
+            b, loc,
+            loadLanes(b, loc, weight, ValueRange{c}, kRunLanes, weightAlign),
+            kRunLanes, laneOrder);
+        for (auto [i, row] : llvm::enumerate(dest)) {
+          Value y =
+              extToF32(b, loc,
+                       loadLanes(b, loc, ys, ValueRange{cIndex(b, loc, i), c},
+                                 kRunLanes, llvm::Align(64)),
+                       kRunLanes, laneOrder);
+          Value out = arith::MulFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, y, invs[i]), w);
+          markLine(row.store(b, loc,
+                             truncToBf16(b, loc, out, kRunLanes, laneOrder), h,
+                             c, kRunLanes),
+                   row.lineAligned, kRunLanes);
+        }
+        scf::YieldOp::create(b, loc);
+      });
+}
+
 // A stream without a norm (V): per group (a loop) the conv of every token,
 // stored into the KV cache; then the 16-byte chunks and a scalar tail.
 void KvRunNest::plainStream(OpBuilder &b, Location loc, int64_t width,
@@ -359,7 +459,7 @@ void KvRunNest::plainStream(OpBuilder &b, Location loc, int64_t width,
 }
 
 void KvRunNest::streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens,
-                        Value h,
+                        Value h, bool staged,
                         function_ref<SmallVector<Value>(
                             OpBuilder &, Location, unsigned, Value, int64_t)>
                             conv) const {
@@ -373,7 +473,10 @@ void KvRunNest::streams(OpBuilder &b, Location loc, ArrayRef<Value> tokens,
                                int64_t lanes) {
       return conv(b, loc, p, c, lanes);
     };
-    if (Value weight = epilogue.normWeights[s])
+    Value weight = epilogue.normWeights[s];
+    if (weight && staged && part.range.width % kRunLanes == 0)
+      stagedNormedStream(b, loc, part.range.width, weight, dest, h, partConv);
+    else if (weight)
       normedStream(b, loc, part.range.width, weight, dest, h, partConv);
     else
       plainStream(b, loc, part.range.width, dest, h, partConv);
@@ -391,7 +494,7 @@ void KvRunNest::run(OpBuilder &b, Location loc, Value t0, Value h) const {
       slots[i] = emitSlot(b, loc, nest.slots(), tokens.back(), nest.blockSize(),
                           /*checked=*/false, nest.slotLimit());
   }
-  streams(b, loc, tokens, h,
+  streams(b, loc, tokens, h, /*staged=*/true,
           [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
             return runConv(b, loc, nest.parts()[p], t0, h, c, lanes, slots);
           });
@@ -401,7 +504,7 @@ void KvRunNest::run(OpBuilder &b, Location loc, Value t0, Value h) const {
 // shared nest's per-row values and conv (rowValue), by pieces.
 void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
   ConvRow row = nest.beginRow(b, loc, t, h);
-  streams(b, loc, t, h,
+  streams(b, loc, t, h, /*staged=*/false,
           [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
             return SmallVector<Value>{
                 nest.rowValue(b, loc, row, nest.partStream(p), c, lanes)};

@@ -44,12 +44,17 @@ Value buildLineAlignedBase(OpBuilder &b, Location loc, Value memref) {
                                constant(0));
 }
 
+/// Whether `store`'s memref is defined in `nest`: a scratch buffer of the
+/// nest (a memref.alloca), which the nest reads back while it is in L1.
+bool isNestLocal(vector::StoreOp store, Operation *nest) {
+  return nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
+}
+
 /// A store the lowering marked as line-aligned given a line-aligned base,
 /// whose memref is defined outside `nest` (so it can be checked before).
 bool isLineStore(vector::StoreOp store, Operation *nest) {
-  if (!store->hasAttr(inkling::cpu::kLineAlignedAttrName))
-    return false;
-  return !nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
+  return store->hasAttr(inkling::cpu::kLineAlignedAttrName) &&
+         !isNestLocal(store, nest);
 }
 
 struct StreamingStoresPass
@@ -61,7 +66,7 @@ struct StreamingStoresPass
     bool anyStore = false;
     llvm::SetVector<Value> lineBases;
     nest.walk([&](vector::StoreOp store) {
-      if (store.getNontemporal())
+      if (store.getNontemporal() || isNestLocal(store, nest))
         return;
       anyStore = true;
       if (isLineStore(store, nest))
@@ -84,7 +89,7 @@ struct StreamingStoresPass
                                     inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
-      if (store.getNontemporal())
+      if (store.getNontemporal() || isNestLocal(store, streamed))
         return;
       store.setNontemporal(true);
       // A line store at a checked base: one 64-byte non-temporal store

@@ -97,3 +97,27 @@ func.func @no_vector_store(%t: index, %x: memref<?xbf16>, %v: vector<8xbf16>, %z
   vector.store %v, %z[%c0] : memref<16xbf16>, vector<8xbf16>
   return
 }
+
+// -----
+
+// A scratch buffer of the nest (a memref.alloca in it, read back at once)
+// keeps ordinary stores in the streaming copy; the output's store streams.
+// CHECK-LABEL: func.func @scratch
+// CHECK:         scf.if
+// CHECK:           %[[S:.*]] = memref.alloca() : memref<8xbf16>
+// CHECK:           vector.store %{{.*}}, %[[S]][%{{.*}}] : memref<8xbf16>, vector<8xbf16>
+// CHECK:           vector.store %{{.*}} {nontemporal = true} : memref<?x8xbf16>, vector<8xbf16>
+// CHECK:         } else {
+func.func @scratch(%t: index, %x: memref<?x8xbf16>, %y: memref<?x8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%t) step (%c1) {
+    %s = memref.alloca() : memref<8xbf16>
+    %v = vector.load %x[%i, %c0] : memref<?x8xbf16>, vector<8xbf16>
+    vector.store %v, %s[%c0] : memref<8xbf16>, vector<8xbf16>
+    %w = vector.load %s[%c0] : memref<8xbf16>, vector<8xbf16>
+    vector.store %w, %y[%i, %c0] : memref<?x8xbf16>, vector<8xbf16>
+    scf.reduce
+  }
+  return
+}

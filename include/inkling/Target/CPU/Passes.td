@@ -200,6 +200,12 @@ def StreamingStoresPass
     16-byte stores and their extracts, which cost more than they save. The
     bits stored are the same either way.
 
+    Stores into a memref defined in the nest (its scratch buffers, a
+    `memref.alloca` the nest reads back at once from L1) stay ordinary: a
+    non-temporal store would send them to memory and the read after it
+    would wait for them (2.5x slower at 8192 prefill tokens on the token-run
+    K/V nest).
+
     ```mlir
     scf.parallel (%r, %h) = (%c0, %c0) to (%R, %c8) step (%c1, %c1) {
       vector.store %v, %y[%t, %h, %c] {alignment = 16 : i64,
@@ -233,6 +239,43 @@ def StreamingStoresPass
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
+}
+
+def HoistStaticAllocasPass
+    : Pass<"inkling-cpu-hoist-static-allocas", "mlir::ModuleOp"> {
+  let summary = "Move fixed-size memref.alloca out of loops, once per thread";
+  let description = [{
+    A loop nest's scratch buffer (a `memref.alloca` of static shape in a
+    loop body, such as the token-run K/V nest's staged y) would otherwise
+    become an `llvm.alloca` in a loop block: the stack grows by its size in
+    every iteration, as nothing frees it before the function returns
+    (`scf.for` and `scf.parallel` bodies are allocation scopes that
+    scf -> cf does not implement), and inside an `omp.loop_nest` the
+    `memref.alloca_scope` that `convert-scf-to-openmp` wraps the body in
+    cannot hold the body's branches after scf -> cf.
+
+    Each such alloca moves to the top of the entry block of its nearest
+    enclosing `omp.parallel` (one buffer per thread) or function, crossing
+    only loops, `memref.alloca_scope`s and ops that are no allocation scope
+    (`scf.if`, `omp.wsloop`); any other allocation scope on the way
+    (`omp.task`, ...) leaves it where it is. This is legal: a fresh alloca's
+    contents are undefined, so reusing one buffer in every iteration of the
+    same thread changes no defined value; the stack holds one copy per
+    thread instead of one per iteration.
+
+    ```mlir
+    omp.parallel {
+      omp.wsloop { omp.loop_nest (%i) ... {
+        memref.alloca_scope {
+          %buf = memref.alloca() : memref<4x128xbf16>
+          ...
+    // becomes
+    omp.parallel {
+      %buf = memref.alloca() : memref<4x128xbf16>
+      omp.wsloop { omp.loop_nest (%i) ... {
+        memref.alloca_scope { ... }
+    ```
+  }];
 }
 
 def BF16MemoryAsI16Pass
