@@ -7,8 +7,9 @@
 // inkling-cpu-serialize-inner-loops,
 // inkling-cpu-parallel-dispatch{min-iterations=...},
 // inkling-cpu-streaming-stores{min-iterations=...},
-// inkling-cpu-hoist-static-allocas and inkling-bf16-memory-as-i16. Each has a `create<Name>()` (and
-// `create<Name>(<Name>Options)` where it takes options).
+// inkling-cpu-hoist-static-allocas and inkling-bf16-memory-as-i16. Each
+// has a `create<Name>()` (and `create<Name>(<Name>Options)` where it takes
+// options).
 //
 //===----------------------------------------------------------------------===//
 
