@@ -44,17 +44,19 @@ Value buildLineAlignedBase(OpBuilder &b, Location loc, Value memref) {
                                constant(0));
 }
 
-/// Whether `store`'s memref is defined in `nest`: a scratch buffer of the
-/// nest (a memref.alloca), which the nest reads back while it is in L1.
-bool isNestLocal(vector::StoreOp store, Operation *nest) {
-  return nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
+/// Whether `store` writes a scratch buffer of `nest` (a memref.alloca in
+/// it), which the nest reads back while it is in L1.
+bool isNestScratch(vector::StoreOp store, Operation *nest) {
+  auto alloca = store.getBase().getDefiningOp<memref::AllocaOp>();
+  return alloca && nest->isAncestor(alloca);
 }
 
 /// A store the lowering marked as line-aligned given a line-aligned base,
 /// whose memref is defined outside `nest` (so it can be checked before).
 bool isLineStore(vector::StoreOp store, Operation *nest) {
-  return store->hasAttr(inkling::cpu::kLineAlignedAttrName) &&
-         !isNestLocal(store, nest);
+  if (!store->hasAttr(inkling::cpu::kLineAlignedAttrName))
+    return false;
+  return !nest->isAncestor(store.getBase().getParentRegion()->getParentOp());
 }
 
 struct StreamingStoresPass
@@ -66,7 +68,7 @@ struct StreamingStoresPass
     bool anyStore = false;
     llvm::SetVector<Value> lineBases;
     nest.walk([&](vector::StoreOp store) {
-      if (store.getNontemporal() || isNestLocal(store, nest))
+      if (store.getNontemporal() || isNestScratch(store, nest))
         return;
       anyStore = true;
       if (isLineStore(store, nest))
@@ -89,7 +91,7 @@ struct StreamingStoresPass
                                     inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
-      if (store.getNontemporal() || isNestLocal(store, streamed))
+      if (store.getNontemporal() || isNestScratch(store, streamed))
         return;
       store.setNontemporal(true);
       // A line store at a checked base: one 64-byte non-temporal store
