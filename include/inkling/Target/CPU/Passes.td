@@ -200,10 +200,10 @@ def StreamingStoresPass
     16-byte stores and their extracts, which cost more than they save. The
     bits stored are the same either way.
 
-    Stores into a memref defined in the nest (its scratch buffers, a
-    `memref.alloca` the nest reads back at once from L1) stay ordinary: a
-    non-temporal store would send them to memory and the read after it
-    would wait for them (2.5x slower at 8192 prefill tokens on the token-run
+    Stores into a `memref.alloca` of the nest (its scratch buffers, which
+    the nest reads back at once from L1) stay ordinary: a non-temporal
+    store would send them to memory and the read after it would wait for
+    them (2.5x slower at 8192 prefill tokens on the token-run
     K/V nest).
 
     ```mlir
