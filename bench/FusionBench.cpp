@@ -72,6 +72,8 @@
 
 #include "benchmark/benchmark.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -477,6 +479,34 @@ void BM_LayerTrafficCopy(benchmark::State &state) {
   });
 }
 
+void BM_LayerTrafficCopyThreads(benchmark::State &state) {
+  // The bound of the threaded layer: the same copy split in one slice of
+  // whole cache lines per thread, on the OpenMP runtime the JIT's threaded
+  // code uses (its workers stay warm between the calls, as the layer's do).
+  Workload &w = workload(state.range(0));
+  if (!w.trafficSource) {
+    w.trafficSource =
+        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 1);
+    w.trafficDest =
+        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 0);
+  }
+  timed(state, "layer/traffic-copy-threads", [](Workload &w) {
+    const size_t bytes = w.layerTraffic / 2;
+    uint8_t *dest = w.trafficDest->data;
+    const uint8_t *source = w.trafficSource->data;
+#pragma omp parallel
+    {
+      size_t threads = omp_get_num_threads(), i = omp_get_thread_num();
+      size_t slice = (bytes / threads + 63) & ~size_t(63);
+      size_t begin = std::min(i * slice, bytes);
+      size_t end = std::min(begin + slice, bytes);
+      std::memcpy(dest + begin, source + begin, end - begin);
+    }
+    benchmark::DoNotOptimize(w.trafficDest->data);
+    benchmark::ClobberMemory();
+  });
+}
+
 /// The hand-written kernel's geometry at the real layout.
 bench::HandDecodeShape handShape() {
   const Layout &layout = engines().layout;
@@ -577,6 +607,7 @@ BENCHMARK(BM_LayerThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTokenNest)->Apply(tokenArgs);
 BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTrafficCopy)->Apply(tokenArgs);
+BENCHMARK(BM_LayerTrafficCopyThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
 BENCHMARK(BM_LayerHandAvx512)->Apply(decodeArgs);
 
@@ -626,30 +657,35 @@ void printSummary() {
 
   std::printf("\nThreads and the memory bound (conv-insert layer; bound: "
               "memcpy of the layer's traffic, half of it copied; row-scaled: "
-              "the row bytes' copy x traffic / 2 row bytes; %d threads)\n",
+              "the row bytes' copy x traffic / 2 row bytes; bound-all: the "
+              "same copy split over the %d threads)\n",
               defaultThreadCount());
   std::printf("%6s | %11s %11s %13s | %11s %11s %12s %11s %12s | %11s %13s "
-              "| %11s %12s\n",
+              "| %11s %12s | %11s %14s %14s\n",
               "T", "1-thr us", "all-thr us", "1-thr/all-thr", "traffic KiB",
               "bound us", "1-thr/bound", "row-scaled", "1-thr/scaled",
-              "plain us", "1-thr/plain", "(t,h) us", "(t,h)/1-thr");
+              "plain us", "1-thr/plain", "(t,h) us", "(t,h)/1-thr",
+              "bound-all us", "all/bound-all", "bound 1/all");
   for (int64_t t : kTokenCounts) {
     double one = get("layer/conv-insert", t), all = get("layer/threads", t),
            copy = get("layer/memcpy", t), bound = get("layer/traffic-copy", t),
            plain = get("layer/plain-stores", t),
-           nest = get("layer/token-nest", t);
+           nest = get("layer/token-nest", t),
+           boundAll = get("layer/traffic-copy-threads", t);
     if (one == 0 || all == 0 || bound == 0)
       continue;
     Workload &w = workload(t);
     double scaled = copy * static_cast<double>(w.layerTraffic) /
                     (2.0 * static_cast<double>(w.rowBytes));
     std::printf("%6lld | %11.2f %11.2f %13.2f | %11.1f %11.2f %12.2f %11.2f "
-                "%12.2f | %11.2f %13.2f | %11.2f %12.2f\n",
+                "%12.2f | %11.2f %13.2f | %11.2f %12.2f | %11.2f %14.2f "
+                "%14.2f\n",
                 static_cast<long long>(t), one * 1e6, all * 1e6,
                 ratio(one, all), static_cast<double>(w.layerTraffic) / 1024.0,
                 bound * 1e6, ratio(one, bound), scaled * 1e6,
                 ratio(one, scaled), plain * 1e6, ratio(one, plain), nest * 1e6,
-                ratio(nest, one));
+                ratio(nest, one), boundAll * 1e6, ratio(all, boundAll),
+                ratio(bound, boundAll));
   }
   std::printf("\nDecode against a hand-written AVX-512 kernel of the same "
               "bits (layer/hand-avx512, checked against conv-insert)\n");

@@ -34,13 +34,13 @@
 // token-run form for prefill-sized steps (the 4 unrolled tokens of a whole
 // run, and the token loop of a partial one), 9 times in the decode-run form
 // of the other steps (its whole runs twice: taps read from the cache
-// unselected, or selected; and the partial run's loop); the token-run
-// form twice (the copy with streaming stores for large steps; the
-// decode-run form has none).
+// unselected, or selected; and the partial run's loop); each form twice
+// (the copy with streaming stores; the decode-run form's streams only its
+// cache rows): 2 x (5 + 9) x 16.
 // FUSED-NOT: __truncsfbf2
 // FUSED-LABEL: llvm.func @decoder_layer
 // FUSED-NOT: llvm.intr.fmuladd
-// FUSED-COUNT-304: llvm.intr.fma
+// FUSED-COUNT-448: llvm.intr.fma
 // FUSED-NOT: llvm.intr.fma
 // FUSED-NOT: __truncsfbf2
 

@@ -26,7 +26,12 @@
 // the run's tokens are independent loads that the core overlaps, where the
 // (token, head) nest walks one token's rows in 16-byte chunks. Every
 // element's arithmetic is that of the (token, head) nest: the same bits.
-// The nest carries kCachedStoresAttrName: no non-temporal copy of it.
+// The outputs are read by the next op at once and stay ordinary stores
+// (kCachedStoreAttrName); the cache rows are read at the next step, after
+// every other layer, so inkling-cpu-streaming-stores makes them
+// non-temporal at every step size (kStreamMinIterationsAttrName = 1): the
+// read for ownership and the eviction of the history rows they cost
+// made decode 1.2x slower at T = 8 and 1.2-1.4x at T = 256 (docs/fusion.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +80,11 @@ private:
 
 } // namespace
 
+// Keeps a conv output's store ordinary in the streaming copy.
+static void markCached(Operation *store) {
+  store->setAttr(kCachedStoreAttrName, UnitAttr::get(store->getContext()));
+}
+
 // Token t's sequence, slot (masked for a padding token) and tap sources.
 ConvRow DecodeRunNest::tokenRow(OpBuilder &b, Location loc, Value t,
                                 Value h) const {
@@ -115,17 +125,18 @@ void DecodeRunNest::token(OpBuilder &b, Location loc, const ConvPart &part,
     Value acc = nest.convResult(
         b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
         chunk.bias, xt, chunk.lanes);
-    markLine(part.out.store(b, loc,
-                            truncToBf16(b, loc, acc, chunk.lanes, chunk.order),
-                            row.t, chunk.h, chunk.c),
-             part.out.lineAligned);
+    Operation *out = part.out.store(
+        b, loc, truncToBf16(b, loc, acc, chunk.lanes, chunk.order), row.t,
+        chunk.h, chunk.c);
+    markLine(out, part.out.lineAligned);
+    markCached(out);
   };
   if (fromCache) {
     live(b, loc);
     return;
   }
   emitIfElse(b, loc, row.live, live, [&](OpBuilder &b, Location loc) {
-    part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c);
+    markCached(part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c));
   });
 }
 
@@ -188,7 +199,7 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
                   });
             });
       });
-  runsNest->setAttr(kCachedStoresAttrName, b.getUnitAttr());
+  runsNest->setAttr(kStreamMinIterationsAttrName, b.getI64IntegerAttr(1));
 }
 
 void inkling::cpu::emitDecodeRunNest(const ConvNestBuilder &nest, OpBuilder &b,

@@ -44,9 +44,13 @@ Value buildLineAlignedBase(OpBuilder &b, Location loc, Value memref) {
                                constant(0));
 }
 
-/// Whether `store` writes a scratch buffer of `nest` (a memref.alloca in
-/// it), which the nest reads back while it is in L1.
-bool isNestScratch(vector::StoreOp store, Operation *nest) {
+/// Whether `store` stays ordinary in the streaming copy: it writes a
+/// scratch buffer of `nest` (a memref.alloca in it), which the nest reads
+/// back while it is in L1, or the lowering marked it as a value read back
+/// at once (kCachedStoreAttrName).
+bool keepsCached(vector::StoreOp store, Operation *nest) {
+  if (store->hasAttr(inkling::cpu::kCachedStoreAttrName))
+    return true;
   auto alloca = store.getBase().getDefiningOp<memref::AllocaOp>();
   return alloca && nest->isAncestor(alloca);
 }
@@ -68,7 +72,7 @@ struct StreamingStoresPass
     bool anyStore = false;
     llvm::SetVector<Value> lineBases;
     nest.walk([&](vector::StoreOp store) {
-      if (store.getNontemporal() || isNestScratch(store, nest))
+      if (store.getNontemporal() || keepsCached(store, nest))
         return;
       anyStore = true;
       if (isLineStore(store, nest))
@@ -76,11 +80,15 @@ struct StreamingStoresPass
     });
     if (!anyStore)
       return;
+    int64_t threshold = minIterations;
+    if (auto own = nest->getAttrOfType<IntegerAttr>(
+            inkling::cpu::kStreamMinIterationsAttrName))
+      threshold = own.getInt();
     OpBuilder b(nest);
     Location loc = nest.getLoc();
     Value stream = inkling::cpu::buildHasIterations(
         b, loc, nest.getLowerBound(), nest.getUpperBound(), nest.getStep(),
-        minIterations);
+        threshold);
     for (Value base : lineBases)
       stream = arith::AndIOp::create(b, loc, stream,
                                      buildLineAlignedBase(b, loc, base));
@@ -91,7 +99,7 @@ struct StreamingStoresPass
                                     inkling::cpu::Branch::StreamingOn);
     Operation *streamed = thenBuilder.clone(*nest);
     streamed->walk([&](vector::StoreOp store) {
-      if (store.getNontemporal() || isNestScratch(store, streamed))
+      if (store.getNontemporal() || keepsCached(store, streamed))
         return;
       store.setNontemporal(true);
       // A line store at a checked base: one 64-byte non-temporal store
@@ -113,8 +121,7 @@ struct StreamingStoresPass
       return;
     SmallVector<scf::ParallelOp> nests;
     getOperation().walk([&](scf::ParallelOp loop) {
-      if (!loop->getParentOfType<scf::ParallelOp>() &&
-          !loop->hasAttr(inkling::cpu::kCachedStoresAttrName))
+      if (!loop->getParentOfType<scf::ParallelOp>())
         nests.push_back(loop);
     });
     for (scf::ParallelOp nest : nests)

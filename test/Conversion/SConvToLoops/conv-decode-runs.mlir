@@ -11,8 +11,10 @@
 // weights (32 channels x 4 taps) once and walks the 4 tokens unrolled: each
 // token's x (a 64-byte line), its taps from x, the cache row or 0, the fma
 // chain of the (token, head) nest (acc = 0, taps 0..3 in order) and one
-// 64-byte line store marked inkling.line_aligned. The step's last, partial
-// run loops over its tokens, the weights per token.
+// 64-byte line store marked inkling.line_aligned and inkling.cached_store
+// (the next op reads it). The step's last, partial run loops over its
+// tokens, the weights per token. The nest streams its other stores (cache
+// rows) at every size: inkling.stream_min_iterations = 1.
 // CHECK-LABEL: func @conv_real
 // CHECK:         %[[RUNS:.+]] = arith.ceildivui %{{.+}}, %c4 : index
 // CHECK:         scf.parallel (%[[R:.+]], %[[H:.+]]) = (%c0, %c0) to (%[[RUNS]], %c8)
@@ -30,16 +32,17 @@
 // CHECK:               %[[A1:.+]] = math.fma %{{.+}}, %{{.+}}, %[[A0]] : vector<32xf32>
 // CHECK:               %[[A2:.+]] = math.fma %{{.+}}, %{{.+}}, %[[A1]] : vector<32xf32>
 // CHECK:               math.fma %{{.+}}, %{{.+}}, %[[A2]] : vector<32xf32>
-// CHECK:               vector.store %{{.+}}, %arg7[%[[T0]], %{{.+}}] {alignment = 16 : i64, inkling.line_aligned} : memref<?x4096xbf16>, vector<32xbf16>
+// CHECK:               vector.store %{{.+}}, %arg7[%[[T0]], %{{.+}}] {alignment = 16 : i64, inkling.cached_store, inkling.line_aligned} : memref<?x4096xbf16>, vector<32xbf16>
 // CHECK-NOT:           memref<16384xbf16>
 // CHECK:               vector.load %arg5[%[[T1]], %{{.+}}]
 // CHECK-NOT:           memref<16384xbf16>
-// CHECK:               vector.store %{{.+}}, %arg7[%[[T1]], %{{.+}}] {alignment = 16 : i64, inkling.line_aligned}
+// CHECK:               vector.store %{{.+}}, %arg7[%[[T1]], %{{.+}}] {alignment = 16 : i64, inkling.cached_store, inkling.line_aligned}
 // CHECK:           } else {
 // CHECK:             scf.for %[[T:.+]] = %[[T0]] to %{{.+}} step %c1 {
 // CHECK:               scf.for %{{.+}} = %c0 to %c16 step %c1 {
 // CHECK:                 vector.load %{{.+}} : memref<16384xbf16>, vector<128xbf16>
 // CHECK:                 vector.load %arg5[%[[T]], %{{.+}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<32xbf16>
+// CHECK:         } {inkling.stream_min_iterations = 1 : i64}
 // CHECK:         return
 
 // With token-runs too: prefill steps take the token-run nest, the others

@@ -121,3 +121,30 @@ func.func @scratch(%t: index, %x: memref<?x8xbf16>, %y: memref<?x8xbf16>) {
   }
   return
 }
+
+// -----
+
+// A nest's own inkling.stream_min_iterations replaces the option (here 1:
+// every non-empty step streams); a store marked inkling.cached_store stays
+// ordinary in the streaming copy.
+// CHECK-LABEL: func.func @own_threshold
+// CHECK:         arith.muli
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT:    %[[BIG:.*]] = arith.cmpi sge, %{{.*}}, %[[ONE]] : index
+// CHECK:         scf.if %[[BIG]]
+// CHECK:           vector.store %{{.*}} {nontemporal = true} : memref<?x8xbf16>, vector<8xbf16>
+// CHECK:           vector.store %{{.*}} {inkling.cached_store} : memref<?x8xbf16>, vector<8xbf16>
+// CHECK:         } else {
+// NEVER-LABEL: func.func @own_threshold
+// NEVER-NOT:     nontemporal
+func.func @own_threshold(%t: index, %x: memref<?x8xbf16>, %y: memref<?x8xbf16>, %z: memref<?x8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%t) step (%c1) {
+    %v = vector.load %x[%i, %c0] : memref<?x8xbf16>, vector<8xbf16>
+    vector.store %v, %y[%i, %c0] : memref<?x8xbf16>, vector<8xbf16>
+    vector.store %v, %z[%i, %c0] {inkling.cached_store} : memref<?x8xbf16>, vector<8xbf16>
+    scf.reduce
+  } {inkling.stream_min_iterations = 1 : i64}
+  return
+}

@@ -30,13 +30,20 @@ namespace inkling::cpu {
 inline constexpr llvm::StringLiteral kLineAlignedAttrName =
     "inkling.line_aligned";
 
-/// A discardable unit attribute on a nest's outer `scf.parallel` that
-/// `inkling-cpu-streaming-stores` leaves without a non-temporal copy: the
-/// decode-run nest, whose steps are small (a copy of its unrolled runs
-/// would double its code, and compile time, for steps of 2048 decode
-/// tokens and more).
-inline constexpr llvm::StringLiteral kCachedStoresAttrName =
-    "inkling.cached_stores";
+/// A discardable unit attribute on a `vector.store` that
+/// `inkling-cpu-streaming-stores` keeps ordinary in its non-temporal copy:
+/// a value the next op reads back at once (a decode step's conv output),
+/// which a non-temporal store would send to memory.
+inline constexpr llvm::StringLiteral kCachedStoreAttrName =
+    "inkling.cached_store";
+
+/// A discardable i64 attribute on a nest's outer `scf.parallel`: the
+/// `min-iterations` of `inkling-cpu-streaming-stores` for this nest, in
+/// place of the pass's option (the decode-run nest: 1, because the only
+/// stores it streams are cache rows, which no one reads before the next
+/// step, whatever the step's size).
+inline constexpr llvm::StringLiteral kStreamMinIterationsAttrName =
+    "inkling.stream_min_iterations";
 
 /// The CPU's choices (see the `inkling-cpu-lower-to-loops` pass
 /// description for each).

@@ -206,6 +206,13 @@ def StreamingStoresPass
     them (2.5x slower at 8192 prefill tokens on the token-run
     K/V nest).
 
+    So do stores the lowering marked `inkling.cached_store` (a decode
+    step's conv output, which the next op reads at once). A nest with its
+    own `inkling.stream_min_iterations` (i64) uses it in place of
+    `min-iterations`: the decode-run nest sets 1, since what it streams
+    then is only cache rows, read at the next step. `min-iterations=0`
+    still turns the pass off for every nest.
+
     ```mlir
     scf.parallel (%r, %h) = (%c0, %c0) to (%R, %c8) step (%c1, %c1) {
       vector.store %v, %y[%t, %h, %c] {alignment = 16 : i64,
