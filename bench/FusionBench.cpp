@@ -462,16 +462,19 @@ void BM_LayerMemcpy(benchmark::State &state) {
   });
 }
 
+/// The traffic copies' buffers, allocated by them, not in workload(): 480
+/// MiB at 8192 tokens, which the other benchmarks do not need.
+void allocateTrafficBuffers(Workload &w) {
+  if (w.trafficSource)
+    return;
+  w.trafficSource =
+      std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 1);
+  w.trafficDest =
+      std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 0);
+}
+
 void BM_LayerTrafficCopy(benchmark::State &state) {
-  // Allocated here, not in workload(): 480 MiB at 8192 tokens, which the
-  // other benchmarks do not need.
-  Workload &w = workload(state.range(0));
-  if (!w.trafficSource) {
-    w.trafficSource =
-        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 1);
-    w.trafficDest =
-        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 0);
-  }
+  allocateTrafficBuffers(workload(state.range(0)));
   timed(state, "layer/traffic-copy", [](Workload &w) {
     std::memcpy(w.trafficDest->data, w.trafficSource->data, w.layerTraffic / 2);
     benchmark::DoNotOptimize(w.trafficDest->data);
@@ -483,13 +486,7 @@ void BM_LayerTrafficCopyThreads(benchmark::State &state) {
   // The bound of the threaded layer: the same copy split in one slice of
   // whole cache lines per thread, on the OpenMP runtime the JIT's threaded
   // code uses (its workers stay warm between the calls, as the layer's do).
-  Workload &w = workload(state.range(0));
-  if (!w.trafficSource) {
-    w.trafficSource =
-        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 1);
-    w.trafficDest =
-        std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 0);
-  }
+  allocateTrafficBuffers(workload(state.range(0)));
   timed(state, "layer/traffic-copy-threads", [](Workload &w) {
     const size_t bytes = w.layerTraffic / 2;
     uint8_t *dest = w.trafficDest->data;
