@@ -31,7 +31,7 @@
 // every other layer, so inkling-cpu-streaming-stores makes them
 // non-temporal at every step size (kStreamMinIterationsAttrName = 1): the
 // read for ownership and the eviction of the history rows they cost
-// made decode 1.2x slower at T = 8 and 1.2-1.4x at T = 256 (docs/fusion.md).
+// made decode 1.2x slower at T = 8 and 1.2-1.5x at T = 256 (docs/fusion.md).
 //
 //===----------------------------------------------------------------------===//
 
