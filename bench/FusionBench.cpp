@@ -28,6 +28,10 @@
 //   layer/token-nest   layer/conv-insert with decode-runs=false: decode
 //                      steps in the (token, head) nest by 16-byte chunks
 //                      (the baseline of the decode-run nest)
+//   layer/portable     layer/conv-insert with avx512-bf16=false (decode's
+//                      rounding in software; the default takes the
+//                      host's AVX512-BF16 where it has one: the baseline
+//                      of that choice; skipped on other hosts)
 //   layer/plain-stores layer/conv-insert without non-temporal stores
 //                      (streaming-stores-min-iterations=0; the default,
 //                      4096, streams the stores of large steps)
@@ -450,6 +454,27 @@ void BM_LayerTokenNest(benchmark::State &state) {
   timed(state, "layer/token-nest",
         [](Workload &w) { callLayer(w, *engines().tokenNest); });
 }
+void BM_LayerPortable(benchmark::State &state) {
+  if (!cpu::hostHasAvx512Bf16()) {
+    state.SkipWithError("the host has no AVX512-BF16: layer/conv-insert is "
+                        "the portable form already");
+    return;
+  }
+  // Compiled on first use only (the other engines are compiled up front).
+  static std::unique_ptr<mlir::ExecutionEngine> portable = [] {
+    Engines &e = engines();
+    CompileOptions options;
+    options.avx512Bf16 = false;
+    std::string error;
+    auto engine = compile(buildModule(e.layout, e.pageBytes), options, error);
+    if (!engine) {
+      std::fprintf(stderr, "inkling-bench-fusion: %s\n", error.c_str());
+      std::exit(1);
+    }
+    return engine;
+  }();
+  timed(state, "layer/portable", [](Workload &w) { callLayer(w, *portable); });
+}
 void BM_LayerPlainStores(benchmark::State &state) {
   timed(state, "layer/plain-stores",
         [](Workload &w) { callLayer(w, *engines().plainStores); });
@@ -606,6 +631,7 @@ BENCHMARK(BM_LayerMemcpy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTrafficCopy)->Apply(tokenArgs);
 BENCHMARK(BM_LayerTrafficCopyThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
+BENCHMARK(BM_LayerPortable)->Apply(decodeArgs);
 BENCHMARK(BM_LayerHandAvx512)->Apply(decodeArgs);
 
 void printSummary() {
@@ -698,6 +724,19 @@ void printSummary() {
                 static_cast<long long>(t), one * 1e6, hand * 1e6,
                 ratio(one, hand), bound * 1e6, ratio(hand, bound),
                 ratio(one, bound));
+  }
+  std::printf("\nDecode's rounding to bf16: AVX512-BF16's vcvtne2ps2bf16 "
+              "(layer/conv-insert on this host) against the software "
+              "rounding (layer/portable)\n");
+  std::printf("%6s | %11s %11s %15s\n", "T", "1-thr us", "portable us",
+              "portable/1-thr");
+  for (int64_t t : kTokenCounts) {
+    double one = get("layer/conv-insert", t),
+           portable = get("layer/portable", t);
+    if (one == 0 || portable == 0)
+      continue;
+    std::printf("%6lld | %11.2f %11.2f %15.2f\n", static_cast<long long>(t),
+                one * 1e6, portable * 1e6, ratio(portable, one));
   }
   Engines &e = engines();
   std::printf("\nCompile (lower + JIT of the module's three functions): one "

@@ -41,7 +41,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.inkling_tools_dir, config.llvm_tools_dir]
-tools = ["inkling-opt", "inkling-run", "mlir-opt", "mlir-runner"]
+tools = ["inkling-opt", "inkling-run", "mlir-opt", "mlir-runner", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # GPU code generation checks need no GPU; only the ptxas checks need ptxas.

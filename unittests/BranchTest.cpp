@@ -4,7 +4,9 @@
 // nest or the (token, head) nest (real tokens >= W x sequences), a run's
 // tokens unrolled or looped (the run is whole in one sequence), streaming
 // stores or ordinary ones (inkling-cpu-streaming-stores), threads or the
-// calling thread (inkling-cpu-parallel-dispatch). Every form computes the
+// calling thread (inkling-cpu-parallel-dispatch), with avx512-bf16 a decode
+// output line's rounding by vcvtne2ps2bf16 or in software. Every form
+// computes the
 // same bits, so the bit-exact JIT tests pass on either branch: these tests
 // compile with `branch-counters` (inkling/Target/CPU/BranchCounters.h) and
 // assert, for steps on both sides of each choice, the branch taken (and the
@@ -23,6 +25,7 @@
 
 #include "gtest/gtest.h"
 
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -117,10 +120,15 @@ protected:
     return engine;
   }
 
-  /// Runs `@conv` of `engine` on a step of `seqs` with its counters reset,
-  /// checks the output against the reference and returns the counts (-1:
-  /// the module has no such counter).
-  Counts run(mlir::ExecutionEngine *engine, const std::vector<Seq> &seqs) {
+  /// Changes a step's random inputs before the call.
+  using Inputs = std::function<void(ConvInputs &, int64_t tokenStride)>;
+
+  /// Runs `@conv` of `engine` on a step of `seqs` (its random inputs
+  /// changed by `inputs`) with its counters reset, checks the output
+  /// against the reference (a NaN: the CPU's 0x7fc0, Design.md section 10)
+  /// and returns the counts (-1: the module has no such counter).
+  Counts run(mlir::ExecutionEngine *engine, const std::vector<Seq> &seqs,
+             const Inputs &inputs = {}) {
     Counts counts;
     if (!engine)
       return counts;
@@ -142,12 +150,17 @@ protected:
         makeCache(rng, layout, step, blockStride, kPoison);
     int64_t stride = streamTokenStride(layout, kStream, false);
     ConvInputs in(rng, layout, kStream, tokens, stride);
+    if (inputs)
+      inputs(in, stride);
     StreamData y(tokens, stride), expected(tokens, stride);
     ConvOptions options;
     options.bias = in.bias.data;
     referenceConv(layout, kStream, in.x.view(), in.weights.data, step.meta,
                   {cache.data, blockStride, step.numBlocks}, options,
                   expected.mutableView());
+    for (int64_t i = 0; i < expected.buffer.size; ++i)
+      if ((expected.buffer.data[i] & 0x7fff) > 0x7f80)
+        expected.buffer.data[i] = 0x7fc0;
     std::vector<std::unique_ptr<char[]>> keep;
     Call call =
         makeCall(cache.data, step.numBlocks * layout.pageBytes(), step.meta);
@@ -300,6 +313,58 @@ TEST_F(BranchTest, ThreadedForLargeStepsSequentialForSmall) {
   Counts decode = run(engine, {{6, 1}, {2, 1}});
   EXPECT_EQ(decode[Branch::Threaded], 0) << describe(decode);
   EXPECT_EQ(decode[Branch::Sequential], 1) << describe(decode);
+}
+
+// With avx512-bf16, each 64-byte line of a decode-run output (here one
+// per (token, head): the stream is 32 channels wide) is rounded by
+// vcvtne2ps2bf16 unless a lane is a NaN or a denormal, which the
+// instruction rounds otherwise (a denormal as 0, a NaN with its payload):
+// such a line takes the software rounding. The bits are checked against
+// the reference in every case.
+TEST_F(BranchTest, DecodeLinesRoundedByAvx512Bf16UnlessNanOrDenormal) {
+  if (!cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "the host has no AVX512-BF16 (or AVX512-BW/DQ): the "
+                    "avx512-bf16 code cannot run here";
+  CompileOptions options = counted();
+  options.avx512Bf16 = true; // (the default here, as the host has it)
+  mlir::ExecutionEngine *engine = compile(options);
+  // 9 sequences of one token: 9 x 2 heads = 18 lines.
+  const std::vector<Seq> decode = {{6, 1}, {3, 1}, {2, 1}, {9, 1}, {17, 1},
+                                   {5, 1}, {4, 1}, {8, 1}, {31, 1}};
+  Counts plain = run(engine, decode);
+  EXPECT_EQ(plain[Branch::X86RoundedLine], 18) << describe(plain);
+  EXPECT_EQ(plain[Branch::SoftwareRoundedLine], 0) << describe(plain);
+
+  // A quiet NaN with a payload in token 3's input, head 1 (channel 32 + 5):
+  // that lane's output is NaN.
+  Counts nan = run(engine, decode, [](ConvInputs &in, int64_t stride) {
+    in.x.buffer.data[3 * stride + 32 + 5] = 0x7fd3;
+  });
+  EXPECT_EQ(nan[Branch::X86RoundedLine], 17) << describe(nan);
+  EXPECT_EQ(nan[Branch::SoftwareRoundedLine], 1) << describe(nan);
+
+  // Tiny weights (2^-133), no bias, and token 0's inputs denormal below
+  // 2^-127: token 0's outputs are denormal in every lane (both heads'
+  // lines), the other tokens' are their inputs plus a denormal.
+  Counts denormal = run(engine, decode, [](ConvInputs &in, int64_t stride) {
+    for (int64_t i = 0; i < in.weights.size; ++i)
+      in.weights.data[i] = (i % 3 ? 0x0001 : 0x8001);
+    for (int64_t i = 0; i < in.bias.size; ++i)
+      in.bias.data[i] = 0;
+    for (int64_t c = 0; c < in.channels; ++c)
+      in.x.buffer.data[c] =
+          static_cast<uint16_t>(((c * 37) % 63 + 1) | (c % 2 ? 0x8000 : 0));
+    (void)stride;
+  });
+  EXPECT_EQ(denormal[Branch::X86RoundedLine], 16) << describe(denormal);
+  EXPECT_EQ(denormal[Branch::SoftwareRoundedLine], 2) << describe(denormal);
+
+  // Without the option: no such branch.
+  CompileOptions portable = counted();
+  portable.avx512Bf16 = false;
+  Counts off = run(compile(portable), decode);
+  EXPECT_EQ(off[Branch::X86RoundedLine], -1) << describe(off);
+  EXPECT_EQ(off[Branch::SoftwareRoundedLine], -1) << describe(off);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
 #include "inkling/KernelBundle.h"
 #include "inkling/Pipelines/Pipelines.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
 #include "inkling/Target/GPU/Passes.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -130,6 +131,8 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   lower.emitCInterface = true;
   lower.threads = options.threads;
   lower.minParallelIterations = options.minParallelIterations;
+  // The ExecutionEngine compiles for the host CPU and its features.
+  lower.avx512Bf16 = cpu::hostHasAvx512Bf16();
   if (strategy)
     lower.fusion = *strategy;
   lower.blockSize = impl.geometryBlockSize;

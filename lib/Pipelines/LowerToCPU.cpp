@@ -66,6 +66,7 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   cpuLoops.tokenRuns = true;
   cpuLoops.decodeRuns = options.decodeRuns;
   cpuLoops.evenOddLanes = true;
+  cpuLoops.avx512Bf16 = options.avx512Bf16;
   cpuLoops.branchCounters = options.branchCounters;
   pm.addPass(inkling::createSConvLowerToLoops(
       lowerOptions, std::make_shared<inkling::cpu::CPULoopStrategy>(cpuLoops)));

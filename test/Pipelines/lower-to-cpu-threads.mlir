@@ -14,6 +14,22 @@
 // RUN:   | FileCheck %s --check-prefix=STREAM
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2" \
 // RUN:   | mlir-opt --verify-each > /dev/null
+// RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=2 avx512-bf16=true" \
+// RUN:   | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=X86
+
+// avx512-bf16: the decode-run nest's rounding reaches LLVM IR as x86
+// intrinsics in its threaded copies (their immediates constants there:
+// inkling-cpu-parallel-dispatch clones them in; their alloca scopes
+// inlined: inkling-cpu-hoist-static-allocas) and in the sequential nest in
+// the layer's function; the prefill nest (threaded0, threaded1) keeps the
+// software rounding.
+// X86-LABEL: define internal void @decoder_layer_threaded0..omp_par
+// X86-NOT:     cvtne2ps2bf16
+// X86-LABEL: define internal void @decoder_layer_threaded2..omp_par
+// X86:         call <16 x i1> @llvm.x86.avx512.fpclass.ps.512(<16 x float> %{{.*}}, i32 161)
+// X86:         call <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(
+// X86-LABEL: define void @decoder_layer(
+// X86:         call <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(
 
 // The fused layer is one nest in two forms, chosen per call on the step's
 // shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)

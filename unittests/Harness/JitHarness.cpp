@@ -188,6 +188,7 @@ void toPipelineOptions(const CompileOptions &compileOptions,
   options.fusion = compileOptions.fusion;
   options.splitStreams = compileOptions.splitStreams;
   options.decodeRuns = compileOptions.decodeRuns;
+  options.avx512Bf16 = compileOptions.avx512Bf16;
   options.threads = compileOptions.threads;
   options.minParallelIterations = compileOptions.minParallelIterations;
   options.streamingStoresMinIterations =

@@ -14,6 +14,7 @@
 #include "inkling/Runtime/Layout.h"
 #include "inkling/Runtime/Reference.h"
 #include "inkling/Target/CPU/BranchCounters.h"
+#include "inkling/Target/CPU/LoopStrategy.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -166,6 +167,9 @@ struct CompileOptions {
   bool splitStreams = true;
   /// The pipeline's `decode-runs` (its default).
   bool decodeRuns = true;
+  /// The pipeline's `avx512-bf16`: as LayerProgram::compile sets it, from
+  /// the host's features.
+  bool avx512Bf16 = cpu::hostHasAvx512Bf16();
   /// The pipeline's `threads` (1: no OpenMP) and `min-parallel-iterations`.
   int threads = 1;
   int64_t minParallelIterations = 64;

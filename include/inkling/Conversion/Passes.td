@@ -81,6 +81,9 @@ def SConvLowerToLoops : Pass<"sconv-lower-to-loops"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",
+    // A strategy's target-specific forms (CPULoopOptions::avx512Bf16: x86
+    // intrinsic calls).
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",

@@ -84,6 +84,15 @@ struct LowerToCPUOptions : CacheGeometryOptions<LowerToCPUOptions> {
           "off: the (token, head) nest by 16-byte chunks. The same bits "
           "either way (inkling-bench-fusion measures both: docs/fusion.md)"),
       llvm::cl::init(true)};
+  Option<bool> avx512Bf16{
+      *this, "avx512-bf16",
+      llvm::cl::desc(
+          "The target has AVX512-F, -BW, -DQ and AVX512-BF16 (the "
+          "inkling-cpu-lower-to-loops option of the same name): decode rounds "
+          "its outputs to bf16 with vcvtne2ps2bf16 where that gives the same "
+          "bits. Off by default (the code runs on any x86-64 or AArch64); "
+          "the JIT (LayerProgram::compile) sets it from the host's features"),
+      llvm::cl::init(false)};
   Option<int> threads{
       *this, "threads",
       llvm::cl::desc(

@@ -23,6 +23,7 @@
 #include "inkling/Conversion/SConvToLoops/StepMetadata.h"
 #include "inkling/Dialect/SConv/IR/SConvDialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 

@@ -14,6 +14,7 @@
 #include "inkling/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 namespace inkling::cpu {
@@ -83,6 +84,7 @@ struct CPULowerToLoopsPass
     cpuOptions.tokenRuns = tokenRuns;
     cpuOptions.decodeRuns = decodeRuns;
     cpuOptions.evenOddLanes = evenOddLanes;
+    cpuOptions.avx512Bf16 = avx512Bf16;
     cpuOptions.branchCounters = branchCounters;
     cpu::CPULoopStrategy strategy(cpuOptions);
     SConvToLoopsOptions options;

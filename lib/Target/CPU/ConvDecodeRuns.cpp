@@ -40,6 +40,7 @@
 #include "inkling/Target/CPU/LoopStrategy.h"
 
 #include "RunPieces.h"
+#include "X86Bf16.h"
 
 using namespace mlir;
 using namespace inkling;
@@ -125,9 +126,16 @@ void DecodeRunNest::token(OpBuilder &b, Location loc, const ConvPart &part,
     Value acc = nest.convResult(
         b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
         chunk.bias, xt, chunk.lanes);
-    Operation *out = part.out.store(
-        b, loc, truncToBf16(b, loc, acc, chunk.lanes, chunk.order), row.t,
-        chunk.h, chunk.c);
+    Value rounded =
+        options.avx512Bf16
+            ? truncToBf16Avx512(b, loc, acc, chunk.lanes, chunk.order,
+                                [&](OpBuilder &b, Location loc, bool software) {
+                                  count(b, loc,
+                                        software ? Branch::SoftwareRoundedLine
+                                                 : Branch::X86RoundedLine);
+                                })
+            : truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
+    Operation *out = part.out.store(b, loc, rounded, row.t, chunk.h, chunk.c);
     markLine(out, part.out.lineAligned);
     markCached(out);
   };

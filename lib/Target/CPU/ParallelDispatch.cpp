@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace inkling::cpu {
 #define GEN_PASS_DEF_PARALLELDISPATCHPASS
@@ -40,6 +41,23 @@ LogicalResult toNestedFors(RewriterBase &rewriter,
   return success();
 }
 
+/// Clones into `region` each constant defined above it that it uses, so
+/// that outlining passes it on as a constant, not an argument: an
+/// intrinsic's immediate operand (vfpclassps's class bits, X86Bf16.cpp)
+/// must be a constant in the function that calls it.
+void cloneConstantsInto(RewriterBase &rewriter, Region &region) {
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(region, captured);
+  rewriter.setInsertionPointToStart(&region.front());
+  for (Value value : captured) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !def->hasTrait<OpTrait::ConstantLike>())
+      continue;
+    Value copy = rewriter.clone(*def)->getResult(0);
+    replaceAllUsesInRegionWith(value, copy, region);
+  }
+}
+
 /// Moves the threaded branch of `branch` into a private function of its
 /// own, which LLVM may not inline: the calling function then holds the
 /// single-thread code as the one-thread build has it, plus a branch and a
@@ -47,6 +65,7 @@ LogicalResult toNestedFors(RewriterBase &rewriter,
 /// out of it).
 LogicalResult outlineThreaded(RewriterBase &rewriter, SymbolTable &symbols,
                               scf::IfOp branch) {
+  cloneConstantsInto(rewriter, branch.getThenRegion());
   auto parent = branch->getParentOfType<FunctionOpInterface>();
   // A name unique in the module (outlineIfOp neither checks nor renames).
   std::string name;

@@ -1,6 +1,7 @@
 // RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true decode-runs=true" --canonicalize | FileCheck %s
 // RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true decode-runs=true" --canonicalize | FileCheck %s --check-prefix=BOTH
 // RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true decode-runs=true checked=true" --canonicalize | FileCheck %s --check-prefix=CHECKED
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true decode-runs=true even-odd-lanes=true avx512-bf16=true" --canonicalize | FileCheck %s --check-prefix=X86
 
 #real = #sconv.layout<kv_heads = 8, head_dim = 128, hidden = 4096, kernel = 4, tp = 1>
 !cache = memref<?x8x4x2048xbf16, strided<[65536, 8192, 2048, 1]>>
@@ -55,6 +56,31 @@
 // BOTH:           scf.parallel
 // BOTH:             vector.load %{{.+}} : memref<16384xbf16>, vector<128xbf16>
 // BOTH:         return
+
+// avx512-bf16: each output line's 32 f32 lanes (even-odd order) are
+// classified per half by vfpclassps (QNaN | denormal | SNaN = 0xa1 = 161);
+// a line with such a lane takes the software rounding (the bits' round to
+// nearest even, NaN -> 0x7fc0), the others one vcvtne2ps2bf16 (its first
+// operand the high half) and the interleave back to channel order.
+// X86-LABEL: func @conv_real
+// X86:         %[[CLASSES:.+]] = llvm.mlir.constant(161 : i32) : i32
+// X86:         %[[ACC:.+]] = arith.addf %{{.+}}, %{{.+}} : vector<32xf32>
+// X86-NEXT:    %[[LOW:.+]] = vector.shuffle %[[ACC]], %[[ACC]] [0, 1, {{.*}}, 15] : vector<32xf32>, vector<32xf32>
+// X86-NEXT:    %[[HIGH:.+]] = vector.shuffle %[[ACC]], %[[ACC]] [16, 17, {{.*}}, 31] : vector<32xf32>, vector<32xf32>
+// X86-NEXT:    %[[CL:.+]] = llvm.call_intrinsic "llvm.x86.avx512.fpclass.ps.512"(%[[LOW]], %[[CLASSES]]) : (vector<16xf32>, i32) -> vector<16xi1>
+// X86-NEXT:    %[[CH:.+]] = llvm.call_intrinsic "llvm.x86.avx512.fpclass.ps.512"(%[[HIGH]], %[[CLASSES]])
+// X86-NEXT:    %[[C:.+]] = arith.ori %[[CL]], %[[CH]] : vector<16xi1>
+// X86-NEXT:    %[[ANY:.+]] = vector.reduction <or>, %[[C]] : vector<16xi1> into i1
+// X86-NEXT:    %[[OUT:.+]] = scf.if %[[ANY]] -> (vector<32xbf16>) {
+// X86:           arith.cmpf une
+// X86:           arith.select
+// X86:           vector.bitcast %{{.+}} : vector<16xi32> to vector<32xbf16>
+// X86:         } else {
+// X86-NEXT:      %[[P:.+]] = llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"(%[[HIGH]], %[[LOW]]) : (vector<16xf32>, vector<16xf32>) -> vector<32xbf16>
+// X86-NEXT:      %[[I:.+]] = vector.shuffle %[[P]], %[[P]] [0, 16, 1, 17, {{.*}}, 15, 31]
+// X86-NEXT:      scf.yield %[[I]]
+// X86:         vector.store %[[OUT]], %arg7{{.*}}inkling.cached_store
+// X86:         return
 
 // Checked convs keep the (token, head) nest (its history taps check and
 // report per chunk): no runs, no 64-byte lines of x.

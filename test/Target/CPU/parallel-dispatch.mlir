@@ -6,9 +6,12 @@
 // private function that LLVM may not inline (so the calling function holds
 // the single-thread code as the one-thread build has it), the nest as
 // scf.for loops (inner parallel loops too) otherwise, with the same body.
+// The constants the copy uses are cloned into it, not passed: an
+// intrinsic's immediate operand must be a constant in its function.
 // CHECK-LABEL: func.func private @nest_threaded0
-// CHECK-SAME:    (%[[F:[^:]*]]: f32, %[[M:[^:]*]]: memref<?x8x16xf32>
+// CHECK-SAME:    (%[[M:[^:]*]]: memref<?x8x16xf32>, %{{[^:]*}}: index)
 // CHECK-SAME:    attributes {passthrough = ["noinline"]}
+// CHECK:         %[[F:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:         scf.parallel (%[[I:.*]], %[[H:.*]]) =
 // CHECK-NEXT:      scf.parallel (%[[C:.*]]) =
 // CHECK-NEXT:        memref.store %[[F]], %[[M]][%[[I]], %[[H]], %[[C]]]
@@ -30,7 +33,7 @@
 // CHECK:         %[[C64:.*]] = arith.constant 64 : index
 // CHECK:         %[[BIG:.*]] = arith.cmpi sge, %[[P1]], %[[C64]]
 // CHECK:         scf.if %[[BIG]] {
-// CHECK-NEXT:      func.call @nest_threaded0(%{{.*}}, %arg1, {{.*}}%[[T]]
+// CHECK-NEXT:      func.call @nest_threaded0(%arg1, %[[T]])
 // CHECK-NEXT:    } else {
 // CHECK-NEXT:      scf.for %[[SI:.*]] = %[[C0]] to %[[T]] step %[[C1]] {
 // CHECK-NEXT:        scf.for %[[SH:.*]] = %[[C0]] to %[[C8]] step %[[C1]] {

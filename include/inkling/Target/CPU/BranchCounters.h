@@ -42,13 +42,17 @@ enum class Branch {
   /// inkling-cpu-parallel-dispatch: the parallel nest, or the scf.for one.
   Threaded,
   Sequential,
+  /// With avx512-bf16, per 64-byte line of a decode-run output: rounded by
+  /// vcvtne2ps2bf16, or (a NaN or denormal lane) by the software rounding.
+  X86RoundedLine,
+  SoftwareRoundedLine,
 };
 
-inline constexpr std::array<Branch, 10> kBranches = {
+inline constexpr std::array<Branch, 12> kBranches = {
     Branch::TokenRunsOn, Branch::TokenRunsOff,    Branch::RunsUnrolled,
     Branch::RunsLooped,  Branch::DecodeRunsWhole, Branch::DecodeRunsPartial,
     Branch::StreamingOn, Branch::StreamingOff,    Branch::Threaded,
-    Branch::Sequential};
+    Branch::Sequential,  Branch::X86RoundedLine,  Branch::SoftwareRoundedLine};
 
 /// The counters' symbols, in the order of Branch.
 inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
@@ -61,7 +65,9 @@ inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
                              "inkling_branch_streaming_on",
                              "inkling_branch_streaming_off",
                              "inkling_branch_threaded",
-                             "inkling_branch_sequential"};
+                             "inkling_branch_sequential",
+                             "inkling_branch_x86_rounded_line",
+                             "inkling_branch_software_rounded_line"};
 
 /// The symbol of `branch`'s counter.
 inline llvm::StringRef branchCounterSymbol(Branch branch) {

@@ -58,9 +58,18 @@ struct CPULoopOptions {
   bool decodeRuns = false;
   /// In the run nests, a chunk's f32 lanes in even-odd order.
   bool evenOddLanes = false;
+  /// The target has AVX512-F/BW/DQ and AVX512-BF16 (hostHasAvx512Bf16):
+  /// the decode-run nest rounds its outputs' 64-byte lines with
+  /// vcvtne2ps2bf16 where that gives the same bits (X86Bf16.cpp).
+  bool avx512Bf16 = false;
   /// Count each run-time branch taken (BranchCounters.h).
   bool branchCounters = false;
 };
+
+/// Whether the host CPU has what `CPULoopOptions::avx512Bf16` needs
+/// (llvm::sys::getHostCPUFeatures; X86Bf16.cpp): what the JIT, which
+/// compiles for the host, sets it from.
+bool hostHasAvx512Bf16();
 
 /// hoist-taps (HoistedTaps.cpp).
 class CPUTapHoisting : public TapHoisting {

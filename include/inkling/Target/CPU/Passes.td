@@ -70,6 +70,13 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
            "shift and a mask of its 32-bit words and narrows back with the "
            "rounding written on the words and one or, where the natural "
            "order needs a lane-crossing widen and narrow per vector">,
+    Option<"avx512Bf16", "avx512-bf16", "bool", /*default=*/"false",
+           "The target has AVX512-F, -BW, -DQ and AVX512-BF16: the "
+           "decode-run nest rounds each 64-byte line of its outputs with one "
+           "vcvtne2ps2bf16, unless a lane is a NaN or a denormal (one "
+           "vfpclassps per 16 lanes and a branch), which the instruction "
+           "rounds otherwise; such a line takes the software rounding. The "
+           "same bits either way; the code then runs only on such CPUs">,
     Option<"branchCounters", "branch-counters", "bool", /*default=*/"false",
            "Count each run-time branch of the conv nests taken (token runs "
            "on or off, a run unrolled or looped) in public i64 globals "
@@ -78,6 +85,9 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",
+    // A strategy's target-specific forms (CPULoopOptions::avx512Bf16: x86
+    // intrinsic calls).
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
@@ -270,6 +280,15 @@ def HoistStaticAllocasPass
     same thread changes no defined value; the stack holds one copy per
     thread instead of one per iteration.
 
+    Then each `memref.alloca_scope` whose body (outside the allocation
+    scopes nested in it) holds no op that may allocate in it is replaced by
+    its body: what memref's canonicalization does, except that an
+    `llvm.call_intrinsic` (which has no memory-effect interface, and which
+    canonicalization therefore takes for an allocation) counts as none:
+    an intrinsic allocates nothing in its caller's frame. (The decode-run
+    nest's AVX512-BF16 rounding calls x86 intrinsics; without this, its
+    threaded copy's scope would keep the body's branches.)
+
     ```mlir
     omp.parallel {
       omp.wsloop { omp.loop_nest (%i) ... {
@@ -280,7 +299,7 @@ def HoistStaticAllocasPass
     omp.parallel {
       %buf = memref.alloca() : memref<4x128xbf16>
       omp.wsloop { omp.loop_nest (%i) ... {
-        memref.alloca_scope { ... }
+        ...
     ```
   }];
 }
