@@ -112,6 +112,14 @@ Operation *inkling::loops::storeLanes(OpBuilder &b, Location loc, Value value,
                                  /*nontemporal=*/false, align);
 }
 
+Value inkling::loops::laneRange(OpBuilder &b, Location loc, Value v,
+                                int64_t first, int64_t count) {
+  SmallVector<int64_t> mask;
+  for (int64_t l = 0; l < count; ++l)
+    mask.push_back(first + l);
+  return vector::ShuffleOp::create(b, loc, v, v, mask);
+}
+
 int64_t inkling::loops::laneChannel(LaneOrder order, int64_t lanes, int64_t l) {
   if (order == LaneOrder::Natural)
     return l;
@@ -128,15 +136,6 @@ Value splatI32(OpBuilder &b, Location loc, uint32_t value, int64_t lanes) {
       b, loc,
       DenseElementsAttr::get(type,
                              b.getI32IntegerAttr(static_cast<int32_t>(value))));
-}
-
-/// Lanes [first, first + count) of `v`.
-Value laneRange(OpBuilder &b, Location loc, Value v, int64_t first,
-                int64_t count) {
-  SmallVector<int64_t> mask;
-  for (int64_t l = 0; l < count; ++l)
-    mask.push_back(first + l);
-  return vector::ShuffleOp::create(b, loc, v, v, mask);
 }
 
 /// The bits of f32 lanes `v` rounded to nearest even at bit 16 (the bf16 in

@@ -33,13 +33,6 @@ constexpr int64_t kConvertLanes = 32;
 /// vcvtne2ps2bf16 rounds otherwise.
 constexpr int32_t kX86NanOrDenormal = 0x01 | 0x20 | 0x80;
 
-Value lanes(OpBuilder &b, Location loc, Value v, int64_t first, int64_t count) {
-  SmallVector<int64_t> mask;
-  for (int64_t l = 0; l < count; ++l)
-    mask.push_back(first + l);
-  return vector::ShuffleOp::create(b, loc, v, v, mask);
-}
-
 } // namespace
 
 bool inkling::cpu::hostHasAvx512Bf16() {
@@ -51,17 +44,11 @@ bool inkling::cpu::hostHasAvx512Bf16() {
   return true;
 }
 
-bool inkling::cpu::convertsWithAvx512Bf16(int64_t laneCount) {
-  return laneCount == kConvertLanes;
-}
-
 Value inkling::cpu::truncToBf16Avx512(
     OpBuilder &b, Location loc, Value v, int64_t laneCount, LaneOrder order,
     llvm::function_ref<void(OpBuilder &, Location, bool)> inBranch) {
-  if (!convertsWithAvx512Bf16(laneCount))
+  if (laneCount != kConvertLanes)
     return truncToBf16(b, loc, v, laneCount, order);
-  // vfpclassps of each half: x86's class bits, unlike llvm.is.fpclass's
-  // (which LLVM expands into integer compares).
   int64_t half = laneCount / 2;
   auto flags = VectorType::get({half}, b.getI1Type());
   Value imm = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
@@ -72,7 +59,8 @@ Value inkling::cpu::truncToBf16Avx512(
                ValueRange{part, imm})
         .getResult(0);
   };
-  Value low = lanes(b, loc, v, 0, half), high = lanes(b, loc, v, half, half);
+  Value low = laneRange(b, loc, v, 0, half);
+  Value high = laneRange(b, loc, v, half, half);
   Value special = arith::OrIOp::create(b, loc, classify(low), classify(high));
   Value anySpecial =
       vector::ReductionOp::create(b, loc, vector::CombiningKind::OR, special);

@@ -9,13 +9,10 @@
 
 namespace inkling::cpu {
 
-/// Whether truncToBf16Avx512 converts `lanes` f32 lanes with the
-/// instruction (a whole 64-byte line of bf16).
-bool convertsWithAvx512Bf16(int64_t lanes);
-
 /// loops::truncToBf16's bits, rounded by vcvtne2ps2bf16 (AVX512-BF16 and
-/// AVX512-BW) where that is exact: a whole line without a NaN or a
-/// denormal; otherwise by truncToBf16's expansion. `inBranch`, if given,
+/// AVX512-BW) where that is exact: a whole 64-byte line (32 lanes) without
+/// a NaN or a denormal; otherwise (and for other lane counts) by
+/// truncToBf16's expansion. `inBranch`, if given,
 /// is called at the start of each branch (`software`: the expansion's).
 mlir::Value truncToBf16Avx512(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t lanes,

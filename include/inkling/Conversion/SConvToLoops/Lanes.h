@@ -40,6 +40,10 @@ Operation *storeLanes(OpBuilder &b, Location loc, Value value, Value memref,
 /// a conv is indifferent to it; only loads and stores see channels.
 enum class LaneOrder { Natural, EvenOdd };
 
+/// Lanes [first, first + count) of the vector `v`.
+Value laneRange(OpBuilder &b, Location loc, Value v, int64_t first,
+                int64_t count);
+
 /// The channel that lane l of `lanes` holds in `order` (EvenOdd needs an
 /// even lane count).
 int64_t laneChannel(LaneOrder order, int64_t lanes, int64_t l);
