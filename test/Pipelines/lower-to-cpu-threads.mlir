@@ -20,28 +20,34 @@
 // avx512-bf16: the decode-run nest's rounding reaches LLVM IR as x86
 // intrinsics in its threaded copies (their immediates constants there:
 // inkling-cpu-parallel-dispatch clones them in; their alloca scopes
-// inlined: inkling-cpu-hoist-static-allocas) and in the sequential nest in
-// the layer's function; the prefill nest (threaded0, threaded1) keeps the
-// software rounding.
+// inlined: inkling-cpu-hoist-static-allocas) and in its sequential copies;
+// the prefill nest (threaded0/sequential0, threaded1/sequential1) keeps the
+// software rounding, and the layer's function holds no nest.
 // X86-LABEL: define internal void @decoder_layer_threaded0..omp_par
+// X86-NOT:     cvtne2ps2bf16
+// X86-LABEL: define void @decoder_layer_sequential0(
 // X86-NOT:     cvtne2ps2bf16
 // X86-LABEL: define internal void @decoder_layer_threaded2..omp_par
 // X86:         call <16 x i1> @llvm.x86.avx512.fpclass.ps.512(<16 x float> %{{.*}}, i32 161)
 // X86:         call <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(
-// X86-LABEL: define void @decoder_layer(
+// X86-LABEL: define void @decoder_layer_sequential2(
+// X86:         call <16 x i1> @llvm.x86.avx512.fpclass.ps.512(<16 x float> %{{.*}}, i32 161)
 // X86:         call <32 x bfloat> @llvm.x86.avx512bf16.cvtne2ps2bf16.512(
+// X86-LABEL: define void @decoder_layer(
+// X86-NOT:     call <32 x bfloat> @llvm.x86.avx512bf16
+// X86:         {{^}}declare
 
 // The fused layer is one nest in two forms, chosen per call on the step's
 // shape (sconv-lower-to-loops token-runs): the (run of 4 tokens, head)
 // nest of prefill, then the (run of 4 tokens, head) decode-run nest. Each
 // is a branch on its outer iterations (ceil(T / 4) * 8) >= 32 between a
-// call of its threaded copy, outlined into a private function of its own
-// (one region on 4 threads), and the sequential nest, which stays in the
-// layer's function with no OpenMP op: the single-thread code. The four
-// streams' chains (16 fmas) in each, 5 times in the token-run form (4
-// unrolled tokens and the token loop), 9 in the decode-run form (its whole
-// runs with cache taps unselected, or selected; the token loop). Streaming
-// stores off here (their copies: STREAM below).
+// call of its threaded copy (one region on 4 threads) and a call of its
+// sequential copy (no OpenMP op: the single-thread code), each outlined
+// into a private function of its own. The four streams' chains (16 fmas)
+// in each copy, 5 times in the token-run form (4 unrolled tokens and the
+// token loop), 9 in the decode-run form (its whole runs with cache taps
+// unselected, or selected; the token loop). Streaming stores off here
+// (their copies: STREAM below).
 // FUSED-LABEL: llvm.func @decoder_layer_threaded0(
 // FUSED-SAME:    attributes {{{.*}}passthrough = ["noinline"]
 // FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
@@ -50,11 +56,20 @@
 // FUSED-NOT:     omp.parallel
 // FUSED-COUNT-80: llvm.intr.fma
 // FUSED:           omp.terminator
+// FUSED-LABEL: llvm.func @decoder_layer_sequential0(
+// FUSED-SAME:    attributes {{{.*}}passthrough = ["noinline"]
+// FUSED-NOT:     omp.
+// FUSED-COUNT-80: llvm.intr.fma
+// FUSED-NOT:     omp.
 // FUSED-LABEL: llvm.func @decoder_layer_threaded1(
 // FUSED:         omp.parallel num_threads(%{{.*}} : i32) {
 // FUSED-NOT:     omp.parallel
 // FUSED-COUNT-144: llvm.intr.fma
 // FUSED:           omp.terminator
+// FUSED-LABEL: llvm.func @decoder_layer_sequential1(
+// FUSED-NOT:     omp.
+// FUSED-COUNT-144: llvm.intr.fma
+// FUSED-NOT:     omp.
 // FUSED-LABEL: llvm.func @decoder_layer(
 // FUSED-NOT:     omp.
 // FUSED:         %[[MIN:.*]] = llvm.mlir.constant(32 : index) : i64
@@ -66,7 +81,7 @@
 // FUSED:         llvm.call @decoder_layer_threaded0(
 // FUSED:       ^[[SEQ1]]:
 // FUSED-NOT:     omp.
-// FUSED-COUNT-80: llvm.intr.fma
+// FUSED:         llvm.call @decoder_layer_sequential0(
 // FUSED:         %[[BIG2:.*]] = llvm.icmp "sge" %{{.*}}, %[[MIN]] : i64
 // FUSED-NEXT:    llvm.cond_br %[[BIG2]], ^[[PAR2:.*]], ^[[SEQ2:[a-z0-9]*]]
 // FUSED:       ^[[PAR2]]:
@@ -74,7 +89,7 @@
 // FUSED:         llvm.call @decoder_layer_threaded1(
 // FUSED:       ^[[SEQ2]]:
 // FUSED-NOT:     omp.
-// FUSED-COUNT-144: llvm.intr.fma
+// FUSED:         llvm.call @decoder_layer_sequential1(
 // FUSED-NOT:     llvm.intr.fma
 // FUSED-NOT:     omp.
 

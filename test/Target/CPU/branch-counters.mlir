@@ -18,11 +18,17 @@
 // CHECK-DAG:   memref.global @inkling_branch_streaming_off : memref<1xi64> = dense<0>
 // CHECK-DAG:   memref.global @inkling_branch_threaded : memref<1xi64> = dense<0>
 // CHECK-DAG:   memref.global @inkling_branch_sequential : memref<1xi64> = dense<0>
-// The threaded copies of the nests are private functions of their own
-// (inkling-cpu-parallel-dispatch), counting where they start.
+// The threaded and the sequential copies of the nests are private
+// functions of their own (inkling-cpu-parallel-dispatch), counting where
+// they start.
 // CHECK-LABEL: func.func private @conv_real_threaded0
 // CHECK:           memref.get_global @inkling_branch_threaded
 // CHECK:           scf.parallel
+// CHECK:           memref.get_global @inkling_branch_runs_unrolled
+// CHECK:           memref.get_global @inkling_branch_runs_looped
+// CHECK-LABEL: func.func private @conv_real_sequential0
+// CHECK:           memref.get_global @inkling_branch_sequential
+// CHECK-NOT:       scf.parallel
 // CHECK:           memref.get_global @inkling_branch_runs_unrolled
 // CHECK:           memref.get_global @inkling_branch_runs_looped
 // CHECK-LABEL: func.func @conv_real
@@ -30,8 +36,9 @@
 // CHECK-NEXT:      %[[ON:.+]] = memref.get_global @inkling_branch_token_runs_on
 // CHECK:           memref.atomic_rmw addi %{{.+}}, %[[ON]][%{{.+}}] : (i64, memref<1xi64>) -> i64
 // CHECK:           memref.get_global @inkling_branch_streaming_on
-// CHECK:           call @conv_real_threaded
-// CHECK:           memref.get_global @inkling_branch_sequential
+// CHECK:           call @conv_real_threaded0
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      call @conv_real_sequential0
 // CHECK:           memref.get_global @inkling_branch_streaming_off
 // CHECK:           %[[NORUNS:.+]] = memref.get_global @inkling_branch_token_runs_off
 // CHECK-NEXT:      memref.atomic_rmw addi %{{.+}}, %[[NORUNS]][%{{.+}}] : (i64, memref<1xi64>) -> i64

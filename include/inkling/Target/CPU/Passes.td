@@ -151,24 +151,25 @@ def ParallelDispatchPass
     decode step of a few tokens runs exactly the single-thread code, with no
     fork, no join and no OpenMP call at all (an `omp.parallel if(false)`
     still costs the runtime's serialized-region calls and the outlined
-    body's call on every nest). The `then` branch is outlined into a
-    private function `<caller>_threaded<N>` that LLVM may not inline
-    (`passthrough = ["noinline"]`): the OpenMP lowering's outlining,
-    allocas and captured values then stay out of the calling function,
-    which holds the single-thread code as a build without threads has it,
-    plus one branch and one call per nest. The two branches compute the
-    same bits.
+    body's call on every nest). Each branch is outlined into a private
+    function that LLVM may not inline (`passthrough = ["noinline"]`),
+    `<caller>_threaded<N>` and `<caller>_sequential<N>`: the OpenMP
+    lowering's outlining, allocas and captured values stay out of the
+    sequential code, and each copy is compiled on its own, whatever the
+    caller's other nests hold (left in the caller, the sequential nests
+    shared a stack frame twice the one-thread build's and ran at 0.83-0.98x
+    its speed at T = 1: docs/fusion.md). The calling
+    function keeps one branch and two calls per nest. The two copies
+    compute the same bits.
 
     ```mlir
     scf.parallel (%t, %h) = (%c0, %c0) to (%T, %c8) step (%c1, %c1) { ... }
     // becomes (min-iterations=64)
     %big = arith.cmpi sge, %iterations, %c64 : index
     scf.if %big {
-      func.call @layer_threaded0(...)  // scf.parallel (%t, %h) ... { ... }
+      func.call @layer_threaded0(...)    // scf.parallel (%t, %h) ... { ... }
     } else {
-      scf.for %t = %c0 to %T step %c1 {
-        scf.for %h = %c0 to %c8 step %c1 { ... }
-      }
+      func.call @layer_sequential0(...)  // scf.for %t ... { scf.for %h ... }
     }
     ```
   }];
