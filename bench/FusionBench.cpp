@@ -41,6 +41,14 @@
 //                      against layer/conv-insert's first: how far the
 //                      compiler's decode is from a hand-written kernel on
 //                      this machine
+//   layer/access-runs  decode only: the layer's loads and stores without its
+//                      arithmetic (DecodeAccessPattern.cpp: one xor per
+//                      line), in the decode-run nest's order, its output
+//                      checked first; layer/access-tokens: the same token by
+//                      token, the next token's history rows prefetched. The
+//                      faster is the floor of the layer's own access pattern
+//                      (its scattered 2.5 KiB row pieces), which the memcpy
+//                      bound does not see
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -63,10 +71,11 @@
 // set does not fit in (L2 at T = 64, L3 at T = 256 on a 2 MiB / 32 MiB
 // machine) and understated the bound. Last, decode against the hand-written
 // kernel (layer/hand-avx512): its time, the compiler's over it, and both
-// over the bound.
+// over the bound; and decode against the floor of its access pattern.
 //
 //===----------------------------------------------------------------------===//
 
+#include "DecodeAccessPattern.h"
 #include "HandDecodeKernel.h"
 #include "Harness/JitHarness.h"
 #include "Harness/StreamParams.h"
@@ -599,6 +608,81 @@ void BM_LayerHandAvx512(benchmark::State &state) {
   timed(state, "layer/hand-avx512", callHand);
 }
 
+void callAccessPattern(Workload &w, bench::AccessOrder order) {
+  const uint16_t *x[4];
+  uint16_t *y[4];
+  for (int s = 0; s < 4; ++s) {
+    x[s] = w.xs[s]->data;
+    y[s] = w.ys[s]->data;
+  }
+  bench::decodeAccessPattern(order, handShape(), w.handTokens, w.cache->data, x,
+                             y);
+}
+
+/// The number of bf16 elements where the access-pattern kernel's output
+/// differs from what it must compute: its cache as layer/conv-insert's (both
+/// store x at the slot rows) and y the xor of x and the three history rows,
+/// computed here element by element. A kernel that skipped a row or a line
+/// would differ: the floor it gives is of the layer's whole traffic.
+int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
+  callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
+  std::vector<uint16_t> cache(w.cache->data, w.cache->data + w.cache->size);
+  for (auto &y : w.ys)
+    std::fill(y->data, y->data + y->size, 0);
+  callAccessPattern(w, order);
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < cache.size(); ++i)
+    mismatches += cache[i] != w.cache->data[i];
+  bench::HandDecodeShape shape = handShape();
+  for (int s = 0; s < 4; ++s) {
+    int64_t width = shape.width[s], row = shape.heads * width;
+    for (int64_t t = 0; t < w.tokens; ++t)
+      for (int64_t h = 0; h < shape.heads; ++h)
+        for (int64_t c = 0; c < width; ++c) {
+          int64_t col = h * shape.headStride + shape.offset[s] + c;
+          uint16_t expected = w.xs[s]->data[t * row + h * width + c];
+          for (int64_t history : w.handTokens[t].history)
+            expected ^= cache[history + col];
+          mismatches += w.ys[s]->data[t * row + h * width + c] != expected;
+        }
+  }
+  return mismatches;
+}
+
+/// Set when an access-pattern kernel's output is wrong: the binary then
+/// exits with 1 (its smoke test fails).
+bool accessPatternWrong = false;
+
+void timeAccessPattern(benchmark::State &state, bench::AccessOrder order,
+                       const char *what) {
+  if (!bench::accessPatternSupported()) {
+    state.SkipWithError("skipped: this CPU has no AVX-512 F and BW");
+    return;
+  }
+  if (!bench::handDecodeHandles(handShape())) {
+    state.SkipWithError("the access-pattern kernel does not handle this "
+                        "layout");
+    return;
+  }
+  Workload &w = workload(state.range(0));
+  if (int64_t bad = accessPatternMismatches(w, order)) {
+    accessPatternWrong = true;
+    state.SkipWithError((std::string(what) + " differs from its reference in " +
+                         std::to_string(bad) + " elements")
+                            .c_str());
+    return;
+  }
+  timed(state, what, [order](Workload &w) { callAccessPattern(w, order); });
+}
+
+void BM_LayerAccessRuns(benchmark::State &state) {
+  timeAccessPattern(state, bench::AccessOrder::Runs, "layer/access-runs");
+}
+void BM_LayerAccessTokens(benchmark::State &state) {
+  timeAccessPattern(state, bench::AccessOrder::TokensPrefetched,
+                    "layer/access-tokens");
+}
+
 void BM_LayerTokenSeq(benchmark::State &state) {
   timed(state, "layer/token-seq", [](Workload &w) { callLayerSeq(w); });
 }
@@ -633,6 +717,8 @@ BENCHMARK(BM_LayerTrafficCopyThreads)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPlainStores)->Apply(tokenArgs);
 BENCHMARK(BM_LayerPortable)->Apply(decodeArgs);
 BENCHMARK(BM_LayerHandAvx512)->Apply(decodeArgs);
+BENCHMARK(BM_LayerAccessRuns)->Apply(decodeArgs);
+BENCHMARK(BM_LayerAccessTokens)->Apply(decodeArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -725,6 +811,26 @@ void printSummary() {
                 ratio(one, hand), bound * 1e6, ratio(hand, bound),
                 ratio(one, bound));
   }
+  std::printf("\nDecode's access pattern without its arithmetic (the layer's "
+              "loads and stores, one xor per line; access-runs: the "
+              "decode-run nest's order; access-tokens: token by token, the "
+              "next token's history rows prefetched; floor: the faster)\n");
+  std::printf("%6s | %11s %11s %13s | %11s %11s %12s %12s\n", "T", "1-thr us",
+              "runs us", "tokens us", "bound us", "floor/bound", "1-thr/floor",
+              "1-thr/bound");
+  for (int64_t t : kTokenCounts) {
+    double one = get("layer/conv-insert", t),
+           runs = get("layer/access-runs", t),
+           tokens = get("layer/access-tokens", t),
+           bound = get("layer/traffic-copy", t);
+    if (one == 0 || runs == 0 || tokens == 0 || bound == 0)
+      continue;
+    double floor = std::min(runs, tokens);
+    std::printf("%6lld | %11.2f %11.2f %13.2f | %11.2f %11.2f %12.2f %12.2f\n",
+                static_cast<long long>(t), one * 1e6, runs * 1e6, tokens * 1e6,
+                bound * 1e6, ratio(floor, bound), ratio(one, floor),
+                ratio(one, bound));
+  }
   std::printf("\nDecode's rounding to bf16: AVX512-BF16's vcvtne2ps2bf16 "
               "(layer/conv-insert on this host) against the software "
               "rounding (layer/portable)\n");
@@ -757,6 +863,11 @@ int main(int argc, char **argv) {
   if (handMismatched) {
     std::fprintf(stderr, "inkling-bench-fusion: layer/hand-avx512 and "
                          "layer/conv-insert differ (see above)\n");
+    return 1;
+  }
+  if (accessPatternWrong) {
+    std::fprintf(stderr, "inkling-bench-fusion: an access-pattern kernel's "
+                         "output is wrong (see above)\n");
     return 1;
   }
   return 0;

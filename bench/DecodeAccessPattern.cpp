@@ -1,0 +1,111 @@
+//===- DecodeAccessPattern.cpp - The decode layer's bytes, no arithmetic --===//
+//
+// The kernel of DecodeAccessPattern.h: the loop structure of
+// HandDecodeKernel.cpp with the conv's arithmetic replaced by one
+// vpternlogd and one xor per line, and the slot rows stored non-temporal.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodeAccessPattern.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace inkling::bench {
+
+#if defined(__x86_64__)
+
+bool accessPatternSupported() { return handDecodeSupported(); }
+
+namespace {
+
+#define INKLING_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+constexpr int kRun = 4;
+
+/// Tokens [t0, t0 + n): per head, stream and line, every load of the line
+/// (x and the history rows) before its stores (y, the slot row).
+INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
+                               const HandDecodeToken *tokens, int64_t t0, int n,
+                               uint16_t *cache, const uint16_t *const x[4],
+                               uint16_t *const y[4]) {
+  for (int64_t h = 0; h < shape.heads; ++h) {
+    const int64_t head = h * shape.headStride;
+    for (int s = 0; s < 4; ++s) {
+      const int64_t width = shape.width[s], row = shape.heads * width;
+      for (int64_t c = 0; c < width; c += 32) {
+        const int64_t col = head + shape.offset[s] + c;
+        __m512i xs[kRun], ys[kRun];
+        for (int i = 0; i < n; ++i) {
+          const HandDecodeToken &tok = tokens[i];
+          xs[i] = _mm512_loadu_si512(x[s] + (t0 + i) * row + h * width + c);
+          __m512i h0 = _mm512_loadu_si512(cache + tok.history[0] + col);
+          __m512i h1 = _mm512_loadu_si512(cache + tok.history[1] + col);
+          __m512i h2 = _mm512_loadu_si512(cache + tok.history[2] + col);
+          // 0x96: the three-way xor.
+          ys[i] = _mm512_xor_si512(_mm512_ternarylogic_epi32(h0, h1, h2, 0x96),
+                                   xs[i]);
+        }
+        for (int i = 0; i < n; ++i) {
+          if (tokens[i].slot >= 0)
+            _mm512_stream_si512(
+                reinterpret_cast<__m512i *>(cache + tokens[i].slot + col),
+                xs[i]);
+          _mm512_storeu_si512(y[s] + (t0 + i) * row + h * width + c, ys[i]);
+        }
+      }
+    }
+  }
+}
+
+/// Every 64-byte line of a token's history rows, at every head, into L2.
+void prefetchHistory(const HandDecodeShape &shape, const HandDecodeToken &tok,
+                     const uint16_t *cache, int64_t rowWidth) {
+  for (int64_t h = 0; h < shape.heads; ++h)
+    for (const int64_t history : tok.history)
+      for (int64_t c = 0; c < rowWidth; c += 32)
+        _mm_prefetch(reinterpret_cast<const char *>(cache + history +
+                                                    h * shape.headStride + c),
+                     _MM_HINT_T1);
+}
+
+} // namespace
+
+void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
+                         const std::vector<HandDecodeToken> &tokens,
+                         uint16_t *cache, const uint16_t *const x[4],
+                         uint16_t *const y[4]) {
+  const int64_t count = static_cast<int64_t>(tokens.size());
+  if (order == AccessOrder::Runs) {
+    for (int64_t t0 = 0; t0 < count; t0 += kRun)
+      walkTokens(shape, tokens.data() + t0, t0,
+                 static_cast<int>(std::min<int64_t>(kRun, count - t0)), cache,
+                 x, y);
+  } else {
+    // A head's part of a row: the four streams side by side.
+    int64_t rowWidth = 0;
+    for (int s = 0; s < 4; ++s)
+      rowWidth = std::max(rowWidth, shape.offset[s] + shape.width[s]);
+    for (int64_t t = 0; t < count; ++t) {
+      if (t + 1 < count)
+        prefetchHistory(shape, tokens[t + 1], cache, rowWidth);
+      walkTokens(shape, tokens.data() + t, t, 1, cache, x, y);
+    }
+  }
+  _mm_sfence(); // the non-temporal stores ordered before the caller's reads
+}
+
+#else
+
+bool accessPatternSupported() { return false; }
+
+void decodeAccessPattern(AccessOrder, const HandDecodeShape &,
+                         const std::vector<HandDecodeToken> &, uint16_t *,
+                         const uint16_t *const[4], uint16_t *const[4]) {}
+
+#endif
+
+} // namespace inkling::bench
