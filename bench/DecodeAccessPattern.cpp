@@ -1,8 +1,8 @@
 //===- DecodeAccessPattern.cpp - The decode layer's bytes, no arithmetic --===//
 //
 // The kernel of DecodeAccessPattern.h: the loop structure of
-// HandDecodeKernel.cpp with the conv's arithmetic replaced by one
-// vpternlogd and one xor per line, and the slot rows stored non-temporal.
+// HandDecodeKernel.cpp with the conv's arithmetic replaced by xors
+// (vpternlogd), and the slot rows stored non-temporal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +31,7 @@ constexpr int kRun = 4;
 INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
                                const HandDecodeToken *tokens, int64_t t0, int n,
                                uint16_t *cache, const uint16_t *const x[4],
+                               const uint16_t *const w[4],
                                uint16_t *const y[4]) {
   for (int64_t h = 0; h < shape.heads; ++h) {
     const int64_t head = h * shape.headStride;
@@ -38,6 +39,14 @@ INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
       const int64_t width = shape.width[s], row = shape.heads * width;
       for (int64_t c = 0; c < width; c += 32) {
         const int64_t col = head + shape.offset[s] + c;
+        // The line's weights, once for the tokens (0x96: three-way xor).
+        const uint16_t *lineWeights = w[s] + (h * width + c) * 4;
+        __m512i weights =
+            _mm512_xor_si512(_mm512_ternarylogic_epi32(
+                                 _mm512_loadu_si512(lineWeights),
+                                 _mm512_loadu_si512(lineWeights + 32),
+                                 _mm512_loadu_si512(lineWeights + 64), 0x96),
+                             _mm512_loadu_si512(lineWeights + 96));
         __m512i xs[kRun], ys[kRun];
         for (int i = 0; i < n; ++i) {
           const HandDecodeToken &tok = tokens[i];
@@ -45,9 +54,9 @@ INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
           __m512i h0 = _mm512_loadu_si512(cache + tok.history[0] + col);
           __m512i h1 = _mm512_loadu_si512(cache + tok.history[1] + col);
           __m512i h2 = _mm512_loadu_si512(cache + tok.history[2] + col);
-          // 0x96: the three-way xor.
-          ys[i] = _mm512_xor_si512(_mm512_ternarylogic_epi32(h0, h1, h2, 0x96),
-                                   xs[i]);
+          ys[i] = _mm512_ternarylogic_epi32(
+              _mm512_ternarylogic_epi32(h0, h1, h2, 0x96), xs[i], weights,
+              0x96);
         }
         for (int i = 0; i < n; ++i) {
           if (tokens[i].slot >= 0)
@@ -77,13 +86,13 @@ void prefetchHistory(const HandDecodeShape &shape, const HandDecodeToken &tok,
 void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
                          const std::vector<HandDecodeToken> &tokens,
                          uint16_t *cache, const uint16_t *const x[4],
-                         uint16_t *const y[4]) {
+                         const uint16_t *const w[4], uint16_t *const y[4]) {
   const int64_t count = static_cast<int64_t>(tokens.size());
   if (order == AccessOrder::Runs) {
     for (int64_t t0 = 0; t0 < count; t0 += kRun)
       walkTokens(shape, tokens.data() + t0, t0,
                  static_cast<int>(std::min<int64_t>(kRun, count - t0)), cache,
-                 x, y);
+                 x, w, y);
   } else {
     // A head's part of a row: the four streams side by side.
     int64_t rowWidth = 0;
@@ -92,7 +101,7 @@ void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
     for (int64_t t = 0; t < count; ++t) {
       if (t + 1 < count)
         prefetchHistory(shape, tokens[t + 1], cache, rowWidth);
-      walkTokens(shape, tokens.data() + t, t, 1, cache, x, y);
+      walkTokens(shape, tokens.data() + t, t, 1, cache, x, w, y);
     }
   }
   _mm_sfence(); // the non-temporal stores ordered before the caller's reads
@@ -104,7 +113,8 @@ bool accessPatternSupported() { return false; }
 
 void decodeAccessPattern(AccessOrder, const HandDecodeShape &,
                          const std::vector<HandDecodeToken> &, uint16_t *,
-                         const uint16_t *const[4], uint16_t *const[4]) {}
+                         const uint16_t *const[4], const uint16_t *const[4],
+                         uint16_t *const[4]) {}
 
 #endif
 

@@ -42,8 +42,8 @@
 //                      compiler's decode is from a hand-written kernel on
 //                      this machine
 //   layer/access-runs  decode only: the layer's loads and stores without its
-//                      arithmetic (DecodeAccessPattern.cpp: one xor per
-//                      line), in the decode-run nest's order, its output
+//                      arithmetic (DecodeAccessPattern.cpp: xors in its
+//                      place), in the decode-run nest's order, its output
 //                      checked first; layer/access-tokens: the same token by
 //                      token, the next token's history rows prefetched. The
 //                      faster is the floor of the layer's own access pattern
@@ -551,16 +551,23 @@ bench::HandDecodeShape handShape() {
   return shape;
 }
 
-void callHand(Workload &w) {
+/// The workload's per-stream buffers as the hand-written kernels take them.
+struct StreamPointers {
   const uint16_t *x[4], *weights[4];
   uint16_t *y[4];
-  for (int s = 0; s < 4; ++s) {
-    x[s] = w.xs[s]->data;
-    weights[s] = w.ws[s]->data;
-    y[s] = w.ys[s]->data;
+  explicit StreamPointers(Workload &w) {
+    for (int s = 0; s < 4; ++s) {
+      x[s] = w.xs[s]->data;
+      weights[s] = w.ws[s]->data;
+      y[s] = w.ys[s]->data;
+    }
   }
-  bench::handDecodeLayer(handShape(), w.handTokens, w.cache->data, x, weights,
-                         y);
+};
+
+void callHand(Workload &w) {
+  StreamPointers p(w);
+  bench::handDecodeLayer(handShape(), w.handTokens, w.cache->data, p.x,
+                         p.weights, p.y);
 }
 
 /// The number of bf16 elements where the hand-written kernel's y and cache
@@ -609,21 +616,17 @@ void BM_LayerHandAvx512(benchmark::State &state) {
 }
 
 void callAccessPattern(Workload &w, bench::AccessOrder order) {
-  const uint16_t *x[4];
-  uint16_t *y[4];
-  for (int s = 0; s < 4; ++s) {
-    x[s] = w.xs[s]->data;
-    y[s] = w.ys[s]->data;
-  }
-  bench::decodeAccessPattern(order, handShape(), w.handTokens, w.cache->data, x,
-                             y);
+  StreamPointers p(w);
+  bench::decodeAccessPattern(order, handShape(), w.handTokens, w.cache->data,
+                             p.x, p.weights, p.y);
 }
 
 /// The number of bf16 elements where the access-pattern kernel's output
 /// differs from what it must compute: its cache as layer/conv-insert's (both
-/// store x at the slot rows) and y the xor of x and the three history rows,
-/// computed here element by element. A kernel that skipped a row or a line
-/// would differ: the floor it gives is of the layer's whole traffic.
+/// store x at the slot rows) and y the xor of x, the three history rows and
+/// the line's weights (DecodeAccessPattern.h), computed here element by
+/// element. A kernel that skipped a row or a line would differ: the floor
+/// it gives is of the layer's whole traffic.
 int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
   callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
   std::vector<uint16_t> cache(w.cache->data, w.cache->data + w.cache->size);
@@ -643,6 +646,9 @@ int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
           uint16_t expected = w.xs[s]->data[t * row + h * width + c];
           for (int64_t history : w.handTokens[t].history)
             expected ^= cache[history + col];
+          int64_t line = c - c % 32;
+          for (int64_t k = 0; k < 4; ++k)
+            expected ^= w.ws[s]->data[(h * width + line) * 4 + 32 * k + c % 32];
           mismatches += w.ys[s]->data[t * row + h * width + c] != expected;
         }
   }
@@ -812,7 +818,7 @@ void printSummary() {
                 ratio(one, bound));
   }
   std::printf("\nDecode's access pattern without its arithmetic (the layer's "
-              "loads and stores, one xor per line; access-runs: the "
+              "loads and stores, xors for its arithmetic; access-runs: the "
               "decode-run nest's order; access-tokens: token by token, the "
               "next token's history rows prefetched; floor: the faster)\n");
   std::printf("%6s | %11s %11s %13s | %11s %11s %12s %12s\n", "T", "1-thr us",
