@@ -9,12 +9,25 @@
 #include "DecodeAccessPattern.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 namespace inkling::bench {
+
+bool accessPatternAligned(const HandDecodeShape &shape,
+                          const std::vector<HandDecodeToken> &tokens,
+                          const uint16_t *cache) {
+  constexpr int64_t kLineElements = 32; // 64 bytes of bf16
+  if (reinterpret_cast<uintptr_t>(cache) % 64 != 0 ||
+      shape.headStride % kLineElements != 0)
+    return false;
+  return std::all_of(tokens.begin(), tokens.end(), [](const auto &token) {
+    return token.slot < 0 || token.slot % kLineElements == 0;
+  });
+}
 
 #if defined(__x86_64__)
 

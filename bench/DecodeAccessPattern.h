@@ -34,6 +34,14 @@ enum class AccessOrder {
 /// Whether this machine runs the kernel (as handDecodeSupported).
 bool accessPatternSupported();
 
+/// Whether every slot row's line starts 64-byte aligned (the cache's base,
+/// each slot offset and the head stride), as the kernel's non-temporal
+/// stores need: with widths and offsets multiples of 32 channels
+/// (handDecodeHandles), every line of the row then is.
+bool accessPatternAligned(const HandDecodeShape &shape,
+                          const std::vector<HandDecodeToken> &tokens,
+                          const uint16_t *cache);
+
 /// Per stream s, token t, head h, channel c: y[s][t, h, c] = x ^ h0 ^ h1
 /// ^ h2 ^ w0 ^ w1 ^ w2 ^ w3 (as 16-bit words: the token's x row, its three
 /// history rows, and of the 32-channel line c0 = c - c % 32 the weights'
@@ -41,7 +49,7 @@ bool accessPatternSupported();
 /// 64-byte weight lines xored), x stored at the token's slot row with
 /// non-temporal stores (as the decode-run nest streams its cache rows), y
 /// with ordinary ones. Shapes as for handDecodeLayer; `shape` must satisfy
-/// handDecodeHandles.
+/// handDecodeHandles and the rows accessPatternAligned.
 void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
                          const std::vector<HandDecodeToken> &tokens,
                          uint16_t *cache, const uint16_t *const x[4],

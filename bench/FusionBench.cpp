@@ -671,6 +671,11 @@ void timeAccessPattern(benchmark::State &state, bench::AccessOrder order,
     return;
   }
   Workload &w = workload(state.range(0));
+  if (!bench::accessPatternAligned(handShape(), w.handTokens, w.cache->data)) {
+    state.SkipWithError("the cache's slot rows are not 64-byte aligned: the "
+                        "access-pattern kernel's non-temporal stores need it");
+    return;
+  }
   if (int64_t bad = accessPatternMismatches(w, order)) {
     accessPatternWrong = true;
     state.SkipWithError((std::string(what) + " differs from its reference in " +
