@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of the sanitizer build for a bounded time:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60; scripts/test.sh: 20)
+# The targets run side by side, one per core ($INKLING_FUZZ_JOBS overrides
+# nproc), each for the full time; each one's report prints when it ends.
 # The build is $INKLING_ASAN_BUILD_DIR (default build-asan/, made by
 # scripts/test.sh's stage 2). A finding (crash, sanitizer report, leak,
 # timeout, invariant violation) stops the run with a non-zero exit and leaves
@@ -38,11 +40,38 @@ run() {
   return "${PIPESTATUS[0]}"
 }
 
-run inkling-fuzz-ir -dict="$root/fuzz/sconv.dict" -max_len=16384 \
+# Starts `run` in the background once fewer than $parallel targets run; its
+# output and exit status go to files that `report` reads.
+parallel="${INKLING_FUZZ_JOBS:-$(nproc)}"
+names=()
+launch() {
+  local name="$1"
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do
+    wait -n || true
+  done
+  names+=("$name")
+  (if run "$@"; then echo 0; else echo $?; fi) >"$work/$name.log" 2>&1 &
+}
+report() {
+  wait
+  local name status failed=0
+  for name in "${names[@]}"; do
+    status="$(tail -n 1 "$work/$name.log")"
+    head -n -1 "$work/$name.log"
+    if [ "$status" != 0 ]; then
+      echo "== $name failed (exit $status)"
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+launch inkling-fuzz-ir -dict="$root/fuzz/sconv.dict" -max_len=16384 \
   "$work/ir-corpus"
-run inkling-fuzz-runtime -max_len=4096 "$work/runtime-corpus"
-run inkling-fuzz-manifest -dict="$root/fuzz/manifest.dict" -max_len=65536 \
+launch inkling-fuzz-runtime -max_len=4096 "$work/runtime-corpus"
+launch inkling-fuzz-manifest -dict="$root/fuzz/manifest.dict" -max_len=65536 \
   "$work/manifest-corpus"
 # -close_fd_mask=1: replay prints a line per output it writes.
-run inkling-fuzz-replay -max_len=65536 -close_fd_mask=1 "$work/replay-corpus"
-run inkling-fuzz-layer-call -max_len=4096 "$work/layer-call-corpus"
+launch inkling-fuzz-replay -max_len=65536 -close_fd_mask=1 "$work/replay-corpus"
+launch inkling-fuzz-layer-call -max_len=4096 "$work/layer-call-corpus"
+report

@@ -1,0 +1,1 @@
+// The target that builds cmake/pch/MLIRHeaders.h (PrecompiledHeaders.cmake).
