@@ -49,6 +49,11 @@
 //                      faster is the floor of the layer's own access pattern
 //                      (its scattered 2.5 KiB row pieces), which the memcpy
 //                      bound does not see
+//   layer/*-cold       decode only: layer/conv-insert, layer/traffic-copy
+//                      and layer/access-* with every cache level emptied
+//                      before each call (ColdCaches.h), as in serving,
+//                      where the model's other layers run between two steps
+//                      of a layer; 40 calls, the emptying not timed
 //
 // at T = 1, 8, 64, 256 decode tokens (one sequence each, history in the
 // cache) and 8192 prefill tokens (one sequence from position 0). Every slot
@@ -71,10 +76,12 @@
 // set does not fit in (L2 at T = 64, L3 at T = 256 on a 2 MiB / 32 MiB
 // machine) and understated the bound. Last, decode against the hand-written
 // kernel (layer/hand-avx512): its time, the compiler's over it, and both
-// over the bound; and decode against the floor of its access pattern.
+// over the bound; decode against the floor of its access pattern; and
+// decode, its bound and that floor from cold caches.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ColdCaches.h"
 #include "DecodeAccessPattern.h"
 #include "HandDecodeKernel.h"
 #include "Harness/JitHarness.h"
@@ -366,17 +373,11 @@ std::string key(const char *what, int64_t tokens) {
   return std::string(what) + "/" + std::to_string(tokens);
 }
 
-template <typename Body>
-void timed(benchmark::State &state, const char *what, Body body) {
-  int64_t tokens = state.range(0);
-  Workload &w = workload(tokens);
-  body(w); // warm up (page faults, caches)
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state)
-    body(w);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+/// Records `seconds` over the state's iterations for the summary, and the
+/// benchmark's rates.
+void record(benchmark::State &state, const char *what, const Workload &w,
+            double seconds) {
+  int64_t tokens = w.tokens;
   state.SetBytesProcessed(state.iterations() * w.rowBytes);
   state.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(state.iterations() * tokens),
@@ -387,6 +388,40 @@ void timed(benchmark::State &state, const char *what, Body body) {
       secondsPerIteration().emplace(key(what, tokens), perIteration);
   if (!inserted)
     it->second = std::min(it->second, perIteration);
+}
+
+template <typename Body>
+void timed(benchmark::State &state, const char *what, Body body) {
+  Workload &w = workload(state.range(0));
+  body(w); // warm up (page faults, caches)
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state)
+    body(w);
+  record(state, what, w,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+             .count());
+}
+
+/// As `timed`, with every cache level emptied before each call
+/// (ColdCaches.h): the times of a serving step, whose rows and weights the
+/// model's other layers have evicted. The emptying is not timed (the
+/// benchmarks use manual time).
+template <typename Body>
+void timedCold(benchmark::State &state, const char *what, Body body) {
+  Workload &w = workload(state.range(0));
+  body(w); // page faults
+  double seconds = 0;
+  for (auto _ : state) {
+    bench::evictCaches();
+    auto start = std::chrono::steady_clock::now();
+    body(w);
+    double call =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    state.SetIterationTime(call);
+    seconds += call;
+  }
+  record(state, what, w, seconds);
 }
 
 void callInserts(Workload &w, FusionStrategy strategy, bool plain = false) {
@@ -507,13 +542,16 @@ void allocateTrafficBuffers(Workload &w) {
       std::make_unique<AlignedBuffer<uint8_t>>(w.layerTraffic / 2, 0);
 }
 
+/// The bound's copy: half the layer's traffic, read and written.
+void copyTraffic(Workload &w) {
+  std::memcpy(w.trafficDest->data, w.trafficSource->data, w.layerTraffic / 2);
+  benchmark::DoNotOptimize(w.trafficDest->data);
+  benchmark::ClobberMemory();
+}
+
 void BM_LayerTrafficCopy(benchmark::State &state) {
   allocateTrafficBuffers(workload(state.range(0)));
-  timed(state, "layer/traffic-copy", [](Workload &w) {
-    std::memcpy(w.trafficDest->data, w.trafficSource->data, w.layerTraffic / 2);
-    benchmark::DoNotOptimize(w.trafficDest->data);
-    benchmark::ClobberMemory();
-  });
+  timed(state, "layer/traffic-copy", copyTraffic);
 }
 
 void BM_LayerTrafficCopyThreads(benchmark::State &state) {
@@ -660,7 +698,7 @@ int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
 bool accessPatternWrong = false;
 
 void timeAccessPattern(benchmark::State &state, bench::AccessOrder order,
-                       const char *what) {
+                       const char *what, bool cold = false) {
   if (!bench::accessPatternSupported()) {
     state.SkipWithError("skipped: this CPU has no AVX-512 F and BW");
     return;
@@ -683,7 +721,11 @@ void timeAccessPattern(benchmark::State &state, bench::AccessOrder order,
                             .c_str());
     return;
   }
-  timed(state, what, [order](Workload &w) { callAccessPattern(w, order); });
+  auto body = [order](Workload &w) { callAccessPattern(w, order); };
+  if (cold)
+    timedCold(state, what, body);
+  else
+    timed(state, what, body);
 }
 
 void BM_LayerAccessRuns(benchmark::State &state) {
@@ -692,6 +734,26 @@ void BM_LayerAccessRuns(benchmark::State &state) {
 void BM_LayerAccessTokens(benchmark::State &state) {
   timeAccessPattern(state, bench::AccessOrder::TokensPrefetched,
                     "layer/access-tokens");
+}
+
+// The decode layer, its bound and the floor of its access pattern from
+// cold caches (timedCold).
+void BM_LayerConvInsertCold(benchmark::State &state) {
+  timedCold(state, "layer/conv-insert-cold", [](Workload &w) {
+    callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
+  });
+}
+void BM_LayerTrafficCopyCold(benchmark::State &state) {
+  allocateTrafficBuffers(workload(state.range(0)));
+  timedCold(state, "layer/traffic-copy-cold", copyTraffic);
+}
+void BM_LayerAccessRunsCold(benchmark::State &state) {
+  timeAccessPattern(state, bench::AccessOrder::Runs, "layer/access-runs-cold",
+                    /*cold=*/true);
+}
+void BM_LayerAccessTokensCold(benchmark::State &state) {
+  timeAccessPattern(state, bench::AccessOrder::TokensPrefetched,
+                    "layer/access-tokens-cold", /*cold=*/true);
 }
 
 void BM_LayerTokenSeq(benchmark::State &state) {
@@ -709,6 +771,13 @@ void decodeArgs(benchmark::internal::Benchmark *b) {
     if (t < kPrefillTokens)
       b->Arg(t);
   b->ArgName("T")->UseRealTime();
+}
+
+void coldArgs(benchmark::internal::Benchmark *b) {
+  for (int64_t t : kTokenCounts)
+    if (t < kPrefillTokens)
+      b->Arg(t);
+  b->ArgName("T")->UseManualTime()->Iterations(40);
 }
 
 BENCHMARK(BM_InsertPacked)->Apply(tokenArgs);
@@ -730,6 +799,11 @@ BENCHMARK(BM_LayerPortable)->Apply(decodeArgs);
 BENCHMARK(BM_LayerHandAvx512)->Apply(decodeArgs);
 BENCHMARK(BM_LayerAccessRuns)->Apply(decodeArgs);
 BENCHMARK(BM_LayerAccessTokens)->Apply(decodeArgs);
+// A fixed count: each call follows a ~10 ms emptying of the caches.
+BENCHMARK(BM_LayerConvInsertCold)->Apply(coldArgs);
+BENCHMARK(BM_LayerTrafficCopyCold)->Apply(coldArgs);
+BENCHMARK(BM_LayerAccessRunsCold)->Apply(coldArgs);
+BENCHMARK(BM_LayerAccessTokensCold)->Apply(coldArgs);
 
 void printSummary() {
   auto &m = secondsPerIteration();
@@ -841,6 +915,30 @@ void printSummary() {
                 static_cast<long long>(t), one * 1e6, runs * 1e6, tokens * 1e6,
                 bound * 1e6, ratio(floor, bound), ratio(one, floor),
                 ratio(one, bound));
+  }
+  std::printf("\nDecode from cold caches (every cache level emptied before "
+              "each call, as the model's other layers do between two steps "
+              "of a layer; the emptying not timed; mean of 40 calls)\n");
+  std::printf("%6s | %11s %11s %12s %12s | %11s %11s %11s %12s\n", "T",
+              "1-thr us", "bound us", "1-thr/bound", "warm ratio", "runs us",
+              "tokens us", "floor/bound", "1-thr/floor");
+  for (int64_t t : kTokenCounts) {
+    double one = get("layer/conv-insert-cold", t),
+           bound = get("layer/traffic-copy-cold", t),
+           runs = get("layer/access-runs-cold", t),
+           tokens = get("layer/access-tokens-cold", t),
+           warmOne = get("layer/conv-insert", t),
+           warmBound = get("layer/traffic-copy", t);
+    if (one == 0 || bound == 0)
+      continue;
+    // The faster of the two orders that ran (neither runs without AVX-512).
+    double floor = runs > 0 && tokens > 0 ? std::min(runs, tokens)
+                                          : std::max(runs, tokens);
+    std::printf("%6lld | %11.2f %11.2f %12.2f %12.2f | %11.2f %11.2f %11.2f "
+                "%12.2f\n",
+                static_cast<long long>(t), one * 1e6, bound * 1e6,
+                ratio(one, bound), ratio(warmOne, warmBound), runs * 1e6,
+                tokens * 1e6, ratio(floor, bound), ratio(one, floor));
   }
   std::printf("\nDecode's rounding to bf16: AVX512-BF16's vcvtne2ps2bf16 "
               "(layer/conv-insert on this host) against the software "
