@@ -20,7 +20,7 @@ namespace inkling::bench {
 /// (sysfs), and at least 64 MiB.
 size_t evictionBytes();
 
-/// Reads a buffer of evictionBytes(), one load per line, so that no line of
+/// Reads every word of a buffer of evictionBytes(), so that no line of
 /// what ran before is left in any cache level (inclusive or victim); the
 /// dirty ones are written back here, not in the call timed next.
 void evictCaches();

@@ -3,12 +3,13 @@
 # Parsing LLVM's and MLIR's headers was 85-90% of the compile of a source of
 # the compiler (ParallelDispatch.cpp: 7.6 s, 6.3 s of it parsing; 2.4 s with
 # the precompiled header). One header (cmake/pch/MLIRHeaders.h) is
-# precompiled by its own target and reused by every target named below.
+# precompiled by its own target and reused by every target named in the
+# top-level CMakeLists.txt (inkling_use_precompiled_mlir_headers).
 # Clang accepts a precompiled header only where the optimization level, PIC,
-# language options (-fopenmp, -fexceptions, default visibility) and
-# sanitizers match its own; the targets named share the flags of the
-# directory-wide options (extra -D and -I are accepted), so the sanitizer
-# build precompiles its own, with its flags.
+# language options (-fopenmp, -fexceptions) and sanitizers match its own:
+# the targets named share the directory-wide flags (their extra -D and -I
+# are accepted), and the sanitizer build precompiles its own, with its
+# flags.
 option(INKLING_PRECOMPILED_HEADERS
   "Precompile LLVM's and MLIR's headers (cmake/pch/MLIRHeaders.h)" ON)
 

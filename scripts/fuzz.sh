@@ -5,8 +5,9 @@
 # nproc), each for the full time; each one's report prints when it ends.
 # The build is $INKLING_ASAN_BUILD_DIR (default build-asan/, made by
 # scripts/test.sh's stage 2). A finding (crash, sanitizer report, leak,
-# timeout, invariant violation) stops the run with a non-zero exit and leaves
-# the reproducer in <build>/fuzz-work/artifacts/.
+# timeout, invariant violation) stops that target, leaves the reproducer in
+# <build>/fuzz-work/artifacts/, and makes the script exit non-zero once
+# every target has ended.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${INKLING_ASAN_BUILD_DIR:-$root/build-asan}"
