@@ -36,9 +36,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Layout.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -262,7 +261,7 @@ int main(int argc, char **argv) {
       {"separate", FusionStrategy::ConvInsert, "separate"},
       {"none", FusionStrategy::None, "separate"},
   };
-  std::unique_ptr<mlir::ExecutionEngine> engines[2][2];
+  std::unique_ptr<exec::JitEngine> engines[2][2];
   for (int threads : {0, 1})
     for (int s = 0; s < 2; ++s) {
       CompileOptions options;

@@ -86,9 +86,8 @@
 #include "HandDecodeKernel.h"
 #include "Harness/JitHarness.h"
 #include "Harness/StreamParams.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Layout.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "benchmark/benchmark.h"
 
@@ -192,25 +191,28 @@ struct Workload {
 struct Engines {
   Layout layout;
   int64_t pageBytes;
-  std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  std::map<FusionStrategy, std::unique_ptr<exec::JitEngine>> engines;
   /// conv-insert with threads = 0 (every core).
-  std::unique_ptr<mlir::ExecutionEngine> threaded;
+  std::unique_ptr<exec::JitEngine> threaded;
   /// conv-insert with ordinary stores only.
-  std::unique_ptr<mlir::ExecutionEngine> plainStores;
+  std::unique_ptr<exec::JitEngine> plainStores;
   /// conv-insert without the decode-run nest (decode-runs=false).
-  std::unique_ptr<mlir::ExecutionEngine> tokenNest;
+  std::unique_ptr<exec::JitEngine> tokenNest;
   /// packed-inserts and none with ordinary stores only.
-  std::map<FusionStrategy, std::unique_ptr<mlir::ExecutionEngine>> plainInserts;
+  std::map<FusionStrategy, std::unique_ptr<exec::JitEngine>> plainInserts;
   std::map<int64_t, std::unique_ptr<Workload>> workloads;
   /// Seconds to lower and JIT the module: conv-insert on one thread, and
   /// threaded (threads = 0).
   double compileOneThread = 0, compileThreaded = 0;
 };
 
-/// `compile`, timed into `seconds`.
-std::unique_ptr<mlir::ExecutionEngine>
-timedCompile(const std::string &source, const CompileOptions &options,
-             std::string &error, double &seconds) {
+/// `compile`, timed into `seconds`: always compiled, never loaded from
+/// $INKLING_CACHE_DIR's object cache.
+std::unique_ptr<exec::JitEngine> timedCompile(const std::string &source,
+                                              CompileOptions options,
+                                              std::string &error,
+                                              double &seconds) {
+  options.cacheDir = "";
   auto start = std::chrono::steady_clock::now();
   auto engine = compile(source, options, error);
   seconds =
@@ -432,7 +434,7 @@ void callInserts(Workload &w, FusionStrategy strategy, bool plain = false) {
   fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3]);
 }
 
-void callLayer(Workload &w, mlir::ExecutionEngine &engine) {
+void callLayer(Workload &w, exec::JitEngine &engine) {
   auto fn = reinterpret_cast<LayerFn>(lookupFunction(engine, "layer"));
   Call &c = w.call;
   fn(&c.cache, &c.qsl, &c.nc, &c.bt, &c.slots, w.x[0], w.x[1], w.x[2], w.x[3],
@@ -505,7 +507,7 @@ void BM_LayerPortable(benchmark::State &state) {
     return;
   }
   // Compiled on first use only (the other engines are compiled up front).
-  static std::unique_ptr<mlir::ExecutionEngine> portable = [] {
+  static std::unique_ptr<exec::JitEngine> portable = [] {
     Engines &e = engines();
     CompileOptions options;
     options.avx512Bf16 = false;

@@ -6,10 +6,16 @@
 #            fuzz targets for a bounded time.
 # INKLING_SKIP_SANITIZERS=1 runs stage 1 only (a quick local loop). At the
 # end (also after a failure) it prints how long each step took.
+# Both stages share the JIT's object cache (INKLING_CACHE_DIR, default
+# build/object-cache; set it empty for none): a layer's module lowered to the
+# same LLVM IR for the same CPU is optimized and compiled once, and the
+# sanitizer stage, whose JIT code is not instrumented, loads what stage 1
+# compiled (docs/Design.md section 9).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${INKLING_BUILD_DIR:-$root/build}"
 jobs="$(nproc)"
+export INKLING_CACHE_DIR="${INKLING_CACHE_DIR-$build/object-cache}"
 
 # The steps' names and seconds, printed on exit.
 steps=()

@@ -31,6 +31,11 @@ config.substitutions.append(
 # workers that sleep at once rather than spin beside the other tests).
 config.substitutions.append(("%libomp", config.openmp_library))
 config.environment["KMP_BLOCKTIME"] = "0"
+# The JIT's object cache (inkling/ExecutionEngine/ObjectCache.h): the test
+# command shares one between its stages; a test that needs its own passes
+# --cache-dir.
+if os.environ.get("INKLING_CACHE_DIR"):
+    config.environment["INKLING_CACHE_DIR"] = os.environ["INKLING_CACHE_DIR"]
 
 # The ASan+UBSan build (the sanitizer stage): the tests whose extra runs
 # add kernel work rather than host code paths keep them to `!sanitized`.

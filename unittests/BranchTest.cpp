@@ -17,11 +17,10 @@
 #include "Harness/Compare.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Layout.h"
 #include "inkling/Runtime/Reference.h"
 #include "inkling/Target/CPU/BranchCounters.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -113,9 +112,9 @@ protected:
     return os.str();
   }
 
-  mlir::ExecutionEngine *compile(CompileOptions options) {
+  exec::JitEngine *compile(CompileOptions options) {
     std::string error;
-    mlir::ExecutionEngine *engine = compileCached(module(), options, error);
+    exec::JitEngine *engine = compileCached(module(), options, error);
     EXPECT_TRUE(engine) << error;
     return engine;
   }
@@ -127,7 +126,7 @@ protected:
   /// changed by `inputs`) with its counters reset, checks the output
   /// against the reference (a NaN: the CPU's 0x7fc0, Design.md section 10)
   /// and returns the counts (-1: the module has no such counter).
-  Counts run(mlir::ExecutionEngine *engine, const std::vector<Seq> &seqs,
+  Counts run(exec::JitEngine *engine, const std::vector<Seq> &seqs,
              const Inputs &inputs = {}) {
     Counts counts;
     if (!engine)
@@ -158,7 +157,7 @@ protected:
     referenceConv(layout, kStream, in.x.view(), in.weights.data, step.meta,
                   {cache.data, blockStride, step.numBlocks}, options,
                   expected.mutableView());
-    for (int64_t i = 0; i < expected.buffer.size; ++i)
+    for (size_t i = 0; i < expected.buffer.size; ++i)
       if ((expected.buffer.data[i] & 0x7fff) > 0x7f80)
         expected.buffer.data[i] = 0x7fc0;
     std::vector<std::unique_ptr<char[]>> keep;
@@ -192,7 +191,7 @@ TEST_F(BranchTest, ProductionIRHasNoCounters) {
   CompileOptions options;
   options.threads = 2;
   options.streamingStoresMinIterations = 32;
-  mlir::ExecutionEngine *engine = compile(options);
+  exec::JitEngine *engine = compile(options);
   ASSERT_TRUE(engine);
   for (Branch branch : cpu::kBranches)
     EXPECT_EQ(branchCounter(*engine, branch), nullptr)
@@ -203,7 +202,7 @@ TEST_F(BranchTest, ProductionIRHasNoCounters) {
 // long prefills, a step exactly at the threshold; not a T = 1 decode, a
 // batch of decodes, or one token below the threshold.
 TEST_F(BranchTest, TokenRunsOnForLongSequencesOffForDecode) {
-  mlir::ExecutionEngine *engine = compile(counted());
+  exec::JitEngine *engine = compile(counted());
   struct Case {
     std::vector<Seq> seqs;
     bool runs;
@@ -233,7 +232,7 @@ TEST_F(BranchTest, TokenRunsOnForLongSequencesOffForDecode) {
 // A run of 4 tokens all of one sequence is unrolled; a run split between
 // sequences (or cut by the step's end) walks each part in a loop.
 TEST_F(BranchTest, RunsUnrolledWhenWholeLoopedWhenSplit) {
-  mlir::ExecutionEngine *engine = compile(counted());
+  exec::JitEngine *engine = compile(counted());
   // Sequences of 16 and 8 tokens: every run is whole. Per (run, head,
   // sequence): 6 runs x 2 heads.
   Counts whole = run(engine, {{0, 16}, {3, 8}});
@@ -251,7 +250,7 @@ TEST_F(BranchTest, RunsUnrolledWhenWholeLoopedWhenSplit) {
 // (run, head)): whole runs unrolled, the step's last, shorter run in a
 // loop; off (decode-runs=false), the (token, head) nest runs instead.
 TEST_F(BranchTest, DecodeRunsWholeAndPartialForDecode) {
-  mlir::ExecutionEngine *engine = compile(counted());
+  exec::JitEngine *engine = compile(counted());
   // 9 sequences of one token (positions before, at and after W - 1): runs
   // [0, 4) and [4, 8) whole, [8, 9) partial; per head (2).
   Counts nine = run(engine, {{6, 1},
@@ -283,7 +282,7 @@ TEST_F(BranchTest, DecodeRunsWholeAndPartialForDecode) {
 TEST_F(BranchTest, StreamingStoresOnForLargeStepsOffForSmall) {
   CompileOptions options = counted();
   options.streamingStoresMinIterations = 32;
-  mlir::ExecutionEngine *engine = compile(options);
+  exec::JitEngine *engine = compile(options);
   Counts large = run(engine, {{0, 64}}); // 16 runs x 2 heads = 32
   EXPECT_EQ(large[Branch::StreamingOn], 1) << describe(large);
   EXPECT_EQ(large[Branch::StreamingOff], 0) << describe(large);
@@ -303,7 +302,7 @@ TEST_F(BranchTest, ThreadedForLargeStepsSequentialForSmall) {
   CompileOptions options = counted();
   options.threads = 2;
   options.minParallelIterations = 32;
-  mlir::ExecutionEngine *engine = compile(options);
+  exec::JitEngine *engine = compile(options);
   Counts large = run(engine, {{0, 64}});
   EXPECT_EQ(large[Branch::Threaded], 1) << describe(large);
   EXPECT_EQ(large[Branch::Sequential], 0) << describe(large);
@@ -327,7 +326,7 @@ TEST_F(BranchTest, DecodeLinesRoundedByAvx512Bf16UnlessNanOrDenormal) {
                     "avx512-bf16 code cannot run here";
   CompileOptions options = counted();
   options.avx512Bf16 = true; // (the default here, as the host has it)
-  mlir::ExecutionEngine *engine = compile(options);
+  exec::JitEngine *engine = compile(options);
   // 9 sequences of one token: 9 x 2 heads = 18 lines.
   const std::vector<Seq> decode = {{6, 1}, {3, 1}, {2, 1}, {9, 1}, {17, 1},
                                    {5, 1}, {4, 1}, {8, 1}, {31, 1}};
@@ -347,9 +346,9 @@ TEST_F(BranchTest, DecodeLinesRoundedByAvx512Bf16UnlessNanOrDenormal) {
   // 2^-127: token 0's outputs are denormal in every lane (both heads'
   // lines), the other tokens' are their inputs plus a denormal.
   Counts denormal = run(engine, decode, [](ConvInputs &in, int64_t stride) {
-    for (int64_t i = 0; i < in.weights.size; ++i)
+    for (size_t i = 0; i < in.weights.size; ++i)
       in.weights.data[i] = (i % 3 ? 0x0001 : 0x8001);
-    for (int64_t i = 0; i < in.bias.size; ++i)
+    for (size_t i = 0; i < in.bias.size; ++i)
       in.bias.data[i] = 0;
     for (int64_t c = 0; c < in.channels; ++c)
       in.x.buffer.data[c] =

@@ -8,7 +8,7 @@
 
 #include "Harness/JitHarness.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -36,12 +36,11 @@ TEST(CompileCache, CompilesEachVariantOnce) {
   std::string error;
   CompileOptions options;
   CompileCacheStats before = compileCacheStats();
-  mlir::ExecutionEngine *first =
-      compileCached(insertModule(2, "\n"), options, error);
+  exec::JitEngine *first = compileCached(insertModule(2, "\n"), options, error);
   ASSERT_TRUE(first) << error;
   EXPECT_TRUE(lookupFunction(*first, "insert_k"));
   // The same IR spelled otherwise (a comment, other white space).
-  mlir::ExecutionEngine *again =
+  exec::JitEngine *again =
       compileCached(insertModule(2, "  // the same layer\n\n"), options, error);
   EXPECT_EQ(again, first);
   CompileCacheStats after = compileCacheStats();
@@ -51,11 +50,10 @@ TEST(CompileCache, CompilesEachVariantOnce) {
   // Other options, other IR: new engines.
   CompileOptions checked;
   checked.checked = true;
-  mlir::ExecutionEngine *other =
-      compileCached(insertModule(2, "\n"), checked, error);
+  exec::JitEngine *other = compileCached(insertModule(2, "\n"), checked, error);
   ASSERT_TRUE(other) << error;
   EXPECT_NE(other, first);
-  mlir::ExecutionEngine *otherKernel =
+  exec::JitEngine *otherKernel =
       compileCached(insertModule(3, "\n"), options, error);
   ASSERT_TRUE(otherKernel) << error;
   EXPECT_NE(otherKernel, first);

@@ -25,10 +25,9 @@
 #include "Harness/FakeGpu.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/EpilogueReference.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -241,7 +240,7 @@ protected:
   }
 
   /// Runs `@kv_path` of `engine`: the conv cache, K cache, V cache after.
-  Expected run(mlir::ExecutionEngine &engine, KvStep &s) {
+  Expected run(exec::JitEngine &engine, KvStep &s) {
     void *address = lookupFunction(engine, "kv_path");
     EXPECT_NE(address, nullptr);
     return run(s, [&](const std::vector<void *> &d) {

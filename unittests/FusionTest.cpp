@@ -26,9 +26,8 @@
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
 #include "Harness/StreamParams.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -182,7 +181,7 @@ class FusionTest : public ::testing::TestWithParam<FusionCase> {
 protected:
   struct Compiled : TestLayout {
     std::string source;
-    std::map<std::string, mlir::ExecutionEngine *> engines;
+    std::map<std::string, exec::JitEngine *> engines;
   };
 
   /// The layout's module, and its engine for `variant` (none: the module
@@ -223,8 +222,8 @@ protected:
     std::vector<std::vector<uint16_t>> outs;
   };
   using Inputs = std::vector<std::unique_ptr<ConvInputs>>;
-  ::testing::AssertionResult run(mlir::ExecutionEngine &engine,
-                                 const char *function, const Step &step,
+  ::testing::AssertionResult run(exec::JitEngine &engine, const char *function,
+                                 const Step &step,
                                  const AlignedBuffer<uint16_t> &cache0,
                                  Inputs &inputs, Result &result,
                                  bool misaligned = false);
@@ -238,9 +237,9 @@ protected:
 /// Runs `function` of `engine` on a copy of `cache0` and fresh (poisoned)
 /// outputs.
 ::testing::AssertionResult
-FusionTest::run(mlir::ExecutionEngine &engine, const char *function,
-                const Step &step, const AlignedBuffer<uint16_t> &cache0,
-                Inputs &inputs, Result &result, bool misaligned) {
+FusionTest::run(exec::JitEngine &engine, const char *function, const Step &step,
+                const AlignedBuffer<uint16_t> &cache0, Inputs &inputs,
+                Result &result, bool misaligned) {
   const Compiled &c = compiled(nullptr);
   const Layout &layout = c.layout;
   int64_t tokens = step.meta.numTokens();

@@ -20,10 +20,9 @@
 #include "Harness/FakeGpu.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/EpilogueReference.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -152,7 +151,7 @@ private:
 using RowsCall = std::function<void(const std::vector<void *> &)>;
 
 /// `rows` of `engine` as a RowsCall (null when it has none).
-RowsCall jitRows(mlir::ExecutionEngine &engine) {
+RowsCall jitRows(exec::JitEngine &engine) {
   void *address = lookupFunction(engine, "rows");
   if (!address)
     return nullptr;
@@ -170,9 +169,8 @@ RowsCall jitRows(mlir::ExecutionEngine &engine) {
 }
 
 std::vector<std::unique_ptr<StreamData>>
-runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
-        RowOperands &in, AlignedBuffer<uint16_t> &cache, int64_t cacheBytes,
-        StepMetadata meta);
+runRows(exec::JitEngine &engine, int64_t tokens, int64_t row, RowOperands &in,
+        AlignedBuffer<uint16_t> &cache, int64_t cacheBytes, StepMetadata meta);
 
 /// Runs `rows` through `call` (none: no outputs).
 std::vector<std::unique_ptr<StreamData>>
@@ -203,9 +201,8 @@ runRows(const RowsCall &call, int64_t tokens, int64_t row, RowOperands &in,
 }
 
 std::vector<std::unique_ptr<StreamData>>
-runRows(mlir::ExecutionEngine &engine, int64_t tokens, int64_t row,
-        RowOperands &in, AlignedBuffer<uint16_t> &cache, int64_t cacheBytes,
-        StepMetadata meta) {
+runRows(exec::JitEngine &engine, int64_t tokens, int64_t row, RowOperands &in,
+        AlignedBuffer<uint16_t> &cache, int64_t cacheBytes, StepMetadata meta) {
   return runRows(jitRows(engine), tokens, row, in, cache, cacheBytes, meta);
 }
 

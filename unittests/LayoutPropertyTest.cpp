@@ -26,9 +26,8 @@
 
 #include "Harness/Compare.h"
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "gtest/gtest.h"
 

@@ -1,7 +1,7 @@
 //===- LowerToCPUTest.cpp - JIT the CPU lowering against the reference ----===//
 //
 // Builds sconv IR for a layout, lowers it with `inkling-lower-to-cpu`, JITs
-// it with MLIR's ExecutionEngine (once per layout and test suite) and runs it
+// it (JitEngine, once per layout and test suite) and runs it
 // on random steps (mixed batches of prefills from 0, chunked prefills,
 // decodes and short speculative chunks), comparing every output and the whole
 // cache buffer bit for bit with the independent reference
@@ -19,11 +19,10 @@
 #include "Harness/Compare.h"
 #include "Harness/JitFixture.h"
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Pipelines/Pipelines.h"
 #include "inkling/Runtime/Layout.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -135,18 +134,18 @@ std::string buildModule(const LayoutCase &lc, const Layout &layout,
 
 /// Lowers and JITs `source`, once per process (a test failure when it does
 /// not compile).
-mlir::ExecutionEngine *compile(const std::string &source, bool checked) {
+exec::JitEngine *compile(const std::string &source, bool checked) {
   CompileOptions options;
   options.checked = checked;
   std::string error;
-  mlir::ExecutionEngine *engine = compileCached(source, options, error);
+  exec::JitEngine *engine = compileCached(source, options, error);
   if (!engine)
     ADD_FAILURE() << error;
   return engine;
 }
 
 template <typename Fn>
-Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
+Fn lookup(exec::JitEngine &engine, const std::string &name) {
   void *address = lookupFunction(engine, name);
   if (!address)
     ADD_FAILURE() << "no function " << name;
@@ -156,7 +155,7 @@ Fn lookup(mlir::ExecutionEngine &engine, const std::string &name) {
 /// Function `name` of `engine` into `fn`: success, or a failure that says
 /// whether the engine or the function is missing.
 template <typename Fn>
-::testing::AssertionResult findFunction(mlir::ExecutionEngine *engine,
+::testing::AssertionResult findFunction(exec::JitEngine *engine,
                                         const std::string &name, Fn &fn) {
   if (!engine)
     return ::testing::AssertionFailure() << "no engine";
@@ -183,7 +182,7 @@ protected:
   ::testing::AssertionResult paddedMatchesReference(int seeds);
 
   struct Compiled : TestLayout {
-    mlir::ExecutionEngine *engine = nullptr, *checkedEngine = nullptr;
+    exec::JitEngine *engine = nullptr, *checkedEngine = nullptr;
   };
 
   /// JIT-compiles each layout (and mode) once per test process, on demand

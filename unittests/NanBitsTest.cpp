@@ -13,9 +13,8 @@
 #include "Harness/Compare.h"
 #include "Harness/JitFixture.h"
 
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/Reference.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include <gtest/gtest.h>
 
@@ -69,7 +68,7 @@ TEST_P(NanBitsTest, NanOutputsAreCanonical) {
   CompileOptions options;
   options.streamingStoresMinIterations = form.streamingStoresMinIterations;
   std::string error;
-  mlir::ExecutionEngine *engine = compileCached(os.str(), options, error);
+  exec::JitEngine *engine = compileCached(os.str(), options, error);
   ASSERT_TRUE(engine) << error;
   using ConvFn = void (*)(MemI8 *, MemI32 *, MemI32 *, MemI32x2 *, MemI64 *,
                           void *, Mem2 *, Mem1 *, void *);

@@ -3,7 +3,7 @@
 // The one in-memory form of a compiled kernel bundle (what
 // `inkling-gpu-write-kernels` writes to disk: objects and manifest.json) and
 // the target it is compiled for. No MLIR types: `LayerProgram`
-// (ExecutionEngine) and the embedding API's `KernelCompiler`
+// (the CPU's JIT) and the embedding API's `KernelCompiler`
 // (KernelBundle.h) both return it, and the runtime's CUDA launcher loads it
 // (`cuda::KernelBundle::load(driver, bundle.manifest, bundle.files())`).
 //

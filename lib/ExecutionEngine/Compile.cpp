@@ -1,6 +1,6 @@
 //===- Compile.cpp - Lower and JIT a layer function, or emit its kernels --===//
 //
-// LayerProgram::compile (`inkling-lower-to-cpu` and MLIR's ExecutionEngine)
+// LayerProgram::compile (`inkling-lower-to-cpu` and the JIT, JitEngine.h)
 // and LayerProgram::compileKernels (`inkling-lower-to-nvvm` and the kernel
 // bundle), with what both share: the fusion option and checked mode's
 // status argument.
@@ -16,13 +16,10 @@
 #include "inkling/Target/CPU/LoopStrategy.h"
 #include "inkling/Target/GPU/Passes.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/DynamicLibrary.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <mutex>
 #include <omp.h>
 
 using namespace inkling;
@@ -108,11 +105,6 @@ int LayerProgram::defaultThreadCount() { return omp_get_max_threads(); }
 
 bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   Impl &impl = *impl_;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
   mlir::MLIRContext &ctx = impl.context();
   FirstError diag(ctx);
 
@@ -143,15 +135,13 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
                                  : diag.message;
     return false;
   }
-  // The transformer outlives create() (the options hold a function_ref).
-  std::function<llvm::Error(llvm::Module *)> transformer =
-      mlir::makeOptimizingTransformer(options.optLevel, 0, nullptr);
-  mlir::ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  auto engine = mlir::ExecutionEngine::create(*impl.module, engineOptions);
+  JitOptions jitOptions;
+  jitOptions.optLevel = options.optLevel;
+  jitOptions.cacheDir = options.cacheDir;
+  auto engine = JitEngine::create(*impl.module, jitOptions);
   if (!engine) {
     llvm::raw_string_ostream os(error);
-    os << impl.path << ": ExecutionEngine: " << engine.takeError();
+    os << impl.path << ": JIT: " << engine.takeError();
     return false;
   }
   impl.engine = std::move(*engine);
@@ -164,6 +154,14 @@ bool LayerProgram::compile(const CompileOptions &options, std::string &error) {
   }
   impl.packed = *fn;
   return true;
+}
+
+CacheOutcome LayerProgram::cacheOutcome() const {
+  return impl_->engine ? impl_->engine->cacheOutcome() : CacheOutcome::Off;
+}
+
+std::string LayerProgram::cacheProblem() const {
+  return impl_->engine ? impl_->engine->cacheProblem() : std::string();
 }
 
 bool LayerProgram::compileKernels(const CompileOptions &options,

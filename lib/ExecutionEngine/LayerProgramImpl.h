@@ -10,10 +10,10 @@
 #define INKLING_LIB_EXECUTIONENGINE_LAYERPROGRAMIMPL_H
 
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/ExecutionEngine/LayerProgram.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -50,7 +50,7 @@ struct LayerProgram::Impl {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   LayerSignature sig;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<JitEngine> engine;
   void (*packed)(void **) = nullptr;
   // Per-call scratch, reused.
   std::vector<std::vector<int64_t>> descriptors;

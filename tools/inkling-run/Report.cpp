@@ -39,6 +39,7 @@ void printJson(const ReportInputs &in) {
   const CachePlan &plan = in.plan;
   Totals totals(in);
   llvm::json::Object time{{"compile", opt.compileSeconds},
+                          {"object_cache", opt.objectCache},
                           {"schedule", stats.schedule},
                           {"inputs", stats.inputs},
                           {"kernels", stats.kernels},
@@ -202,10 +203,15 @@ void printText(const ReportInputs &in) {
                 ll(stats.peakIdleSequenceBlocks), ll(in.maxBlocksBetweenSteps),
                 ll(in.maxBlocksPerSequence));
   std::printf(
-      "  time           compile %.2f s, schedule %.2f s, inputs %.2f s, "
+      "  time           compile %.2f s%s, schedule %.2f s, inputs %.2f s, "
       "kernels %.2f s, checking %.2f s\n",
-      opt.compileSeconds, stats.schedule, stats.inputs, stats.kernels,
-      stats.checking);
+      opt.compileSeconds,
+      opt.objectCache == "off"
+          ? ""
+          : (" (object cache " + opt.objectCache + ")").c_str(),
+      stats.schedule, stats.inputs, stats.kernels, stats.checking);
+  if (!opt.objectCacheProblem.empty())
+    std::printf("  object cache   %s\n", opt.objectCacheProblem.c_str());
   if (executor.launches() > 0)
     std::printf("  device         %lld kernel launches, %.3f s on the device "
                 "(CUDA events); host<->device copies %.2f s (counted in "

@@ -19,6 +19,9 @@ struct ServeOptions {
   double budgetMB = 64;
   exec::CompileOptions compile;
   double compileSeconds = 0; ///< Filled by the caller.
+  /// What the CPU compile got from the JIT's object cache ("off", "hit",
+  /// "miss") and why an entry could not be read or written. By the caller.
+  std::string objectCache = "off", objectCacheProblem;
   /// Threads the CPU kernels run on (compile.threads resolved; 0 on the
   /// GPU, where it does not apply). For the report.
   int cpuThreads = 0;

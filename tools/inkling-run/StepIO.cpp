@@ -45,7 +45,6 @@ int StepIO::allocate(const CachePlan &plan, const Generator &gen,
 
   // Stream inputs and outputs (shared by the layers), weights and biases
   // (per layer, seeded).
-  int64_t W = sig_.layout.config.kernel;
   size_t numArgs = sig_.args.size();
   argData_.resize(numArgs);
   geometry_.resize(numArgs);

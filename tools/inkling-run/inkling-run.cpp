@@ -82,6 +82,12 @@ cl::opt<std::string>
            cl::desc("conv-insert, packed-inserts or none (default: the "
                     "inkling-lower-to-cpu pipeline's default)"),
            cl::cat(model));
+cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("The JIT's object cache: compiled layers kept by the hash of "
+             "their LLVM IR and CPU (default: $INKLING_CACHE_DIR; empty: "
+             "none)"),
+    cl::cat(model));
 cl::opt<int64_t> minParallelIterations(
     "min-parallel-iterations",
     cl::desc("With threads: a loop nest forks only for steps of at least "
@@ -412,6 +418,8 @@ run::ServeOptions serveOptions(int64_t numLayers, int threads) {
   options.compile.fusion = fusion;
   options.compile.threads = threads;
   options.compile.minParallelIterations = minParallelIterations;
+  if (cacheDir.getNumOccurrences())
+    options.compile.cacheDir = cacheDir;
   options.seed = seed;
   options.steps = steps;
   options.maxBatch = maxBatch;
@@ -472,6 +480,8 @@ int compileAndServe(LayerProgram &program, run::ServeOptions &options,
   options.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  options.objectCache = exec::cacheOutcomeName(program.cacheOutcome()).str();
+  options.objectCacheProblem = program.cacheProblem();
   return run::serve(program.signature(), *executor, options);
 }
 

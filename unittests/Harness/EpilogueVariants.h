@@ -14,8 +14,7 @@
 #include "JitHarness.h"
 
 #include "inkling/Dialect/SConv/Transforms/Passes.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 
 #include "gtest/gtest.h"
 
@@ -60,14 +59,13 @@ State &caseState(const Case &c, bool &made) {
 }
 
 /// The engines of a layer's variants, by name.
-using VariantEngines =
-    std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>>;
+using VariantEngines = std::map<std::string, std::unique_ptr<exec::JitEngine>>;
 
 /// `variant`'s engine of `source` in `engines`, compiled on first use (null
 /// and a test failure when it does not compile).
-inline mlir::ExecutionEngine *variantEngine(VariantEngines &engines,
-                                            const std::string &source,
-                                            const EpilogueVariant &variant) {
+inline exec::JitEngine *variantEngine(VariantEngines &engines,
+                                      const std::string &source,
+                                      const EpilogueVariant &variant) {
   auto &engine = engines[variant.name];
   if (!engine) {
     std::string error;

@@ -1,10 +1,9 @@
 //===- JitHarness.cpp - JIT sconv kernels and feed them memrefs -----------===//
 
 #include "Harness/JitHarness.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/InitInkling.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -198,7 +197,7 @@ void toPipelineOptions(const CompileOptions &compileOptions,
 }
 
 /// Lowers the parsed `module` and JITs it.
-std::unique_ptr<mlir::ExecutionEngine>
+std::unique_ptr<exec::JitEngine>
 lowerAndJit(mlir::ModuleOp module, const CompileOptions &compileOptions,
             std::string &diagnostics, std::string &error) {
   // Diagnostics of the pipeline (e.g. a fusion or lowering error).
@@ -223,15 +222,13 @@ lowerAndJit(mlir::ModuleOp module, const CompileOptions &compileOptions,
     if (!ec)
       module->print(os);
   }
-  mlir::ExecutionEngineOptions engineOptions;
-  // `transformer` is a function_ref: keep the function alive past create().
-  std::function<llvm::Error(llvm::Module *)> transformer =
-      mlir::makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
-  auto engine = mlir::ExecutionEngine::create(module, engineOptions);
+  // -O3, as LayerProgram::compile.
+  exec::JitOptions jitOptions;
+  jitOptions.cacheDir = compileOptions.cacheDir;
+  auto engine = exec::JitEngine::create(module, jitOptions);
   if (!engine) {
     llvm::raw_string_ostream os(error);
-    os << "ExecutionEngine: " << engine.takeError();
+    os << "JIT: " << engine.takeError();
     return nullptr;
   }
   return std::move(*engine);
@@ -240,7 +237,7 @@ lowerAndJit(mlir::ModuleOp module, const CompileOptions &compileOptions,
 /// The process's compiled engines by key, and the counts.
 struct CompileCache {
   std::mutex mutex;
-  std::map<std::string, std::unique_ptr<mlir::ExecutionEngine>> engines;
+  std::map<std::string, std::unique_ptr<exec::JitEngine>> engines;
   CompileCacheStats stats;
 };
 CompileCache &compileCache() {
@@ -262,7 +259,7 @@ static mlir::OwningOpRef<mlir::ModuleOp> parseSource(const std::string &source,
   return module;
 }
 
-std::unique_ptr<mlir::ExecutionEngine>
+std::unique_ptr<exec::JitEngine>
 harness::compile(const std::string &source,
                  const CompileOptions &compileOptions, std::string &error) {
   std::string diagnostics;
@@ -273,10 +270,9 @@ harness::compile(const std::string &source,
   return lowerAndJit(*module, compileOptions, diagnostics, error);
 }
 
-mlir::ExecutionEngine *
-harness::compileCached(const std::string &source,
-                       const CompileOptions &compileOptions,
-                       std::string &error) {
+exec::JitEngine *harness::compileCached(const std::string &source,
+                                        const CompileOptions &compileOptions,
+                                        std::string &error) {
   std::string diagnostics;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       parseSource(source, diagnostics, error);
@@ -304,11 +300,11 @@ harness::compileCached(const std::string &source,
     return it->second.get();
   }
   ++cache.stats.misses;
-  std::unique_ptr<mlir::ExecutionEngine> engine =
+  std::unique_ptr<exec::JitEngine> engine =
       lowerAndJit(*module, compileOptions, diagnostics, error);
   if (!engine)
     return nullptr;
-  mlir::ExecutionEngine *result = engine.get();
+  exec::JitEngine *result = engine.get();
   cache.engines.emplace(std::move(key), std::move(engine));
   return result;
 }
@@ -321,8 +317,7 @@ CompileCacheStats harness::compileCacheStats() {
 
 int harness::defaultThreadCount() { return omp_get_max_threads(); }
 
-int64_t *harness::branchCounter(mlir::ExecutionEngine &engine,
-                                cpu::Branch branch) {
+int64_t *harness::branchCounter(exec::JitEngine &engine, cpu::Branch branch) {
   auto symbol = engine.lookup(cpu::branchCounterSymbol(branch));
   if (!symbol) {
     llvm::consumeError(symbol.takeError());
@@ -331,7 +326,7 @@ int64_t *harness::branchCounter(mlir::ExecutionEngine &engine,
   return static_cast<int64_t *>(*symbol);
 }
 
-void *harness::lookupFunction(mlir::ExecutionEngine &engine,
+void *harness::lookupFunction(exec::JitEngine &engine,
                               const std::string &name) {
   auto symbol = engine.lookup("_mlir_ciface_" + name);
   if (!symbol) {

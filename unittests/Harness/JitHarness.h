@@ -3,7 +3,8 @@
 // What the lowering's JIT tests and the fusion benchmark share: 16-byte
 // aligned buffers, memref descriptors, the IR spelling of layouts and stream
 // operands, compiling a module with `inkling-lower-to-cpu` into an
-// ExecutionEngine, and random mixed-batch steps. No GoogleTest dependency.
+// JIT (inkling/ExecutionEngine/JitEngine.h), and random mixed-batch steps. No
+// GoogleTest dependency.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,14 +24,15 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
+namespace inkling::exec {
+class JitEngine;
+} // namespace inkling::exec
 
 namespace inkling::harness {
 
@@ -177,6 +179,9 @@ struct CompileOptions {
   int64_t streamingStoresMinIterations = 4096;
   /// The pipeline's `branch-counters` (branchCounter reads them).
   bool branchCounters = false;
+  /// The JIT's object cache directory ("": none); unset: $INKLING_CACHE_DIR
+  /// (JitEngine.h). Not part of compileCached's key.
+  std::optional<std::string> cacheDir;
 };
 
 /// The OpenMP runtime's default team size (OMP_NUM_THREADS, else the
@@ -188,9 +193,9 @@ int defaultThreadCount();
 /// JITs it at -O3. On failure returns null
 /// and sets `error`. (One MLIRContext for the process; the engine keeps no
 /// reference to it.)
-std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
-                                               const CompileOptions &options,
-                                               std::string &error);
+std::unique_ptr<exec::JitEngine> compile(const std::string &source,
+                                         const CompileOptions &options,
+                                         std::string &error);
 
 /// `compile` once per distinct (IR, options) in the process: the cache key
 /// is the `inkling-lower-to-cpu` options in their textual form, then the
@@ -198,9 +203,9 @@ std::unique_ptr<mlir::ExecutionEngine> compile(const std::string &source,
 /// that tests sharing a layer variant in one process compile it once. The
 /// engines are never destroyed (see JitFixture.h's testCaseState). Returns
 /// null and sets `error` on failure (a failure is not cached).
-mlir::ExecutionEngine *compileCached(const std::string &source,
-                                     const CompileOptions &options,
-                                     std::string &error);
+exec::JitEngine *compileCached(const std::string &source,
+                               const CompileOptions &options,
+                               std::string &error);
 
 /// The compile cache's counts so far in this process.
 struct CompileCacheStats {
@@ -215,12 +220,12 @@ std::map<std::string, int> countOpsAfterFusion(const std::string &source,
                                                std::string &error);
 
 /// The address of `_mlir_ciface_<name>`, or null.
-void *lookupFunction(mlir::ExecutionEngine &engine, const std::string &name);
+void *lookupFunction(exec::JitEngine &engine, const std::string &name);
 
 /// The counter of `branch` in an engine compiled with `branchCounters`
 /// (inkling/Target/CPU/BranchCounters.h), or null when the module has none
 /// (no nest has that branch, or no counters).
-int64_t *branchCounter(mlir::ExecutionEngine &engine, cpu::Branch branch);
+int64_t *branchCounter(exec::JitEngine &engine, cpu::Branch branch);
 
 /// Initializes the native target (once).
 void initializeNativeTarget();

@@ -11,7 +11,8 @@
 //     weights, bias and output and each insert's input, with their stream);
 //     IR the host cannot drive is rejected with one line that says why;
 //   * compile: `inkling-lower-to-cpu` (fusion strategy, checked mode,
-//     emit-c-interface) and MLIR's ExecutionEngine at -O3, once;
+//     emit-c-interface) and the JIT at -O3 (JitEngine.h: its object may
+//     come from the on-disk cache), once;
 //   * invoke: call the compiled function with one memref descriptor per
 //     argument;
 //   * compileKernels: or lower it to the GPU's kernel bundle instead, for
@@ -27,6 +28,7 @@
 
 #include "inkling/CompiledKernels.h"
 #include "inkling/ExecutionEngine/LayerAbi.h"
+#include "inkling/ExecutionEngine/ObjectCache.h"
 
 #include "llvm/Support/Error.h"
 
@@ -62,6 +64,9 @@ struct CompileOptions {
   /// Steps of fewer (token, head) pairs than this run on the calling thread
   /// (the pipeline's `min-parallel-iterations`).
   int64_t minParallelIterations = 64;
+  /// The JIT's object cache directory (ObjectCache.h; empty: none); unset:
+  /// $INKLING_CACHE_DIR. Not used by compileKernels.
+  std::optional<std::string> cacheDir;
 };
 
 /// The GPU target of `compileKernels` (the `inkling-lower-to-nvvm` options).
@@ -104,6 +109,10 @@ public:
   /// Lowers and JIT-compiles the function (once). May add a Status argument
   /// (see CompileOptions::addStatus).
   llvm::Error compile(const CompileOptions &options);
+  /// What the last compile got from the object cache, and why an entry
+  /// could not be read or written ("" when nothing failed).
+  CacheOutcome cacheOutcome() const;
+  std::string cacheProblem() const;
 
   /// Lowers the function to CUDA kernels: the fusion of `options` (default:
   /// the CPU pipeline's), then `inkling-lower-to-nvvm`; `bundle` gets the
