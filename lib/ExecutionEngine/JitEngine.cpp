@@ -61,19 +61,28 @@ void definePackedWrappers(llvm::Module &module) {
   }
 }
 
-/// What besides the IR decides the object: the target machine the JIT's
-/// compiler is made like (the same builder) and the optimization level.
+/// How `create` optimizes and compiles a module, in the cache key: a change
+/// to either (another pass pipeline, other target options) must change this
+/// string, or the cache would serve the objects of the old way.
+constexpr const char *kCompileRecipe =
+    "mlir::makeOptimizingTransformer(opt, size 0, no target machine); "
+    "TMOwningSimpleCompiler from JITTargetMachineBuilder::detectHost()";
+
+/// What besides the IR decides the object: the recipe, the target machine
+/// the JIT's compiler is made like (the same builder) and the levels.
 std::string targetDescription(const llvm::TargetMachine &machine,
                               unsigned optLevel) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << machine.getTargetTriple().str() << '\n'
+  os << kCompileRecipe << '\n'
+     << machine.getTargetTriple().str() << '\n'
      << machine.getTargetCPU() << '\n'
      << machine.getTargetFeatureString() << '\n'
      << "opt " << optLevel << ", codegen "
      << static_cast<int>(machine.getOptLevel()) << ", code model "
      << static_cast<int>(machine.getCodeModel()) << ", relocation "
-     << static_cast<int>(machine.getRelocationModel());
+     << static_cast<int>(machine.getRelocationModel()) << ", fp fusion "
+     << static_cast<int>(machine.Options.AllowFPOpFusion);
   return text;
 }
 
