@@ -240,6 +240,11 @@ std::string where(const Launch &launch, int32_t kind, uint64_t address,
          hex(address);
 }
 
+bool reportOutOfBounds(Launch &launch, uint64_t address, int64_t bytes,
+                       int64_t mask, int32_t kind,
+                       const std::pair<const uint64_t, size_t> *allocation,
+                       bool inAllocation);
+
 /// memcheck: whether the access lies in the extent of an argument of
 /// `mask` (the launch checked that each extent lies in one allocation), or
 /// in a live allocation when the mask is 0.
@@ -256,6 +261,16 @@ bool checkBounds(Launch &launch, uint64_t address, int64_t bytes, int64_t mask,
       allocation && end - allocation->first <= allocation->second;
   if (inAllocation && mask == 0)
     return true;
+  return reportOutOfBounds(launch, address, bytes, mask, kind, allocation,
+                           inAllocation);
+}
+
+// The failure reports are out of line and cold: the checks run on every
+// emulated access, and their message strings made each call's frame large
+// (in the sanitizer build, a fake stack frame per access).
+[[gnu::noinline, gnu::cold]] bool reportOutOfBounds(
+    Launch &launch, uint64_t address, int64_t bytes, int64_t mask, int32_t kind,
+    const std::pair<const uint64_t, size_t> *allocation, bool inAllocation) {
   std::string why;
   if (!allocation) {
     why = " is in no allocation";
@@ -293,20 +308,34 @@ std::array<uint32_t, 32> &exact(Granule &g) {
 
 /// racecheck of `mask`'s bytes of granule `index`: a byte written by one
 /// thread is neither read nor written by another thread of the launch.
-template <typename Access>
+/// One emulated access, for the messages.
+struct AccessSite {
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int32_t kind = 0;
+};
+
+[[gnu::noinline, gnu::cold]] bool reportRace(Launch &launch, AccessSite site,
+                                             const char *scope,
+                                             uint64_t byteAddress,
+                                             const char *what, uint32_t other) {
+  bool store = site.kind == static_cast<int32_t>(emu::Access::Store);
+  fail(launch,
+       "racecheck: " + where(launch, site.kind, site.address, site.bytes) +
+           (store ? " writes" : " reads") + " byte " + hex(byteAddress) +
+           ", which " +
+           (other == kManyReaders ? std::string("other threads")
+                                  : "thread #" + std::to_string(other - 1)) +
+           scope + what);
+  return false;
+}
+
 bool checkGranule(Launch &launch, GranuleTable &table, const char *scope,
-                  uint64_t index, uint16_t mask, bool store,
-                  const Access &access) {
+                  uint64_t index, uint16_t mask, bool store, AccessSite site) {
   Granule &g = table.at(index);
   uint32_t me = launch.thread;
   auto race = [&](unsigned i, const char *what, uint32_t other) {
-    fail(launch,
-         "racecheck: " + access() + (store ? " writes" : " reads") + " byte " +
-             hex(index * 16 + i) + ", which " +
-             (other == kManyReaders ? std::string("other threads")
-                                    : "thread #" + std::to_string(other - 1)) +
-             scope + what);
-    return false;
+    return reportRace(launch, site, scope, index * 16 + i, what, other);
   };
   if (!g.bytes) {
     // The compact form answers, or says it cannot.
@@ -351,13 +380,13 @@ bool checkGranule(Launch &launch, GranuleTable &table, const char *scope,
 bool checkRaces(Launch &launch, GranuleTable &table, const char *scope,
                 uint64_t address, int64_t bytes, int32_t kind) {
   bool store = kind == static_cast<int32_t>(emu::Access::Store);
-  auto access = [&] { return where(launch, kind, address, bytes); };
+  AccessSite site{address, bytes, kind};
   uint64_t end = address + static_cast<uint64_t>(bytes);
   for (uint64_t index = address / 16; index * 16 < end; ++index) {
     uint64_t lo = std::max(address, index * 16) - index * 16;
     uint64_t hi = std::min(end, index * 16 + 16) - index * 16;
     auto mask = static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
-    if (!checkGranule(launch, table, scope, index, mask, store, access))
+    if (!checkGranule(launch, table, scope, index, mask, store, site))
       return false;
   }
   return true;
