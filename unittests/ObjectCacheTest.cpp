@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/ExecutionEngine/ObjectCache.h"
+#include "inkling/ExecutionEngine/JitEngine.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -18,15 +18,20 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace inkling::exec;
 
@@ -70,6 +75,14 @@ protected:
     context = std::make_unique<mlir::MLIRContext>(registry);
     module = mlir::parseSourceString<mlir::ModuleOp>(kModule, context.get());
     ASSERT_TRUE(module);
+    // The sum of cubes, under the same symbols.
+    std::string cubes = kModule;
+    std::string square = "%sq = llvm.mul %x, %x : i64";
+    cubes.replace(
+        cubes.find(square), square.size(),
+        "%x2 = llvm.mul %x, %x : i64\n    %sq = llvm.mul %x2, %x : i64");
+    cubesModule = mlir::parseSourceString<mlir::ModuleOp>(cubes, context.get());
+    ASSERT_TRUE(cubesModule);
     llvm::SmallString<128> path;
     ASSERT_FALSE(
         llvm::sys::fs::createUniqueDirectory("inkling-object-cache", path));
@@ -77,10 +90,14 @@ protected:
   }
   void TearDown() override { llvm::sys::fs::remove_directories(dir); }
 
-  std::unique_ptr<JitEngine> create(std::optional<std::string> cacheDir) {
+  std::unique_ptr<JitEngine>
+  create(std::optional<std::string> cacheDir,
+         std::optional<std::string> pruning = std::nullopt,
+         bool cubes = false) {
     JitOptions options;
     options.cacheDir = std::move(cacheDir);
-    auto engine = JitEngine::create(*module, options);
+    options.cachePruning = std::move(pruning);
+    auto engine = JitEngine::create(cubes ? *cubesModule : *module, options);
     if (!engine) {
       ADD_FAILURE() << llvm::toString(engine.takeError());
       return nullptr;
@@ -88,14 +105,30 @@ protected:
     return std::move(*engine);
   }
 
-  /// The entries in the cache directory.
+  /// The entries in the cache directory (not the pruning's timestamp).
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
     std::error_code ec;
     for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
          it.increment(ec))
-      names.push_back(it->path());
+      if (llvm::StringRef(it->path()).ends_with(".o"))
+        names.push_back(it->path());
+    std::sort(names.begin(), names.end());
     return names;
+  }
+  std::string entryOf(const JitEngine &engine) const {
+    return dir + "/" + DiskObjectCache::fileName(engine.cacheKey());
+  }
+  /// Dates the entry's last use (its access and modification times) `age`
+  /// back, for the pruning's least-recently-used order.
+  static void age(const std::string &path, std::chrono::seconds age) {
+    int fd;
+    ASSERT_FALSE(llvm::sys::fs::openFileForWrite(
+        path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_Append));
+    auto then = std::chrono::system_clock::now() - age;
+    EXPECT_FALSE(
+        llvm::sys::fs::setLastAccessAndModificationTime(fd, then, then));
+    ::close(fd);
   }
 
   /// Calls @sum_squares through its packed form and checks the result and
@@ -119,7 +152,7 @@ protected:
   }
 
   std::unique_ptr<mlir::MLIRContext> context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::OwningOpRef<mlir::ModuleOp> module, cubesModule;
   std::string dir;
 };
 
@@ -136,7 +169,8 @@ TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObject) {
   expectWorks(*first); // The object is stored when it is compiled.
   EXPECT_EQ(first->cacheProblem(), "");
   ASSERT_EQ(entries().size(), 1u);
-  EXPECT_NE(entries()[0].find(first->cacheKey() + ".o"), std::string::npos);
+  EXPECT_EQ(llvm::sys::path::filename(entries()[0]),
+            DiskObjectCache::fileName(first->cacheKey()));
 
   std::unique_ptr<JitEngine> second = create(dir);
   ASSERT_TRUE(second);
@@ -150,31 +184,22 @@ TEST_F(ObjectCacheTest, SecondCompileLoadsTheStoredObject) {
 // module: an entry holding another module's object (cubes, under the same
 // symbols) is what the hit runs.
 TEST_F(ObjectCacheTest, HitRunsTheStoredObject) {
-  std::string cubes = kModule;
-  std::string square = "%sq = llvm.mul %x, %x : i64";
-  cubes.replace(
-      cubes.find(square), square.size(),
-      "%x2 = llvm.mul %x, %x : i64\n    %sq = llvm.mul %x2, %x : i64");
-  mlir::OwningOpRef<mlir::ModuleOp> other =
-      mlir::parseSourceString<mlir::ModuleOp>(cubes, context.get());
-  ASSERT_TRUE(other);
   std::string otherDir = dir + "/other";
-  JitOptions options;
-  options.cacheDir = otherDir;
-  auto compiled = JitEngine::create(*other, options);
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
-  expectWorks(**compiled, /*power=*/3);
-  auto object = llvm::MemoryBuffer::getFile(otherDir + "/" +
-                                            (*compiled)->cacheKey() + ".o");
+  std::unique_ptr<JitEngine> compiled =
+      create(otherDir, std::nullopt, /*cubes=*/true);
+  ASSERT_TRUE(compiled);
+  expectWorks(*compiled, /*power=*/3);
+  auto object = llvm::MemoryBuffer::getFile(
+      otherDir + "/" + DiskObjectCache::fileName(compiled->cacheKey()));
   ASSERT_TRUE(bool(object));
 
   std::unique_ptr<JitEngine> squares = create(dir);
   ASSERT_TRUE(squares);
   std::string key = squares->cacheKey();
-  ASSERT_NE(key, (*compiled)->cacheKey());
+  ASSERT_NE(key, compiled->cacheKey());
   {
     std::error_code ec;
-    llvm::raw_fd_ostream os(dir + "/" + key + ".o", ec);
+    llvm::raw_fd_ostream os(dir + "/" + DiskObjectCache::fileName(key), ec);
     ASSERT_FALSE(ec);
     os << (*object)->getBuffer();
   }
@@ -235,6 +260,63 @@ TEST_F(ObjectCacheTest, DamagedEntryIsCompiledAgainAndRewritten) {
   ASSERT_TRUE(rewritten);
   EXPECT_EQ(rewritten->cacheOutcome(), CacheOutcome::Hit);
   expectWorks(*rewritten);
+}
+
+// LLVM's pruning after each store: the least recently used entries go past
+// the policy's bound, and a hit counts as a use.
+TEST_F(ObjectCacheTest, PruningEvictsTheLeastRecentlyUsed) {
+  const std::string keepTwo = "prune_interval=0s:cache_size_files=2";
+  std::unique_ptr<JitEngine> squares = create(dir, keepTwo);
+  ASSERT_TRUE(squares);
+  expectWorks(*squares);
+  std::unique_ptr<JitEngine> cubes = create(dir, keepTwo, /*cubes=*/true);
+  ASSERT_TRUE(cubes);
+  expectWorks(*cubes, 3);
+  ASSERT_EQ(entries().size(), 2u);
+  age(entryOf(*squares), std::chrono::hours(2));
+  age(entryOf(*cubes), std::chrono::hours(1));
+  // A hit on the older one makes the cubes the least recently used. The
+  // cache dates the use itself (a read need not: a noatime mount), and
+  // both times, so the modification time shows it.
+  std::unique_ptr<JitEngine> hit = create(dir, keepTwo);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->cacheOutcome(), CacheOutcome::Hit);
+  expectWorks(*hit);
+  llvm::sys::fs::file_status status;
+  ASSERT_FALSE(llvm::sys::fs::status(entryOf(*squares), status));
+  EXPECT_GT(status.getLastModificationTime(),
+            std::chrono::system_clock::now() - std::chrono::minutes(10));
+
+  // A third entry (squares at -O1) and a bound of two: the cubes go.
+  JitOptions options;
+  options.cacheDir = dir;
+  options.cachePruning = keepTwo;
+  options.optLevel = 1;
+  auto third = JitEngine::create(*module, options);
+  ASSERT_TRUE(bool(third)) << llvm::toString(third.takeError());
+  expectWorks(**third);
+  EXPECT_EQ((*third)->cacheProblem(), "");
+  std::vector<std::string> expected = {entryOf(*squares), entryOf(**third)};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(entries(), expected);
+  std::unique_ptr<JitEngine> again = create(dir, keepTwo, /*cubes=*/true);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->cacheOutcome(), CacheOutcome::Miss);
+  expectWorks(*again, 3);
+}
+
+TEST_F(ObjectCacheTest, BadPruningPolicyIsReportedAndTheEntryKept) {
+  std::unique_ptr<JitEngine> engine = create(dir, "prune_after=banana");
+  ASSERT_TRUE(engine);
+  expectWorks(*engine);
+  EXPECT_NE(
+      engine->cacheProblem().find("cache pruning policy 'prune_after=banana'"),
+      std::string::npos)
+      << engine->cacheProblem();
+  EXPECT_EQ(entries().size(), 1u);
+  std::unique_ptr<JitEngine> hit = create(dir, "prune_after=banana");
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->cacheOutcome(), CacheOutcome::Hit);
 }
 
 TEST_F(ObjectCacheTest, UnwritableDirectoryCostsOnlyTheStore) {

@@ -131,8 +131,10 @@ JitEngine::create(mlir::ModuleOp module, const JitOptions &options) {
     llvm::raw_string_ostream os(irText);
     llvmModule->print(os, nullptr);
     engine->cache_ = std::make_unique<DiskObjectCache>(
-        std::move(dir), DiskObjectCache::hashKey(
-                            irText, targetDescription(**tm, options.optLevel)));
+        std::move(dir),
+        DiskObjectCache::hashKey(irText,
+                                 targetDescription(**tm, options.optLevel)),
+        resolveCachePruning(options.cachePruning));
     engine->outcome_ =
         engine->cache_->lookup() ? CacheOutcome::Hit : CacheOutcome::Miss;
   }

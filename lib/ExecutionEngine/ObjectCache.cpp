@@ -5,9 +5,12 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/CachePruning.h"
+#include "llvm/Support/Chrono.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
@@ -30,6 +33,14 @@ inkling::exec::resolveCacheDir(const std::optional<std::string> &dir) {
   return env ? env : "";
 }
 
+std::string
+inkling::exec::resolveCachePruning(const std::optional<std::string> &policy) {
+  if (policy)
+    return *policy;
+  const char *env = std::getenv(kCachePruningEnv);
+  return env && *env ? env : kDefaultCachePruning;
+}
+
 llvm::StringRef inkling::exec::cacheOutcomeName(CacheOutcome outcome) {
   switch (outcome) {
   case CacheOutcome::Off:
@@ -42,8 +53,10 @@ llvm::StringRef inkling::exec::cacheOutcomeName(CacheOutcome outcome) {
   return "?";
 }
 
-DiskObjectCache::DiskObjectCache(std::string dir, std::string key)
-    : dir_(std::move(dir)), key_(std::move(key)) {}
+DiskObjectCache::DiskObjectCache(std::string dir, std::string key,
+                                 std::string pruning)
+    : dir_(std::move(dir)), key_(std::move(key)), pruning_(std::move(pruning)) {
+}
 
 std::string DiskObjectCache::hashKey(llvm::StringRef irText,
                                      llvm::StringRef target) {
@@ -61,9 +74,13 @@ std::string DiskObjectCache::hashKey(llvm::StringRef irText,
          llvm::utohexstr(hash.low64, /*LowerCase=*/true, /*Width=*/16);
 }
 
+std::string DiskObjectCache::fileName(llvm::StringRef key) {
+  return ("llvmcache-inkling-" + key + ".o").str();
+}
+
 std::string DiskObjectCache::path() const {
   llvm::SmallString<256> path(dir_);
-  llvm::sys::path::append(path, key_ + ".o");
+  llvm::sys::path::append(path, fileName(key_));
   return std::string(path);
 }
 
@@ -114,6 +131,16 @@ bool DiskObjectCache::lookup() {
     return false;
   }
   entry_ = std::move(*file);
+  // A use, for the pruning's least-recently-used order (where this process
+  // may set the entry's times; a shared read-only cache is used as it is).
+  int fd;
+  if (!llvm::sys::fs::openFileForWrite(path(), fd,
+                                       llvm::sys::fs::CD_OpenExisting,
+                                       llvm::sys::fs::OF_Append)) {
+    auto now = std::chrono::system_clock::now();
+    (void)llvm::sys::fs::setLastAccessAndModificationTime(fd, now, now);
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  }
   return true;
 }
 
@@ -161,5 +188,17 @@ void DiskObjectCache::notifyObjectCompiled(const llvm::Module *,
   if ((ec = llvm::sys::fs::rename(temporary, path()))) {
     problem_ = path() + ": " + ec.message() + "; not stored";
     llvm::sys::fs::remove(temporary);
+    return;
   }
+  prune();
+}
+
+void DiskObjectCache::prune() {
+  auto policy = llvm::parseCachePruningPolicy(pruning_);
+  if (!policy) {
+    problem_ = "cache pruning policy '" + pruning_ +
+               "': " + llvm::toString(policy.takeError()) + "; not pruned";
+    return;
+  }
+  llvm::pruneCache(dir_, *policy);
 }

@@ -35,6 +35,9 @@ struct JitOptions {
   /// The object cache's directory (empty: no cache); unset:
   /// $INKLING_CACHE_DIR, and no cache when that is unset or empty.
   std::optional<std::string> cacheDir;
+  /// The cache's pruning policy (LLVM's syntax, ObjectCache.h); unset:
+  /// $INKLING_CACHE_PRUNING, else kDefaultCachePruning.
+  std::optional<std::string> cachePruning;
 };
 
 class JitEngine {

@@ -1,5 +1,4 @@
-//===- ObjectCache.h - Compiled objects kept on disk across runs -*- C++
-//-*-===//
+//===- ObjectCache.h - The JIT's objects kept on disk -----------*- C++ -*-===//
 //
 // The JIT's on-disk object cache: the machine code of a lowered module, kept
 // under a directory by the hash of everything that decides it (the LLVM IR
@@ -12,7 +11,11 @@
 // processes sharing the directory (ctest -j, several servers) never read a
 // partial one. Each entry carries a checksum of its object: a truncated or
 // damaged entry is a miss, compiled again and rewritten, never loaded.
-// Nothing is evicted; deleting the directory empties the cache.
+// The directory is kept in bounds by LLVM's cache pruning (the one ThinLTO's
+// caches use, llvm/Support/CachePruning.h) after each store: by default
+// entries unused for a week go, and the least recently used ones past
+// 1 GiB; $INKLING_CACHE_PRUNING takes LLVM's policy syntax
+// ("prune_after=24h:cache_size_bytes=256m"). A hit counts as a use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +35,18 @@ namespace inkling::exec {
 /// The environment variable that names the cache directory when a caller
 /// gives none (an empty value: no cache).
 inline constexpr const char *kCacheDirEnv = "INKLING_CACHE_DIR";
+/// The environment variable of the pruning policy (LLVM's syntax), and the
+/// policy without it.
+inline constexpr const char *kCachePruningEnv = "INKLING_CACHE_PRUNING";
+inline constexpr const char *kDefaultCachePruning =
+    "prune_interval=20m:prune_after=168h:cache_size_bytes=1g";
 
 /// The cache directory of a caller's choice: `dir` when set (empty: no
 /// cache), else $INKLING_CACHE_DIR, else "" (no cache).
 std::string resolveCacheDir(const std::optional<std::string> &dir);
+/// The pruning policy of a caller's choice: `policy` when set, else
+/// $INKLING_CACHE_PRUNING, else kDefaultCachePruning.
+std::string resolveCachePruning(const std::optional<std::string> &policy);
 
 /// What a compile got from the cache.
 enum class CacheOutcome {
@@ -51,8 +62,10 @@ llvm::StringRef cacheOutcomeName(CacheOutcome outcome);
 /// `notifyObjectCompiled` stores it.
 class DiskObjectCache : public llvm::ObjectCache {
 public:
-  /// `key`: the 32 hex digits of `hashKey`.
-  DiskObjectCache(std::string dir, std::string key);
+  /// `key`: the 32 hex digits of `hashKey`; `pruning`: LLVM's policy
+  /// syntax (a policy it rejects is reported in `problem`, and nothing is
+  /// pruned).
+  DiskObjectCache(std::string dir, std::string key, std::string pruning);
 
   /// The hex key of a module: `irText` is the module printed before
   /// optimization; `target` names the triple, CPU, features and levels.
@@ -62,7 +75,10 @@ public:
   /// `getObject` returns it).
   bool lookup();
 
+  /// The entry's file: DIR/llvmcache-inkling-KEY.o (LLVM's pruning only
+  /// considers files named llvmcache-*).
   std::string path() const;
+  static std::string fileName(llvm::StringRef key);
   const std::string &key() const { return key_; }
   /// Why the entry could not be read or written ("" when nothing failed);
   /// a damaged entry says so here and reads as a miss.
@@ -79,7 +95,10 @@ public:
   static llvm::StringRef decode(llvm::StringRef entry, std::string &error);
 
 private:
-  std::string dir_, key_, problem_;
+  /// Applies the pruning policy after a store.
+  void prune();
+
+  std::string dir_, key_, pruning_, problem_;
   std::unique_ptr<llvm::MemoryBuffer> entry_;
 };
 
