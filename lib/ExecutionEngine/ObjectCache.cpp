@@ -163,9 +163,10 @@ void DiskObjectCache::notifyObjectCompiled(const llvm::Module *,
   }
   // A unique temporary beside the entry, then one rename: readers see the
   // old state or the whole entry, and concurrent writers of the same key
-  // write the same bytes.
+  // write the same bytes. (Named llvmcache-*, so that the pruning removes
+  // one a killed process left behind.)
   llvm::SmallString<256> model(dir_);
-  llvm::sys::path::append(model, key_ + ".%%%%%%%%.tmp");
+  llvm::sys::path::append(model, fileName(key_) + ".%%%%%%%%.tmp");
   int fd;
   llvm::SmallString<256> temporary;
   ec = llvm::sys::fs::createUniqueFile(model, fd, temporary);
