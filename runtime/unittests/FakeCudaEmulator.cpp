@@ -306,8 +306,6 @@ std::array<uint32_t, 32> &exact(Granule &g) {
   return *g.bytes;
 }
 
-/// racecheck of `mask`'s bytes of granule `index`: a byte written by one
-/// thread is neither read nor written by another thread of the launch.
 /// One emulated access, for the messages.
 struct AccessSite {
   uint64_t address = 0;
@@ -330,6 +328,8 @@ struct AccessSite {
   return false;
 }
 
+/// racecheck of `mask`'s bytes of granule `index`: a byte written by one
+/// thread is neither read nor written by another thread of the launch.
 bool checkGranule(Launch &launch, GranuleTable &table, const char *scope,
                   uint64_t index, uint16_t mask, bool store, AccessSite site) {
   Granule &g = table.at(index);

@@ -2,8 +2,8 @@
 //
 // What the lowering's JIT tests and the fusion benchmark share: 16-byte
 // aligned buffers, memref descriptors, the IR spelling of layouts and stream
-// operands, compiling a module with `inkling-lower-to-cpu` into an
-// JIT (inkling/ExecutionEngine/JitEngine.h), and random mixed-batch steps. No
+// operands, compiling a module with `inkling-lower-to-cpu` and the JIT
+// (inkling/ExecutionEngine/JitEngine.h), and random mixed-batch steps. No
 // GoogleTest dependency.
 //
 //===----------------------------------------------------------------------===//
