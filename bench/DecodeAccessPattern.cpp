@@ -39,13 +39,16 @@ namespace {
 
 constexpr int kRun = 4;
 
-/// Tokens [t0, t0 + n): per head, stream and line, every load of the line
-/// (x and the history rows) before its stores (y, the slot row).
-INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
-                               const HandDecodeToken *tokens, int64_t t0, int n,
-                               uint16_t *cache, const uint16_t *const x[4],
-                               const uint16_t *const w[4],
-                               uint16_t *const y[4]) {
+/// Tokens [t0, t0 + N): per head, stream and line, every load of the line
+/// (x and the history rows) before its stores (y, the slot row). N is a
+/// template argument so that the run's lines stay in registers: with a
+/// run-time count the compiler kept them in stack arrays, and the floor
+/// read 5-25% slower than the pattern costs (docs/fusion.md).
+template <int N>
+INKLING_AVX512 void
+walkTokens(const HandDecodeShape &shape, const HandDecodeToken *tokens,
+           int64_t t0, uint16_t *cache, const uint16_t *const x[4],
+           const uint16_t *const w[4], uint16_t *const y[4]) {
   for (int64_t h = 0; h < shape.heads; ++h) {
     const int64_t head = h * shape.headStride;
     for (int s = 0; s < 4; ++s) {
@@ -60,8 +63,8 @@ INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
                                  _mm512_loadu_si512(lineWeights + 32),
                                  _mm512_loadu_si512(lineWeights + 64), 0x96),
                              _mm512_loadu_si512(lineWeights + 96));
-        __m512i xs[kRun], ys[kRun];
-        for (int i = 0; i < n; ++i) {
+        __m512i xs[N], ys[N];
+        for (int i = 0; i < N; ++i) {
           const HandDecodeToken &tok = tokens[i];
           xs[i] = _mm512_loadu_si512(x[s] + (t0 + i) * row + h * width + c);
           __m512i h0 = _mm512_loadu_si512(cache + tok.history[0] + col);
@@ -71,7 +74,7 @@ INKLING_AVX512 void walkTokens(const HandDecodeShape &shape,
               _mm512_ternarylogic_epi32(h0, h1, h2, 0x96), xs[i], weights,
               0x96);
         }
-        for (int i = 0; i < n; ++i) {
+        for (int i = 0; i < N; ++i) {
           if (tokens[i].slot >= 0)
             _mm512_stream_si512(
                 reinterpret_cast<__m512i *>(cache + tokens[i].slot + col),
@@ -94,6 +97,23 @@ void prefetchHistory(const HandDecodeShape &shape, const HandDecodeToken &tok,
                      _MM_HINT_T1);
 }
 
+/// walkTokens for a run of `n` (1..kRun) tokens.
+void walkRun(const HandDecodeShape &shape, const HandDecodeToken *tokens,
+             int64_t t0, int n, uint16_t *cache, const uint16_t *const x[4],
+             const uint16_t *const w[4], uint16_t *const y[4]) {
+  static_assert(kRun == 4, "one instantiation per run length");
+  switch (n) {
+  case 4:
+    return walkTokens<4>(shape, tokens, t0, cache, x, w, y);
+  case 3:
+    return walkTokens<3>(shape, tokens, t0, cache, x, w, y);
+  case 2:
+    return walkTokens<2>(shape, tokens, t0, cache, x, w, y);
+  default:
+    return walkTokens<1>(shape, tokens, t0, cache, x, w, y);
+  }
+}
+
 } // namespace
 
 void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
@@ -103,9 +123,9 @@ void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
   const int64_t count = static_cast<int64_t>(tokens.size());
   if (order == AccessOrder::Runs) {
     for (int64_t t0 = 0; t0 < count; t0 += kRun)
-      walkTokens(shape, tokens.data() + t0, t0,
-                 static_cast<int>(std::min<int64_t>(kRun, count - t0)), cache,
-                 x, w, y);
+      walkRun(shape, tokens.data() + t0, t0,
+              static_cast<int>(std::min<int64_t>(kRun, count - t0)), cache, x,
+              w, y);
   } else {
     // A head's part of a row: the four streams side by side.
     int64_t rowWidth = 0;
@@ -114,7 +134,7 @@ void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
     for (int64_t t = 0; t < count; ++t) {
       if (t + 1 < count)
         prefetchHistory(shape, tokens[t + 1], cache, rowWidth);
-      walkTokens(shape, tokens.data() + t, t, 1, cache, x, w, y);
+      walkTokens<1>(shape, tokens.data() + t, t, cache, x, w, y);
     }
   }
   _mm_sfence(); // the non-temporal stores ordered before the caller's reads

@@ -83,6 +83,61 @@ INKLING_AVX512 inline void lineWeights(const uint16_t *w, __m512 we[4],
   wo[2] = evenLanes(o23), wo[3] = oddLanes(o23);
 }
 
+/// Tokens [t0, t0 + N) of the run, every head, stream and line; `prepared`:
+/// the call's deinterleaved weights, or null (deinterleaved here). N is a
+/// template argument so that the run's lines stay in registers (with a
+/// run-time count the compiler kept them in stack arrays).
+template <int N>
+INKLING_AVX512 void
+run(const HandDecodeShape &shape, const HandDecodeToken *tokens, int64_t t0,
+    const __m512 *prepared, uint16_t *cache, const uint16_t *const x[4],
+    const uint16_t *const w[4], uint16_t *const y[4]) {
+  const __m512 *next = prepared;
+  for (int64_t h = 0; h < shape.heads; ++h) {
+    const int64_t head = h * shape.headStride;
+    for (int s = 0; s < 4; ++s) {
+      const int64_t width = shape.width[s], row = shape.heads * width;
+      for (int64_t c = 0; c < width; c += 32) {
+        __m512 we[4], wo[4];
+        if (prepared) {
+          for (int k = 0; k < 4; ++k)
+            we[k] = next[k], wo[k] = next[4 + k];
+          next += 8;
+        } else {
+          lineWeights(w[s] + (h * width + c) * 4, we, wo);
+        }
+        __m512i xs[N], ys[N];
+        for (int i = 0; i < N; ++i) {
+          const HandDecodeToken &tok = tokens[i];
+          const int64_t col = head + shape.offset[s] + c;
+          __m512i xr =
+              _mm512_loadu_si512(x[s] + (t0 + i) * row + h * width + c);
+          __m512 xe = evenLanes(xr), xo = oddLanes(xr);
+          __m512 ae = _mm512_setzero_ps(), ao = _mm512_setzero_ps();
+          for (int k = 0; k < 3; ++k) {
+            __m512i hr = _mm512_loadu_si512(cache + tok.history[k] + col);
+            ae = _mm512_fmadd_ps(evenLanes(hr), we[k], ae);
+            ao = _mm512_fmadd_ps(oddLanes(hr), wo[k], ao);
+          }
+          ae = _mm512_add_ps(_mm512_fmadd_ps(xe, we[3], ae), xe);
+          ao = _mm512_add_ps(_mm512_fmadd_ps(xo, wo[3], ao), xo);
+          // Even channels' words low, odd ones' high.
+          ys[i] = _mm512_or_si512(roundLanes(ae),
+                                  _mm512_slli_epi32(roundLanes(ao), 16));
+          xs[i] = xr;
+        }
+        for (int i = 0; i < N; ++i) {
+          const HandDecodeToken &tok = tokens[i];
+          if (tok.slot >= 0)
+            _mm512_storeu_si512(cache + tok.slot + head + shape.offset[s] + c,
+                                xs[i]);
+          _mm512_storeu_si512(y[s] + (t0 + i) * row + h * width + c, ys[i]);
+        }
+      }
+    }
+  }
+}
+
 INKLING_AVX512 void layer(const HandDecodeShape &shape,
                           const std::vector<HandDecodeToken> &tokens,
                           uint16_t *cache, const uint16_t *const x[4],
@@ -104,51 +159,22 @@ INKLING_AVX512 void layer(const HandDecodeShape &shape,
           prepared.insert(prepared.end(), wo, wo + 4);
         }
   }
+  static_assert(kRun == 4, "one instantiation per run length");
+  const __m512 *weights = prepare ? prepared.data() : nullptr;
   for (int64_t t0 = 0; t0 < count; t0 += kRun) {
-    const int n = static_cast<int>(count - t0 < kRun ? count - t0 : kRun);
-    const __m512 *next = prepared.data();
-    for (int64_t h = 0; h < shape.heads; ++h) {
-      const int64_t head = h * shape.headStride;
-      for (int s = 0; s < 4; ++s) {
-        const int64_t width = shape.width[s], row = shape.heads * width;
-        for (int64_t c = 0; c < width; c += 32) {
-          __m512 we[4], wo[4];
-          if (prepare) {
-            for (int k = 0; k < 4; ++k)
-              we[k] = next[k], wo[k] = next[4 + k];
-            next += 8;
-          } else {
-            lineWeights(w[s] + (h * width + c) * 4, we, wo);
-          }
-          __m512i xs[kRun], ys[kRun];
-          for (int i = 0; i < n; ++i) {
-            const HandDecodeToken &tok = tokens[t0 + i];
-            const int64_t col = head + shape.offset[s] + c;
-            __m512i xr =
-                _mm512_loadu_si512(x[s] + (t0 + i) * row + h * width + c);
-            __m512 xe = evenLanes(xr), xo = oddLanes(xr);
-            __m512 ae = _mm512_setzero_ps(), ao = _mm512_setzero_ps();
-            for (int k = 0; k < 3; ++k) {
-              __m512i hr = _mm512_loadu_si512(cache + tok.history[k] + col);
-              ae = _mm512_fmadd_ps(evenLanes(hr), we[k], ae);
-              ao = _mm512_fmadd_ps(oddLanes(hr), wo[k], ao);
-            }
-            ae = _mm512_add_ps(_mm512_fmadd_ps(xe, we[3], ae), xe);
-            ao = _mm512_add_ps(_mm512_fmadd_ps(xo, wo[3], ao), xo);
-            // Even channels' words low, odd ones' high.
-            ys[i] = _mm512_or_si512(roundLanes(ae),
-                                    _mm512_slli_epi32(roundLanes(ao), 16));
-            xs[i] = xr;
-          }
-          for (int i = 0; i < n; ++i) {
-            const HandDecodeToken &tok = tokens[t0 + i];
-            if (tok.slot >= 0)
-              _mm512_storeu_si512(cache + tok.slot + head + shape.offset[s] + c,
-                                  xs[i]);
-            _mm512_storeu_si512(y[s] + (t0 + i) * row + h * width + c, ys[i]);
-          }
-        }
-      }
+    const HandDecodeToken *first = tokens.data() + t0;
+    switch (count - t0 < kRun ? count - t0 : kRun) {
+    case 4:
+      run<4>(shape, first, t0, weights, cache, x, w, y);
+      break;
+    case 3:
+      run<3>(shape, first, t0, weights, cache, x, w, y);
+      break;
+    case 2:
+      run<2>(shape, first, t0, weights, cache, x, w, y);
+      break;
+    default:
+      run<1>(shape, first, t0, weights, cache, x, w, y);
     }
   }
 }

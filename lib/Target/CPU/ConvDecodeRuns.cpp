@@ -14,9 +14,11 @@
 //      the chunks below with the taps loaded from the cache unselected]
 //     for stream i, kLineLanes channels c (then 16-byte chunks):
 //       weights, bias: once for the run (in registers across its tokens)
-//       for each token t_i (unrolled):
-//         x = x_i[t_i, h, c]; [and_insert: store x at t_i's slot]
-//         out_i = bf16(act(fma chain over the taps, x) + x)
+//       for each token t_i (unrolled): x = x_i[t_i, h, c], its taps' rows
+//       for each token t_i: out_i = bf16(act(fma chain over the taps, x) + x)
+//       for each token t_i: [and_insert: store x at t_i's slot]; store out_i
+//     [otherwise: per token, its taps selected, the same; a padding token's
+//      out is its x]
 //     the step's last, partial run: per token, the same with the weights
 //       loaded per token
 //   }
@@ -64,8 +66,16 @@ public:
 
 private:
   ConvRow tokenRow(OpBuilder &b, Location loc, Value t, Value h) const;
+  void storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
+                 const RunChunk &chunk, const ConvRow &row, Value xRaw) const;
+  Value convolve(OpBuilder &b, Location loc, const RunChunk &chunk, Value xRaw,
+                 SmallVector<Value> tapValues) const;
+  void storeOut(OpBuilder &b, Location loc, const ConvPart &part,
+                const RunChunk &chunk, const ConvRow &row, Value lanes) const;
+  void tokensFromCache(OpBuilder &b, Location loc, const ConvPart &part,
+                       const RunChunk &chunk, ArrayRef<ConvRow> rows) const;
   void token(OpBuilder &b, Location loc, const ConvPart &part,
-             const RunChunk &chunk, const ConvRow &row, bool fromCache) const;
+             const RunChunk &chunk, const ConvRow &row) const;
   void chunks(OpBuilder &b, Location loc, Value h, ArrayRef<ConvRow> rows,
               bool fromCache) const;
   void count(OpBuilder &b, Location loc, Branch branch) const {
@@ -95,54 +105,96 @@ ConvRow DecodeRunNest::tokenRow(OpBuilder &b, Location loc, Value t,
   return row;
 }
 
-// One token of a run in one chunk: x loaded once, stored at the token's
-// slot (and_insert), convolved with its taps; a padding token's output is
-// its input, and it touches no cache. `fromCache`: the token is live and
-// every tap is a history row (the run's check), loaded without selection.
+// x stored at the token's slot (and_insert; a masked slot stores nothing).
+void DecodeRunNest::storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
+                              const RunChunk &chunk, const ConvRow &row,
+                              Value xRaw) const {
+  if (!insert)
+    return;
+  emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
+    markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                        ValueRange{row.slot.block, chunk.h, row.slot.row,
+                                   nest.cacheCol(b, loc, part, chunk.c)},
+                        part.cacheAlign),
+             part.cacheLineAligned);
+  });
+}
+
+// The token's output lanes: its fma chain over `tapValues` (f32, oldest
+// first) and x, rounded to bf16.
+Value DecodeRunNest::convolve(OpBuilder &b, Location loc, const RunChunk &chunk,
+                              Value xRaw, SmallVector<Value> tapValues) const {
+  Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
+  tapValues.push_back(xt);
+  Value acc = nest.convResult(
+      b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
+      chunk.bias, xt, chunk.lanes);
+  if (!options.avx512Bf16)
+    return truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
+  return truncToBf16Avx512(b, loc, acc, chunk.lanes, chunk.order,
+                           [&](OpBuilder &b, Location loc, bool software) {
+                             count(b, loc,
+                                   software ? Branch::SoftwareRoundedLine
+                                            : Branch::X86RoundedLine);
+                           });
+}
+
+// The output line of the token (read by the next op at once: cached).
+void DecodeRunNest::storeOut(OpBuilder &b, Location loc, const ConvPart &part,
+                             const RunChunk &chunk, const ConvRow &row,
+                             Value lanes) const {
+  Operation *out = part.out.store(b, loc, lanes, row.t, chunk.h, chunk.c);
+  markLine(out, part.out.lineAligned);
+  markCached(out);
+}
+
+// The usual decode run in one chunk (every token live, every tap a history
+// row): every load of the run's tokens (x, the history rows) before any of
+// their stores (slot rows, outputs). A token's slot row is the same column
+// of a row 4 KiB (D bf16 elements, a power of two) from its history rows,
+// so a history load issued after a slot store looked to the core like a
+// load of that store's bytes and waited for it; in that order a
+// hand-written kernel ran 1.3x slower at T = 8 and 64 (docs/fusion.md).
+// The reordering is the fusion's own legality: a conv reads the cache only
+// below num_computed, an insert writes only at or above it.
+void DecodeRunNest::tokensFromCache(OpBuilder &b, Location loc,
+                                    const ConvPart &part, const RunChunk &chunk,
+                                    ArrayRef<ConvRow> rows) const {
+  SmallVector<Value> xs;
+  SmallVector<SmallVector<Value>> taps;
+  for (const ConvRow &row : rows) {
+    xs.push_back(part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes));
+    Value col = nest.cacheCol(b, loc, part, chunk.c);
+    SmallVector<Value> &values = taps.emplace_back();
+    for (const TapSource &tap : row.taps)
+      values.push_back(nest.cacheTap(b, loc, part, tap.block, chunk.h, tap.row,
+                                     col, chunk.lanes, chunk.order));
+  }
+  SmallVector<Value> outs;
+  for (auto [x, values] : llvm::zip_equal(xs, taps))
+    outs.push_back(convolve(b, loc, chunk, x, values));
+  for (auto [row, x, out] : llvm::zip_equal(rows, xs, outs)) {
+    storeSlot(b, loc, part, chunk, row, x);
+    storeOut(b, loc, part, chunk, row, out);
+  }
+}
+
+// One token of a run in one chunk, its taps selected (from x, the cache or
+// 0): x loaded once, convolved, then stored at the token's slot (and_insert;
+// after the taps' loads, as in tokensFromCache); a padding token's output
+// is its input, and it touches no cache.
 void DecodeRunNest::token(OpBuilder &b, Location loc, const ConvPart &part,
-                          const RunChunk &chunk, const ConvRow &row,
-                          bool fromCache) const {
+                          const RunChunk &chunk, const ConvRow &row) const {
   Value xRaw = part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes);
   auto live = [&](OpBuilder &b, Location loc) {
-    if (insert) {
-      emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
-        markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                            ValueRange{row.slot.block, chunk.h, row.slot.row,
-                                       nest.cacheCol(b, loc, part, chunk.c)},
-                            part.cacheAlign),
-                 part.cacheLineAligned);
-      });
-    }
-    Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
     SmallVector<Value> tapValues;
     for (const TapSource &tap : row.taps)
-      tapValues.push_back(
-          fromCache ? nest.cacheTap(b, loc, part, tap.block, chunk.h, tap.row,
-                                    nest.cacheCol(b, loc, part, chunk.c),
-                                    chunk.lanes, chunk.order)
-                    : sources.tapValue(nest, b, loc, part, tap, chunk.h,
-                                       chunk.c, chunk.lanes, chunk.order));
-    tapValues.push_back(xt);
-    Value acc = nest.convResult(
-        b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
-        chunk.bias, xt, chunk.lanes);
-    Value rounded =
-        options.avx512Bf16
-            ? truncToBf16Avx512(b, loc, acc, chunk.lanes, chunk.order,
-                                [&](OpBuilder &b, Location loc, bool software) {
-                                  count(b, loc,
-                                        software ? Branch::SoftwareRoundedLine
-                                                 : Branch::X86RoundedLine);
-                                })
-            : truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
-    Operation *out = part.out.store(b, loc, rounded, row.t, chunk.h, chunk.c);
-    markLine(out, part.out.lineAligned);
-    markCached(out);
+      tapValues.push_back(sources.tapValue(nest, b, loc, part, tap, chunk.h,
+                                           chunk.c, chunk.lanes, chunk.order));
+    Value out = convolve(b, loc, chunk, xRaw, tapValues);
+    storeSlot(b, loc, part, chunk, row, xRaw);
+    storeOut(b, loc, part, chunk, row, out);
   };
-  if (fromCache) {
-    live(b, loc);
-    return;
-  }
   emitIfElse(b, loc, row.live, live, [&](OpBuilder &b, Location loc) {
     markCached(part.out.store(b, loc, xRaw, row.t, chunk.h, chunk.c));
   });
@@ -157,8 +209,12 @@ void DecodeRunNest::chunks(OpBuilder &b, Location loc, Value h,
                      [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
                        RunChunk chunk = loadRunChunk(nest, options, b, loc,
                                                      part, h, c, lanes);
+                       if (fromCache) {
+                         tokensFromCache(b, loc, part, chunk, rows);
+                         return;
+                       }
                        for (const ConvRow &row : rows)
-                         token(b, loc, part, chunk, row, fromCache);
+                         token(b, loc, part, chunk, row);
                      });
 }
 
