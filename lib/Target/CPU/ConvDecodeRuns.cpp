@@ -150,11 +150,13 @@ void DecodeRunNest::storeOut(OpBuilder &b, Location loc, const ConvPart &part,
 
 // The usual decode run in one chunk (every token live, every tap a history
 // row): every load of the run's tokens (x, the history rows) before any of
-// their stores (slot rows, outputs). A token's slot row is the same column
-// of a row 4 KiB (D bf16 elements, a power of two) from its history rows,
-// so a history load issued after a slot store looked to the core like a
-// load of that store's bytes and waited for it; in that order a
-// hand-written kernel ran 1.3x slower at T = 8 and 64 (docs/fusion.md).
+// their stores (slot rows, outputs). A page's rows lie D elements apart, a
+// power of two (4 KiB at the real layout's D = 2048), so the same column of
+// a token's slot row and of its history rows share their low 12 address
+// bits: a history load issued after the slot store looked to the core like
+// a load of that store's bytes and waited for it. In that order a
+// hand-written kernel ran 1.24-1.37x slower at T = 8 and 64
+// (docs/fusion.md).
 // The reordering is the fusion's own legality: a conv reads the cache only
 // below num_computed, an insert writes only at or above it.
 void DecodeRunNest::tokensFromCache(OpBuilder &b, Location loc,
