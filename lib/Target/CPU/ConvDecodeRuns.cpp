@@ -153,9 +153,9 @@ void DecodeRunNest::storeOut(OpBuilder &b, Location loc, const ConvPart &part,
 // their stores (slot rows, outputs). A page's rows lie D elements apart, a
 // power of two (4 KiB at the real layout's D = 2048), so the same column of
 // a token's slot row and of its history rows share their low 12 address
-// bits: a history load issued after the slot store looked to the core like
-// a load of that store's bytes and waited for it. In that order a
-// hand-written kernel ran 1.24-1.37x slower at T = 8 and 64
+// bits, which cores compare first to let a load pass an earlier store (4K
+// aliasing). Issued after the slot store, the history loads ran slower: a
+// hand-written kernel in that order 1.24-1.37x at T = 8 and 64
 // (docs/fusion.md).
 // The reordering is the fusion's own legality: a conv reads the cache only
 // below num_computed, an insert writes only at or above it.
