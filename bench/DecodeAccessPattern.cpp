@@ -37,13 +37,10 @@ namespace {
 
 #define INKLING_AVX512 __attribute__((target("avx512f,avx512bw")))
 
-constexpr int kRun = 4;
-
 /// Tokens [t0, t0 + N): per head, stream and line, every load of the line
 /// (x and the history rows) before its stores (y, the slot row). N is a
-/// template argument so that the run's lines stay in registers: with a
-/// run-time count the compiler kept them in stack arrays, and the floor
-/// read 5-25% slower than the pattern costs (docs/fusion.md).
+/// template argument (withRunLength) so that the run's lines stay in
+/// registers.
 template <int N>
 INKLING_AVX512 void
 walkTokens(const HandDecodeShape &shape, const HandDecodeToken *tokens,
@@ -97,23 +94,6 @@ void prefetchHistory(const HandDecodeShape &shape, const HandDecodeToken &tok,
                      _MM_HINT_T1);
 }
 
-/// walkTokens for a run of `n` (1..kRun) tokens.
-void walkRun(const HandDecodeShape &shape, const HandDecodeToken *tokens,
-             int64_t t0, int n, uint16_t *cache, const uint16_t *const x[4],
-             const uint16_t *const w[4], uint16_t *const y[4]) {
-  static_assert(kRun == 4, "one instantiation per run length");
-  switch (n) {
-  case 4:
-    return walkTokens<4>(shape, tokens, t0, cache, x, w, y);
-  case 3:
-    return walkTokens<3>(shape, tokens, t0, cache, x, w, y);
-  case 2:
-    return walkTokens<2>(shape, tokens, t0, cache, x, w, y);
-  default:
-    return walkTokens<1>(shape, tokens, t0, cache, x, w, y);
-  }
-}
-
 } // namespace
 
 void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
@@ -122,10 +102,12 @@ void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
                          const uint16_t *const w[4], uint16_t *const y[4]) {
   const int64_t count = static_cast<int64_t>(tokens.size());
   if (order == AccessOrder::Runs) {
-    for (int64_t t0 = 0; t0 < count; t0 += kRun)
-      walkRun(shape, tokens.data() + t0, t0,
-              static_cast<int>(std::min<int64_t>(kRun, count - t0)), cache, x,
-              w, y);
+    for (int64_t t0 = 0; t0 < count; t0 += kHandRunTokens)
+      withRunLength(
+          static_cast<int>(std::min<int64_t>(kHandRunTokens, count - t0)),
+          [&](auto length) {
+            walkTokens<length()>(shape, tokens.data() + t0, t0, cache, x, w, y);
+          });
   } else {
     // A head's part of a row: the four streams side by side.
     int64_t rowWidth = 0;

@@ -13,6 +13,8 @@
 
 #include "HandDecodeKernel.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -34,8 +36,6 @@ bool handDecodeSupported() {
 }
 
 namespace {
-
-constexpr int kRun = 4;
 
 #define INKLING_AVX512 __attribute__((target("avx512f,avx512bw")))
 
@@ -147,7 +147,7 @@ INKLING_AVX512 void layer(const HandDecodeShape &shape,
   // call into f32 (8 registers' worth per line, in walk order), not once per
   // run: the deinterleave's 12 shuffles cost as much as a token's line.
   thread_local std::vector<__m512> prepared;
-  const bool prepare = count > kRun;
+  const bool prepare = count > kHandRunTokens;
   if (prepare) {
     prepared.clear();
     for (int64_t h = 0; h < shape.heads; ++h)
@@ -159,23 +159,13 @@ INKLING_AVX512 void layer(const HandDecodeShape &shape,
           prepared.insert(prepared.end(), wo, wo + 4);
         }
   }
-  static_assert(kRun == 4, "one instantiation per run length");
   const __m512 *weights = prepare ? prepared.data() : nullptr;
-  for (int64_t t0 = 0; t0 < count; t0 += kRun) {
-    const HandDecodeToken *first = tokens.data() + t0;
-    switch (count - t0 < kRun ? count - t0 : kRun) {
-    case 4:
-      run<4>(shape, first, t0, weights, cache, x, w, y);
-      break;
-    case 3:
-      run<3>(shape, first, t0, weights, cache, x, w, y);
-      break;
-    case 2:
-      run<2>(shape, first, t0, weights, cache, x, w, y);
-      break;
-    default:
-      run<1>(shape, first, t0, weights, cache, x, w, y);
-    }
+  for (int64_t t0 = 0; t0 < count; t0 += kHandRunTokens) {
+    const int n =
+        static_cast<int>(std::min<int64_t>(kHandRunTokens, count - t0));
+    withRunLength(n, [&](auto length) {
+      run<length()>(shape, tokens.data() + t0, t0, weights, cache, x, w, y);
+    });
   }
 }
 

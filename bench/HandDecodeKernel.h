@@ -15,6 +15,7 @@
 #define INKLING_BENCH_HANDDECODEKERNEL_H
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace inkling::bench {
@@ -34,6 +35,27 @@ struct HandDecodeToken {
   int64_t history[3];
   int64_t slot;
 };
+
+/// Tokens per run of the hand-written kernels, as the decode-run nest's.
+inline constexpr int kHandRunTokens = 4;
+
+/// Calls `body(std::integral_constant<int, N>{})` with N = n (1 to
+/// kHandRunTokens): a run's length as a compile-time constant, so that the
+/// kernels keep its lines in registers (with a run-time count clang kept
+/// them in stack arrays, docs/fusion.md).
+template <typename Body> void withRunLength(int n, Body &&body) {
+  static_assert(kHandRunTokens == 4, "one case per run length");
+  switch (n) {
+  case 4:
+    return body(std::integral_constant<int, 4>{});
+  case 3:
+    return body(std::integral_constant<int, 3>{});
+  case 2:
+    return body(std::integral_constant<int, 2>{});
+  default:
+    return body(std::integral_constant<int, 1>{});
+  }
+}
 
 /// Whether this machine runs the kernel (x86-64 with AVX-512 F and BW).
 bool handDecodeSupported();

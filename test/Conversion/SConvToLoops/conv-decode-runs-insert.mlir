@@ -7,8 +7,8 @@
 // rows: each 64-byte line's loads of the 4 tokens (x, then its 3 history
 // rows) come before any of its stores (the slot rows of and_insert, the
 // outputs). A slot row is the same column 4 KiB (D = 2048 bf16) from the
-// token's history rows, and a history load issued after the slot store
-// waited on it (docs/fusion.md). Each slot store keeps its validity test.
+// token's history rows, and history loads issued after the slot store ran
+// slower (docs/fusion.md). Each slot store keeps its validity test.
 // CHECK-LABEL: func @kv_insert
 // CHECK:         scf.parallel (%{{.+}}, %[[H:.+]]) =
 // The whole run's branch for such tokens holds the nest's first loop (the
