@@ -265,10 +265,18 @@ TEST_F(BranchTest, DecodeRunsWholeAndPartialForDecode) {
   EXPECT_EQ(nine[Branch::TokenRunsOff], 1) << describe(nine);
   EXPECT_EQ(nine[Branch::DecodeRunsWhole], 2 * 2) << describe(nine);
   EXPECT_EQ(nine[Branch::DecodeRunsPartial], 1 * 2) << describe(nine);
+  // Each whole run holds a token at a position below W - 1 (a zero tap).
+  EXPECT_EQ(nine[Branch::DecodeRunsFromCache], 0) << describe(nine);
+  // Every tap of run [0, 4) a history row: its taps loaded unselected.
+  Counts cached = run(engine, {{6, 1}, {3, 1}, {17, 1}, {9, 1}, {4, 1}});
+  EXPECT_EQ(cached[Branch::DecodeRunsWhole], 1 * 2) << describe(cached);
+  EXPECT_EQ(cached[Branch::DecodeRunsFromCache], 1 * 2) << describe(cached);
+  EXPECT_EQ(cached[Branch::DecodeRunsPartial], 1 * 2) << describe(cached);
   // Drafts: runs mix sequences with in-step taps (T = 7 < W x B = 12).
   Counts drafts = run(engine, {{6, 3}, {0, 2}, {5, 2}});
   EXPECT_EQ(drafts[Branch::DecodeRunsWhole], 1 * 2) << describe(drafts);
   EXPECT_EQ(drafts[Branch::DecodeRunsPartial], 1 * 2) << describe(drafts);
+  EXPECT_EQ(drafts[Branch::DecodeRunsFromCache], 0) << describe(drafts);
   CompileOptions off = counted();
   off.decodeRuns = false;
   Counts plain = run(compile(off), {{6, 1}, {0, 1}, {2, 1}, {3, 1}, {17, 1}});

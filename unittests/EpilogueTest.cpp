@@ -28,6 +28,7 @@
 #include "inkling/ExecutionEngine/JitEngine.h"
 #include "inkling/Runtime/EpilogueReference.h"
 #include "inkling/Runtime/Reference.h"
+#include "inkling/Target/CPU/BranchCounters.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -204,10 +205,15 @@ protected:
   void gpuMatchesReference(FusionStrategy fusion);
 
   KvStep makeStep(std::mt19937_64 &rng, int maxChunk) {
+    return makeStep(rng, randomStep(rng, compiled(nullptr).layout, maxChunk));
+  }
+
+  /// `step` with padding tokens, random inputs and attention slots.
+  KvStep makeStep(std::mt19937_64 &rng, Step step) {
     const Compiled &c = compiled(nullptr);
     const Layout &layout = c.layout;
     KvStep s;
-    s.step = randomStep(rng, layout, maxChunk);
+    s.step = std::move(step);
     // Padding tokens (their conv slots are anything: nothing is stored).
     int64_t real = s.step.meta.numTokens();
     int64_t padding = rng() % 4;
@@ -381,6 +387,44 @@ TEST_P(EpilogueTest, MatchesReference) {
                std::string(variant.name) + ", seed " + std::to_string(seed)));
     }
   }
+}
+
+/// Decode batches (9 to 14 sequences of one token, a few drafts): the CPU's
+/// decode form walks runs of 4 tokens whose taps are all history rows
+/// together (the weights once per run, K staged for its norm) and every
+/// other token by rows; every variant against the reference. On the real
+/// layout the fused op's counters show both kinds of run taken.
+TEST_P(EpilogueTest, DecodeBatchesMatchReference) {
+  const Layout &layout = compiled(nullptr).layout;
+  auto matches = [&](exec::JitEngine &engine, const std::string &name) {
+    std::mt19937_64 rng(2000);
+    for (int seed = 0; seed < 4; ++seed) {
+      KvStep s = makeStep(rng, randomDecodeStep(rng, layout, 9 + seed % 6));
+      ASSERT_TRUE(same(expected(s), run(engine, s),
+                       name + ", decode seed " + std::to_string(seed)));
+    }
+  };
+  for (const Variant &variant : kVariants) {
+    auto &engine = compiled(&variant).engines[variant.name];
+    ASSERT_TRUE(engine) << variant.name;
+    matches(*engine, variant.name);
+  }
+  if (GetParam().name != "real")
+    return;
+  CompileOptions counted;
+  counted.branchCounters = true;
+  std::string error;
+  auto engine = compile(compiled(nullptr).source, counted, error);
+  ASSERT_TRUE(engine) << error;
+  for (cpu::Branch branch : cpu::kBranches)
+    if (int64_t *counter = branchCounter(*engine, branch))
+      *counter = 0;
+  matches(*engine, "branch-counters");
+  int64_t whole = *branchCounter(*engine, cpu::Branch::DecodeRunsWhole);
+  int64_t fromCache = *branchCounter(*engine, cpu::Branch::DecodeRunsFromCache);
+  EXPECT_GT(fromCache, 0);
+  EXPECT_LT(fromCache, whole);
+  EXPECT_GT(*branchCounter(*engine, cpu::Branch::DecodeRunsPartial), 0);
 }
 
 /// The fused K/V kernel compiled for the GPU (a row's chunks across a

@@ -341,30 +341,13 @@ uint16_t harness::randomBf16(std::mt19937_64 &rng, float scale) {
   return floatToBf16(dist(rng));
 }
 
-Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout,
-                         int maxChunk) {
+/// A step of `seqs` ((num_computed, tokens) each): blocks distinct, from a
+/// shuffled pool that keeps block 0 as the null block; slots store only
+/// the last W-1 positions, plus a few random -1.
+static Step stepOf(std::mt19937_64 &rng, const Layout &layout,
+                   const std::vector<std::pair<int64_t, int64_t>> &seqs) {
   Step step;
   int64_t kernel = layout.config.kernel, n = layout.blockSize;
-  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3),
-      chunk(2, maxChunk), computed(1, 13);
-  int64_t b = numSeqs(rng);
-  std::vector<std::pair<int64_t, int64_t>> seqs; // (num_computed, tokens)
-  for (int64_t i = 0; i < b; ++i) {
-    switch (kind(rng)) {
-    case 0: // prefill from 0
-      seqs.push_back({0, chunk(rng)});
-      break;
-    case 1: // chunked prefill
-      seqs.push_back({computed(rng), chunk(rng)});
-      break;
-    case 2: // decode
-      seqs.push_back({computed(rng), 1});
-      break;
-    default: // a short speculative chunk
-      seqs.push_back({computed(rng), 1 + chunk(rng) % 3});
-      break;
-    }
-  }
   int64_t width = 0;
   for (auto [nc, len] : seqs)
     width = std::max<int64_t>(width, (nc + len + n - 1) / n);
@@ -402,6 +385,43 @@ Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout,
         static_cast<int32_t>(step.meta.queryStartLoc.back() + len));
   }
   return step;
+}
+
+Step harness::randomStep(std::mt19937_64 &rng, const Layout &layout,
+                         int maxChunk) {
+  std::uniform_int_distribution<int> numSeqs(1, 4), kind(0, 3),
+      chunk(2, maxChunk), computed(1, 13);
+  int64_t b = numSeqs(rng);
+  std::vector<std::pair<int64_t, int64_t>> seqs; // (num_computed, tokens)
+  for (int64_t i = 0; i < b; ++i) {
+    switch (kind(rng)) {
+    case 0: // prefill from 0
+      seqs.push_back({0, chunk(rng)});
+      break;
+    case 1: // chunked prefill
+      seqs.push_back({computed(rng), chunk(rng)});
+      break;
+    case 2: // decode
+      seqs.push_back({computed(rng), 1});
+      break;
+    default: // a short speculative chunk
+      seqs.push_back({computed(rng), 1 + chunk(rng) % 3});
+      break;
+    }
+  }
+  return stepOf(rng, layout, seqs);
+}
+
+Step harness::randomDecodeStep(std::mt19937_64 &rng, const Layout &layout,
+                               int64_t sequences) {
+  // Most positions past W - 1 (every tap a history row), some before it.
+  std::uniform_int_distribution<int64_t> computed(0, layout.config.kernel +
+                                                         3 * layout.blockSize);
+  std::bernoulli_distribution draft(0.1);
+  std::vector<std::pair<int64_t, int64_t>> seqs;
+  for (int64_t i = 0; i < sequences; ++i)
+    seqs.push_back({computed(rng), draft(rng) ? 2 : 1});
+  return stepOf(rng, layout, seqs);
 }
 
 AlignedBuffer<uint16_t>

@@ -252,6 +252,12 @@ struct Step {
 Step randomStep(std::mt19937_64 &rng, const Layout &layout, int maxChunk = 9);
 constexpr int kLongChunk = 150;
 
+/// A decode batch of `sequences` sequences of one token (a few of two, as
+/// drafts), each at a random position (most of them past W - 1), blocks and
+/// slots as randomStep's.
+Step randomDecodeStep(std::mt19937_64 &rng, const Layout &layout,
+                      int64_t sequences);
+
 /// The cache buffer: poisoned bytes, then random history rows [0, raw).
 AlignedBuffer<uint16_t> makeCache(std::mt19937_64 &rng, const Layout &layout,
                                   const Step &step, int64_t blockStride,

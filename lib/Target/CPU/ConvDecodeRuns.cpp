@@ -65,7 +65,6 @@ public:
   void build(OpBuilder &b, Location loc) const;
 
 private:
-  ConvRow tokenRow(OpBuilder &b, Location loc, Value t, Value h) const;
   void storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
                  const RunChunk &chunk, const ConvRow &row, Value xRaw) const;
   Value convolve(OpBuilder &b, Location loc, const RunChunk &chunk, Value xRaw,
@@ -94,15 +93,6 @@ private:
 // Keeps a conv output's store ordinary in the streaming copy.
 static void markCached(Operation *store) {
   store->setAttr(kCachedStoreAttrName, UnitAttr::get(store->getContext()));
-}
-
-// Token t's sequence, slot (masked for a padding token) and tap sources.
-ConvRow DecodeRunNest::tokenRow(OpBuilder &b, Location loc, Value t,
-                                Value h) const {
-  ConvRow row = nest.beginRow(b, loc, t, h);
-  if (row.taps.empty())
-    row.taps = sources.tapSources(nest, b, loc, row);
-  return row;
 }
 
 // x stored at the token's slot (and_insert; a masked slot stores nothing).
@@ -233,21 +223,15 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
               count(b, loc, Branch::DecodeRunsWhole);
               SmallVector<ConvRow> rows;
               for (int64_t i = 0; i < kDecodeRunTokens; ++i)
-                rows.push_back(tokenRow(
-                    b, loc, ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)),
-                    h));
+                rows.push_back(decodeRow(
+                    nest, b, loc,
+                    ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)), h));
               // The common decode run: every token live, every tap a
               // history row; its chunks then load the taps unselected.
-              Value fromCache = arith::ConstantIntOp::create(b, loc, 1, 1);
-              for (const ConvRow &row : rows) {
-                fromCache = arith::AndIOp::create(b, loc, fromCache, row.live);
-                for (const TapSource &tap : row.taps)
-                  fromCache =
-                      arith::AndIOp::create(b, loc, fromCache, tap.history);
-              }
               emitIfElse(
-                  b, loc, fromCache,
+                  b, loc, rowsFromCache(b, loc, rows),
                   [&](OpBuilder &b, Location loc) {
+                    count(b, loc, Branch::DecodeRunsFromCache);
                     chunks(b, loc, h, rows, /*fromCache=*/true);
                   },
                   [&](OpBuilder &b, Location loc) {
@@ -259,7 +243,7 @@ void DecodeRunNest::build(OpBuilder &b, Location loc) const {
               scf::ForOp::create(
                   b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-                    chunks(b, loc, h, tokenRow(b, loc, t, h),
+                    chunks(b, loc, h, decodeRow(nest, b, loc, t, h),
                            /*fromCache=*/false);
                     scf::YieldOp::create(b, loc);
                   });

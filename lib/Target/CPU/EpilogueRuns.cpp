@@ -2,8 +2,12 @@
 //
 // The CPU's forms of `sconv.fused_conv_kv_write` (K: conv -> k_norm -> KV
 // write; V: conv -> KV write). The steps that take the token-run nest
-// (emitTokenRunsChosen) run the nest below; the others (decode) a (t, h)
-// nest of its row form, the else branch below (buildDecode):
+// (emitTokenRunsChosen) run the nest below; the others (decode) a nest over
+// (run of kRunTokens tokens of any sequences, head), buildDecode: a whole
+// run whose tokens are live and whose taps are all history rows (the usual
+// decode step) takes the streams below with each token's taps from its
+// history rows (decodeRunConv: every load of a group before its slot
+// stores, as ConvDecodeRuns.cpp orders them); other runs go row by row:
 //
 //   scf.parallel (run r of kRunTokens tokens from t0, h) {
 //     if the run is whole (kRunTokens real tokens of one sequence, every
@@ -168,7 +172,8 @@ public:
   void build(OpBuilder &b, Location loc, Value realTokens) const;
   /// Row (t, h): the conv by 64-byte groups, then the epilogue.
   void row(OpBuilder &b, Location loc, Value t, Value h) const;
-  /// The decode nest: (t, h), each row as row() computes it.
+  /// The decode nest: (run of kRunTokens tokens, head), decodeRun per
+  /// whole run, the rows of the step's last, partial run.
   void buildDecode(OpBuilder &b, Location loc) const;
 
 private:
@@ -196,6 +201,18 @@ private:
                                                unsigned part, Value c, int64_t)>
                    conv) const;
   void run(OpBuilder &b, Location loc, Value t0, Value h) const;
+  SmallVector<Value> decodeRunConv(OpBuilder &b, Location loc,
+                                   const ConvPart &part, ArrayRef<ConvRow> rows,
+                                   Value h, Value c, int64_t lanes) const;
+  void decodeRun(OpBuilder &b, Location loc, Value t0, Value h) const;
+  /// The nest over (run of kRunTokens tokens, head): `whole` for a run that
+  /// `isWhole` (its tokens [t0, t1)), else the run's rows one by one; each
+  /// side counted as `wholeBranch` and `rowsBranch`.
+  void runsOrRows(
+      OpBuilder &b, Location loc,
+      function_ref<Value(OpBuilder &, Location, Value t0, Value t1)> isWhole,
+      function_ref<void(OpBuilder &, Location, Value t0, Value h)> whole,
+      cpu::Branch wholeBranch, cpu::Branch rowsBranch) const;
 
   const ConvNestBuilder &nest;
   const KvEpilogue &epilogue;
@@ -511,32 +528,104 @@ void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
           });
 }
 
-// One token per iteration: runs of 4 rows walked together (their history
-// loads overlapped, K's norms in one block) measured 1.4x slower at T = 64
-// on Zen 4, where the four K rows kept for the norm spill
-// (docs/fusion.md).
-void KvRunNest::buildDecode(OpBuilder &b, Location loc) const {
-  cpu::emitRunHeadNest(nest, b, loc, /*runTokens=*/1,
-                       [&](OpBuilder &b, Location loc, Value t, Value,
-                           Value h) { row(b, loc, t, h); });
+// The conv of channels c.. of head h for the decode run's tokens, every one
+// live with every tap a history row (bf16 in channel order, one per token):
+// the weights once, every token's x and history rows loaded before any
+// slot store (a slot row and the history rows of a page lie D elements
+// apart, 4 KiB at the real layout, and alias in the low 12 address bits:
+// ConvDecodeRuns.cpp), then each token convolved as the conv nest does.
+// Legal as the decode-run nest's order is: a conv reads the cache only
+// below num_computed, an insert writes only at or above it.
+SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
+                                            const ConvPart &part,
+                                            ArrayRef<ConvRow> rows, Value h,
+                                            Value c, int64_t lanes) const {
+  ArithBuilder ab(b, loc);
+  LaneOrder laneOrder = order(lanes);
+  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
+  Value bias = nest.biasLanes(b, loc, part, channel, lanes, laneOrder);
+  SmallVector<Value> weights =
+      nest.tapWeightsOf(b, loc, part, channel, lanes, laneOrder);
+  Value col = nest.cacheCol(b, loc, part, c);
+  SmallVector<Value> xs;
+  SmallVector<SmallVector<Value>> taps;
+  for (const ConvRow &row : rows) {
+    xs.push_back(part.x.load(b, loc, row.t, h, c, lanes));
+    SmallVector<Value> &values = taps.emplace_back();
+    for (const TapSource &tap : row.taps)
+      values.push_back(nest.cacheTap(b, loc, part, tap.block, h, tap.row, col,
+                                     lanes, laneOrder));
+  }
+  if (nest.insert())
+    for (auto [row, xRaw] : llvm::zip_equal(rows, xs))
+      emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
+        markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                            ValueRange{row.slot.block, h, row.slot.row, col},
+                            part.cacheAlign),
+                 part.cacheLineAligned, lanes);
+      });
+  SmallVector<Value> values;
+  for (auto [xRaw, window] : llvm::zip_equal(xs, taps)) {
+    Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
+    window.push_back(xt);
+    Value acc = nest.convResult(
+        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt, lanes);
+    values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
+  }
+  return values;
 }
 
-void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
+// Decode tokens [t0, t0 + kRunTokens) of head h: when every one is live
+// and every tap of theirs a history row (the usual decode step), the run
+// form of the prefill nest's streams (each group's weights once for the
+// run, K staged for its norm) over decodeRunConv; otherwise, per token,
+// the row form.
+void KvRunNest::decodeRun(OpBuilder &b, Location loc, Value t0, Value h) const {
+  SmallVector<ConvRow> rows;
+  SmallVector<Value> tokens;
+  for (int64_t i = 0; i < kRunTokens; ++i) {
+    tokens.push_back(ArithBuilder(b, loc).add(t0, cIndex(b, loc, i)));
+    rows.push_back(cpu::decodeRow(nest, b, loc, tokens.back(), h));
+  }
+  emitIfElse(
+      b, loc, cpu::rowsFromCache(b, loc, rows),
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          cpu::emitBranchCount(b, loc, nest.op(),
+                               cpu::Branch::DecodeRunsFromCache);
+        streams(b, loc, tokens, h, /*staged=*/true,
+                [&](OpBuilder &b, Location loc, unsigned p, Value c,
+                    int64_t lanes) {
+                  return decodeRunConv(b, loc, nest.parts()[p], rows, h, c,
+                                       lanes);
+                });
+      },
+      [&](OpBuilder &b, Location loc) {
+        for (Value t : tokens)
+          row(b, loc, t, h);
+      });
+}
+
+void KvRunNest::runsOrRows(
+    OpBuilder &b, Location loc,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> isWhole,
+    function_ref<void(OpBuilder &, Location, Value, Value)> whole,
+    cpu::Branch wholeBranch, cpu::Branch rowsBranch) const {
+  auto count = [&](OpBuilder &b, Location loc, cpu::Branch branch) {
+    if (options.branchCounters)
+      cpu::emitBranchCount(b, loc, nest.op(), branch);
+  };
   cpu::emitRunHeadNest(
       nest, b, loc, kRunTokens,
       [&](OpBuilder &b, Location loc, Value t0, Value t1, Value h) {
         emitIfElse(
-            b, loc, wholeRun(b, loc, t0, realTokens),
+            b, loc, isWhole(b, loc, t0, t1),
             [&](OpBuilder &b, Location loc) {
-              if (options.branchCounters)
-                cpu::emitBranchCount(b, loc, nest.op(),
-                                     cpu::Branch::RunsUnrolled);
-              run(b, loc, t0, h);
+              count(b, loc, wholeBranch);
+              whole(b, loc, t0, h);
             },
             [&](OpBuilder &b, Location loc) {
-              if (options.branchCounters)
-                cpu::emitBranchCount(b, loc, nest.op(),
-                                     cpu::Branch::RunsLooped);
+              count(b, loc, rowsBranch);
               scf::ForOp::create(
                   b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
@@ -545,6 +634,34 @@ void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
                   });
             });
       });
+}
+
+// Runs of kRunTokens tokens of any sequences (decodeRun); the step's last,
+// partial run row by row.
+void KvRunNest::buildDecode(OpBuilder &b, Location loc) const {
+  runsOrRows(
+      b, loc,
+      [&](OpBuilder &b, Location loc, Value t0, Value t1) {
+        return cmp(b, loc, arith::CmpIPredicate::eq,
+                   ArithBuilder(b, loc).sub(t1, t0),
+                   cIndex(b, loc, kRunTokens));
+      },
+      [&](OpBuilder &b, Location loc, Value t0, Value h) {
+        decodeRun(b, loc, t0, h);
+      },
+      cpu::Branch::DecodeRunsWhole, cpu::Branch::DecodeRunsPartial);
+}
+
+void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
+  runsOrRows(
+      b, loc,
+      [&](OpBuilder &b, Location loc, Value t0, Value) {
+        return wholeRun(b, loc, t0, realTokens);
+      },
+      [&](OpBuilder &b, Location loc, Value t0, Value h) {
+        run(b, loc, t0, h);
+      },
+      cpu::Branch::RunsUnrolled, cpu::Branch::RunsLooped);
 }
 
 void cpu::emitKvRunNest(const ConvNestBuilder &nest, OpBuilder &b, Location loc,

@@ -65,6 +65,24 @@ scf::ParallelOp cpu::emitRunHeadNest(
       });
 }
 
+ConvRow cpu::decodeRow(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
+                       Value t, Value h) {
+  ConvRow row = nest.beginRow(b, loc, t, h);
+  if (row.taps.empty())
+    row.taps = CPUTapHoisting().tapSources(nest, b, loc, row);
+  return row;
+}
+
+Value cpu::rowsFromCache(OpBuilder &b, Location loc, ArrayRef<ConvRow> rows) {
+  Value all = arith::ConstantIntOp::create(b, loc, 1, 1);
+  for (const ConvRow &row : rows) {
+    all = arith::AndIOp::create(b, loc, all, row.live);
+    for (const TapSource &tap : row.taps)
+      all = arith::AndIOp::create(b, loc, all, tap.history);
+  }
+  return all;
+}
+
 void cpu::markLine(Operation *store, bool aligned) {
   auto vector = dyn_cast<vector::StoreOp>(store);
   if (aligned && vector &&

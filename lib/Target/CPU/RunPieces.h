@@ -52,6 +52,16 @@ mlir::scf::ParallelOp emitRunHeadNest(
                             mlir::Value t1, mlir::Value h)>
         body);
 
+/// Token t's per-(t, h) values for a decode run, with its taps' sources
+/// (CPUTapHoisting's, where the nest has not chosen them).
+loops::ConvRow decodeRow(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                         mlir::Location loc, mlir::Value t, mlir::Value h);
+
+/// Whether every one of `rows` is live with every tap a history row (the
+/// usual decode run, whose taps then load unselected).
+mlir::Value rowsFromCache(mlir::OpBuilder &b, mlir::Location loc,
+                          llvm::ArrayRef<loops::ConvRow> rows);
+
 /// Marks a store of one 64-byte line that `aligned` proves line-aligned
 /// whenever its memref's base is (kLineAlignedAttrName).
 void markLine(mlir::Operation *store, bool aligned);

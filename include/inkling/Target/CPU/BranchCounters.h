@@ -36,6 +36,9 @@ enum class Branch {
   /// 4 tokens, or the step's last, shorter one.
   DecodeRunsWhole,
   DecodeRunsPartial,
+  /// In a whole decode run: every token live and every tap a history row
+  /// (the usual decode step), its taps loaded unselected.
+  DecodeRunsFromCache,
   /// inkling-cpu-streaming-stores: the non-temporal copy, or the nest.
   StreamingOn,
   StreamingOff,
@@ -48,11 +51,14 @@ enum class Branch {
   SoftwareRoundedLine,
 };
 
-inline constexpr std::array<Branch, 12> kBranches = {
-    Branch::TokenRunsOn, Branch::TokenRunsOff,    Branch::RunsUnrolled,
-    Branch::RunsLooped,  Branch::DecodeRunsWhole, Branch::DecodeRunsPartial,
-    Branch::StreamingOn, Branch::StreamingOff,    Branch::Threaded,
-    Branch::Sequential,  Branch::X86RoundedLine,  Branch::SoftwareRoundedLine};
+inline constexpr std::array<Branch, 13> kBranches = {
+    Branch::TokenRunsOn,         Branch::TokenRunsOff,
+    Branch::RunsUnrolled,        Branch::RunsLooped,
+    Branch::DecodeRunsWhole,     Branch::DecodeRunsPartial,
+    Branch::DecodeRunsFromCache, Branch::StreamingOn,
+    Branch::StreamingOff,        Branch::Threaded,
+    Branch::Sequential,          Branch::X86RoundedLine,
+    Branch::SoftwareRoundedLine};
 
 /// The counters' symbols, in the order of Branch.
 inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
@@ -62,6 +68,7 @@ inline constexpr std::array<llvm::StringLiteral, kBranches.size()>
                              "inkling_branch_runs_looped",
                              "inkling_branch_decode_runs_whole",
                              "inkling_branch_decode_runs_partial",
+                             "inkling_branch_decode_runs_from_cache",
                              "inkling_branch_streaming_on",
                              "inkling_branch_streaming_off",
                              "inkling_branch_threaded",
