@@ -178,9 +178,7 @@ public:
 
 private:
   LaneOrder order(int64_t lanes) const {
-    return options.evenOddLanes && lanes > 1 && lanes % 2 == 0
-               ? LaneOrder::EvenOdd
-               : LaneOrder::Natural;
+    return cpu::runLaneOrder(options, lanes);
   }
   Value wholeRun(OpBuilder &b, Location loc, Value t0, Value realTokens) const;
   SmallVector<Value> runConv(OpBuilder &b, Location loc, const ConvPart &part,
@@ -257,11 +255,9 @@ SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
                                       Value c, int64_t lanes,
                                       ArrayRef<SlotInfo> slots) const {
   ArithBuilder ab(b, loc);
-  LaneOrder laneOrder = order(lanes);
-  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-  Value bias = nest.biasLanes(b, loc, part, channel, lanes, laneOrder);
-  SmallVector<Value> weights =
-      nest.tapWeightsOf(b, loc, part, channel, lanes, laneOrder);
+  cpu::RunChunk chunk =
+      cpu::loadRunChunk(nest, options, b, loc, part, h, c, lanes);
+  LaneOrder laneOrder = chunk.order;
   SmallVector<Value> window;
   for (int64_t back = nest.kernel() - 1; back >= 1; --back)
     window.push_back(nest.xTap(b, loc, part, ab.sub(t0, cIndex(b, loc, back)),
@@ -283,7 +279,8 @@ SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
     Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
     window.push_back(xt);
     Value acc = nest.convResult(
-        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt, lanes);
+        b, loc, chunk.tapWeights, [&](int64_t j) { return window[j]; },
+        chunk.bias, xt, lanes);
     values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
     window.erase(window.begin());
   }
@@ -540,12 +537,9 @@ SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
                                             const ConvPart &part,
                                             ArrayRef<ConvRow> rows, Value h,
                                             Value c, int64_t lanes) const {
-  ArithBuilder ab(b, loc);
-  LaneOrder laneOrder = order(lanes);
-  Value channel = ab.add(ab.mul(h, cIndex(b, loc, part.range.width)), c);
-  Value bias = nest.biasLanes(b, loc, part, channel, lanes, laneOrder);
-  SmallVector<Value> weights =
-      nest.tapWeightsOf(b, loc, part, channel, lanes, laneOrder);
+  cpu::RunChunk chunk =
+      cpu::loadRunChunk(nest, options, b, loc, part, h, c, lanes);
+  LaneOrder laneOrder = chunk.order;
   Value col = nest.cacheCol(b, loc, part, c);
   SmallVector<Value> xs;
   SmallVector<SmallVector<Value>> taps;
@@ -569,7 +563,8 @@ SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
     Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
     window.push_back(xt);
     Value acc = nest.convResult(
-        b, loc, weights, [&](int64_t j) { return window[j]; }, bias, xt, lanes);
+        b, loc, chunk.tapWeights, [&](int64_t j) { return window[j]; },
+        chunk.bias, xt, lanes);
     values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
   }
   return values;
