@@ -199,6 +199,11 @@ private:
                                                unsigned part, Value c, int64_t)>
                    conv) const;
   void run(OpBuilder &b, Location loc, Value t0, Value h) const;
+  void storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
+                 const SlotInfo &slot, Value h, Value col, Value xRaw,
+                 int64_t lanes) const;
+  Value convolve(OpBuilder &b, Location loc, const cpu::RunChunk &chunk,
+                 ArrayRef<Value> taps, Value xt) const;
   SmallVector<Value> decodeRunConv(OpBuilder &b, Location loc,
                                    const ConvPart &part, ArrayRef<ConvRow> rows,
                                    Value h, Value c, int64_t lanes) const;
@@ -247,6 +252,32 @@ Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
       });
 }
 
+// x stored at its conv-cache slot (a masked slot stores nothing).
+void KvRunNest::storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
+                          const SlotInfo &slot, Value h, Value col, Value xRaw,
+                          int64_t lanes) const {
+  emitIf(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+    markLine(storeLanes(b, loc, xRaw, nest.cache(),
+                        ValueRange{slot.block, h, slot.row, col},
+                        part.cacheAlign),
+             part.cacheLineAligned, lanes);
+  });
+}
+
+// A token's conv output in bf16: the fma chain over its W - 1 earlier
+// inputs `taps` (f32, oldest first) and its own x, `xt`.
+Value KvRunNest::convolve(OpBuilder &b, Location loc,
+                          const cpu::RunChunk &chunk, ArrayRef<Value> taps,
+                          Value xt) const {
+  Value acc = nest.convResult(
+      b, loc, chunk.tapWeights,
+      [&](int64_t j) {
+        return j < static_cast<int64_t>(taps.size()) ? taps[j] : xt;
+      },
+      chunk.bias, xt, chunk.lanes);
+  return truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
+}
+
 // The conv of channels c.. of head h for the run's tokens (bf16 in channel
 // order, one per token): the weights and window once, then per token x
 // loaded once, stored at its slot, convolved (the conv nest's arithmetic).
@@ -266,22 +297,12 @@ SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
   for (int64_t i = 0; i < kRunTokens; ++i) {
     Value t = ab.add(t0, cIndex(b, loc, i));
     Value xRaw = part.x.load(b, loc, t, h, c, lanes);
-    if (nest.insert()) {
-      const SlotInfo &at = slots[i];
-      emitIf(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
-        markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                            ValueRange{at.block, h, at.row,
-                                       nest.cacheCol(b, loc, part, c)},
-                            part.cacheAlign),
-                 part.cacheLineAligned, lanes);
-      });
-    }
+    if (nest.insert())
+      storeSlot(b, loc, part, slots[i], h, nest.cacheCol(b, loc, part, c), xRaw,
+                lanes);
     Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
+    values.push_back(convolve(b, loc, chunk, window, xt));
     window.push_back(xt);
-    Value acc = nest.convResult(
-        b, loc, chunk.tapWeights, [&](int64_t j) { return window[j]; },
-        chunk.bias, xt, lanes);
-    values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
     window.erase(window.begin());
   }
   return values;
@@ -552,21 +573,11 @@ SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
   }
   if (nest.insert())
     for (auto [row, xRaw] : llvm::zip_equal(rows, xs))
-      emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
-        markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                            ValueRange{row.slot.block, h, row.slot.row, col},
-                            part.cacheAlign),
-                 part.cacheLineAligned, lanes);
-      });
+      storeSlot(b, loc, part, row.slot, h, col, xRaw, lanes);
   SmallVector<Value> values;
-  for (auto [xRaw, window] : llvm::zip_equal(xs, taps)) {
-    Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
-    window.push_back(xt);
-    Value acc = nest.convResult(
-        b, loc, chunk.tapWeights, [&](int64_t j) { return window[j]; },
-        chunk.bias, xt, lanes);
-    values.push_back(truncToBf16(b, loc, acc, lanes, laneOrder));
-  }
+  for (auto [xRaw, history] : llvm::zip_equal(xs, taps))
+    values.push_back(convolve(b, loc, chunk, history,
+                              extToF32(b, loc, xRaw, lanes, laneOrder)));
   return values;
 }
 
