@@ -32,8 +32,9 @@ enum class Branch {
   /// tokens unrolled, or a loop over the sequence's tokens in the run.
   RunsUnrolled,
   RunsLooped,
-  /// In the decode-run nest (decode-runs), per (run, head): a whole run of
-  /// 4 tokens, or the step's last, shorter one.
+  /// In the decode-run nest (decode-runs) and the fused K/V op's decode
+  /// form, per (run, head): a whole run of 4 tokens, or the step's last,
+  /// shorter one.
   DecodeRunsWhole,
   DecodeRunsPartial,
   /// In a whole decode run: every token live and every tap a history row
