@@ -389,11 +389,12 @@ TEST_P(EpilogueTest, MatchesReference) {
   }
 }
 
-/// Decode batches (9 to 14 sequences of one token, a few drafts): the CPU's
+/// Decode batches (9 to 12 sequences of one token, a few drafts): the CPU's
 /// decode form walks runs of 4 tokens whose taps are all history rows
 /// together (the weights once per run, K staged for its norm) and every
 /// other token by rows; every variant against the reference. On the real
-/// layout the fused op's counters show both kinds of run taken.
+/// layout the fused op's counters show whole runs from the cache, other
+/// whole runs and partial runs all taken.
 TEST_P(EpilogueTest, DecodeBatchesMatchReference) {
   const Layout &layout = compiled(nullptr).layout;
   auto matches = [&](exec::JitEngine &engine, const std::string &name) {
