@@ -61,9 +61,9 @@ typedef struct {
   /* GPU chip, e.g. "sm_90"; NULL or "": the device's. */
   const char *chip;
   /* CPU threads of the layer's loop nests (OpenMP), 0 to 1024: 0, every
-   * core (OMP_NUM_THREADS if set); 1, the calling thread alone. Steps of
-   * fewer than 64 (token, head) pairs run on the calling thread either
-   * way. */
+   * core (OMP_NUM_THREADS if set); 1, the calling thread alone. Nests of
+   * fewer than 64 outer iterations ((token, head) pairs, or (run of 4
+   * tokens, head) in the run nests) run on the calling thread either way. */
   int32_t threads;
 } inkling_layer_options_t;
 

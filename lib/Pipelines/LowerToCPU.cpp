@@ -96,10 +96,11 @@ void inkling::buildLowerToCPUPipeline(OpPassManager &pm,
   // 4b. Threads (threads != 1). After it: each nest is an scf.if on the
   //     step's size: small steps run the nest as scf.for loops on the
   //     calling thread (no OpenMP call); larger ones (at least
-  //     `min-parallel-iterations` (token, head) pairs) run it as an
-  //     omp.parallel + omp.wsloop over (token, head) (static schedule,
+  //     `min-parallel-iterations` outer iterations: (token, head) pairs,
+  //     or (run of 4 tokens, head) in the run nests) run it as an
+  //     omp.parallel + omp.wsloop over them (static schedule,
   //     `threads` threads or the OpenMP default) whose chunk loops are
-  //     scf.for. Each pair is computed by one thread exactly as in the
+  //     scf.for. Each iteration is computed by one thread exactly as in the
   //     sequential nest: the same bits whatever the thread count.
   if (options.threads != 1) {
     inkling::cpu::ParallelDispatchPassOptions dispatch;

@@ -1,9 +1,9 @@
 // The CPU pipeline's threads: each nest is an scf.if on the step's size;
-// steps of at least min-parallel-iterations (token, head) pairs run it as
-// one omp.parallel + omp.wsloop over (token, head) whose chunk loops run
-// sequentially (no nested parallel region), smaller steps as plain loops on
-// the calling thread with no OpenMP call. threads=1 (the default) emits no
-// OpenMP at all.
+// steps of at least min-parallel-iterations outer iterations ((token, head)
+// pairs, or (run of 4 tokens, head)) run it as one omp.parallel +
+// omp.wsloop over them whose chunk loops run sequentially (no nested
+// parallel region), smaller steps as plain loops on the calling thread with
+// no OpenMP call. threads=1 (the default) emits no OpenMP at all.
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=4 min-parallel-iterations=32 streaming-stores-min-iterations=0" \
 // RUN:   | FileCheck %s --check-prefix=FUSED
 // RUN: inkling-opt %inkling_src/examples/decoder_layer.mlir --inkling-lower-to-cpu="threads=0 fusion=none streaming-stores-min-iterations=0" \

@@ -91,7 +91,8 @@ cl::opt<std::string> cacheDir(
 cl::opt<int64_t> minParallelIterations(
     "min-parallel-iterations",
     cl::desc("With threads: a loop nest forks only for steps of at least "
-             "this many (token, head) pairs (default 64)"),
+             "this many outer iterations, (token, head) pairs or (run of 4 "
+             "tokens, head) in the CPU's run nests (default 64)"),
     cl::init(64), cl::cat(model));
 cl::opt<bool> checked("checked",
                       cl::desc("Compile in checked mode: bad slot or block ids "
@@ -498,8 +499,8 @@ int main(int argc, char **argv) {
       "threads",
       cl::desc("CPU threads for the layer's loop nests (OpenMP): 0 (default), "
                "every core (OMP_NUM_THREADS if set); 1, the calling thread "
-               "alone. Steps of fewer than --min-parallel-iterations "
-               "(token, head) pairs run on one thread either way"),
+               "alone. Nests of fewer than --min-parallel-iterations "
+               "outer iterations run on one thread either way"),
       cl::init(0), cl::cat(model));
   cl::HideUnrelatedOptions({&model, &workload, &replayCat});
   cl::ParseCommandLineOptions(

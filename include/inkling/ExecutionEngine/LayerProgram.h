@@ -61,7 +61,8 @@ struct CompileOptions {
   /// Threads of the CPU nests (the pipeline's `threads`): 0, the OpenMP
   /// runtime's default (OMP_NUM_THREADS, else every core); 1, no OpenMP.
   int threads = 0;
-  /// Steps of fewer (token, head) pairs than this run on the calling thread
+  /// Nests of fewer outer iterations than this ((token, head) pairs, or
+  /// (run of 4 tokens, head) in the run nests) run on the calling thread
   /// (the pipeline's `min-parallel-iterations`).
   int64_t minParallelIterations = 64;
   /// The JIT's object cache directory (ObjectCache.h; empty: none); unset:

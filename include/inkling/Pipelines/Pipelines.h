@@ -107,7 +107,8 @@ struct LowerToCPUOptions : CacheGeometryOptions<LowerToCPUOptions> {
       *this, "min-parallel-iterations",
       llvm::cl::desc(
           "With threads != 1: a nest forks its threads only when it has at "
-          "least this many (token, head) iterations, decided at run time on "
+          "least this many outer iterations ((token, head), or (run of 4 "
+          "tokens, head) in the CPU's run nests), decided at run time on "
           "each call (the omp.parallel `if` clause); smaller steps run on the "
           "calling thread without a fork (docs/fusion.md measures it)"),
       llvm::cl::init(64)};
