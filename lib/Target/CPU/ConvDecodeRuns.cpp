@@ -99,15 +99,9 @@ static void markCached(Operation *store) {
 void DecodeRunNest::storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
                               const RunChunk &chunk, const ConvRow &row,
                               Value xRaw) const {
-  if (!insert)
-    return;
-  emitIf(b, loc, row.slot.valid, [&](OpBuilder &b, Location loc) {
-    markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                        ValueRange{row.slot.block, chunk.h, row.slot.row,
-                                   nest.cacheCol(b, loc, part, chunk.c)},
-                        part.cacheAlign),
-             part.cacheLineAligned);
-  });
+  if (insert)
+    storeAtSlot(nest, b, loc, part, row.slot, chunk.h,
+                nest.cacheCol(b, loc, part, chunk.c), xRaw);
 }
 
 // The token's output lanes: its fma chain over `tapValues` (f32, oldest

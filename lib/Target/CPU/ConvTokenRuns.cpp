@@ -140,15 +140,9 @@ SmallVector<Value> TokenRunNest::runToken(OpBuilder &b, Location loc,
                                           const SlotInfo &at,
                                           ValueRange window) const {
   Value xRaw = part.x.load(b, loc, t, chunk.h, chunk.c, chunk.lanes);
-  if (insert) {
-    emitIf(b, loc, at.valid, [&](OpBuilder &b, Location loc) {
-      markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                          ValueRange{at.block, chunk.h, at.row,
-                                     nest.cacheCol(b, loc, part, chunk.c)},
-                          part.cacheAlign),
-               part.cacheLineAligned);
-    });
-  }
+  if (insert)
+    storeAtSlot(nest, b, loc, part, at, chunk.h,
+                nest.cacheCol(b, loc, part, chunk.c), xRaw);
   Value xt = extToF32(b, loc, xRaw, chunk.lanes, chunk.order);
   SmallVector<Value> tapValues(window);
   tapValues.push_back(xt);

@@ -199,9 +199,6 @@ private:
                                                unsigned part, Value c, int64_t)>
                    conv) const;
   void run(OpBuilder &b, Location loc, Value t0, Value h) const;
-  void storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
-                 const SlotInfo &slot, Value h, Value col, Value xRaw,
-                 int64_t lanes) const;
   Value convolve(OpBuilder &b, Location loc, const cpu::RunChunk &chunk,
                  ArrayRef<Value> taps, Value xt) const;
   SmallVector<Value> decodeRunConv(OpBuilder &b, Location loc,
@@ -252,18 +249,6 @@ Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
       });
 }
 
-// x stored at its conv-cache slot (a masked slot stores nothing).
-void KvRunNest::storeSlot(OpBuilder &b, Location loc, const ConvPart &part,
-                          const SlotInfo &slot, Value h, Value col, Value xRaw,
-                          int64_t lanes) const {
-  emitIf(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
-    markLine(storeLanes(b, loc, xRaw, nest.cache(),
-                        ValueRange{slot.block, h, slot.row, col},
-                        part.cacheAlign),
-             part.cacheLineAligned, lanes);
-  });
-}
-
 // A token's conv output in bf16: the fma chain over its W - 1 earlier
 // inputs `taps` (f32, oldest first) and its own x, `xt`.
 Value KvRunNest::convolve(OpBuilder &b, Location loc,
@@ -298,8 +283,8 @@ SmallVector<Value> KvRunNest::runConv(OpBuilder &b, Location loc,
     Value t = ab.add(t0, cIndex(b, loc, i));
     Value xRaw = part.x.load(b, loc, t, h, c, lanes);
     if (nest.insert())
-      storeSlot(b, loc, part, slots[i], h, nest.cacheCol(b, loc, part, c), xRaw,
-                lanes);
+      cpu::storeAtSlot(nest, b, loc, part, slots[i], h,
+                       nest.cacheCol(b, loc, part, c), xRaw);
     Value xt = extToF32(b, loc, xRaw, lanes, laneOrder);
     values.push_back(convolve(b, loc, chunk, window, xt));
     window.push_back(xt);
@@ -573,7 +558,7 @@ SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
   }
   if (nest.insert())
     for (auto [row, xRaw] : llvm::zip_equal(rows, xs))
-      storeSlot(b, loc, part, row.slot, h, col, xRaw, lanes);
+      cpu::storeAtSlot(nest, b, loc, part, row.slot, h, col, xRaw);
   SmallVector<Value> values;
   for (auto [xRaw, history] : llvm::zip_equal(xs, taps))
     values.push_back(convolve(b, loc, chunk, history,

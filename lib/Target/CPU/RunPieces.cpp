@@ -83,6 +83,17 @@ Value cpu::rowsFromCache(OpBuilder &b, Location loc, ArrayRef<ConvRow> rows) {
   return all;
 }
 
+void cpu::storeAtSlot(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
+                      const ConvPart &part, const SlotInfo &slot, Value h,
+                      Value col, Value x) {
+  emitIf(b, loc, slot.valid, [&](OpBuilder &b, Location loc) {
+    markLine(storeLanes(b, loc, x, nest.cache(),
+                        ValueRange{slot.block, h, slot.row, col},
+                        part.cacheAlign),
+             part.cacheLineAligned);
+  });
+}
+
 void cpu::markLine(Operation *store, bool aligned) {
   auto vector = dyn_cast<vector::StoreOp>(store);
   if (aligned && vector &&

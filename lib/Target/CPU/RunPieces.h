@@ -62,6 +62,13 @@ loops::ConvRow decodeRow(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
 mlir::Value rowsFromCache(mlir::OpBuilder &b, mlir::Location loc,
                           llvm::ArrayRef<loops::ConvRow> rows);
 
+/// x stored at its conv-cache slot, cache[slot.block, h, slot.row, col..]
+/// (a masked slot stores nothing), a line store marked as markLine does.
+void storeAtSlot(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
+                 mlir::Location loc, const loops::ConvPart &part,
+                 const loops::SlotInfo &slot, mlir::Value h, mlir::Value col,
+                 mlir::Value x);
+
 /// Marks a store of one 64-byte line that `aligned` proves line-aligned
 /// whenever its memref's base is (kLineAlignedAttrName).
 void markLine(mlir::Operation *store, bool aligned);
