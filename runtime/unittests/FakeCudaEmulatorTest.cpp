@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -24,41 +23,11 @@ using namespace inkling::cuda;
 
 namespace {
 
-/// `copy(x, y)`: two rank-1 bf16 descriptors (10 parameters); the PTX only
-/// declares them (the fake driver reads its parameters and .maxntid).
-std::string copyPtx() {
-  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                    ".visible .entry copy(\n";
-  for (int i = 0; i < 10; ++i) {
-    bool pointer = i % 5 < 2;
-    ptx += std::string("\t.param .u64 ") + (pointer ? ".ptr .align 2 " : "") +
-           "copy_param_" + std::to_string(i) + (i < 9 ? ",\n" : "\n");
-  }
-  return ptx + ")\n.maxntid 64, 1, 1\n{\n\tret;\n}\n";
-}
-
 /// The host form of `copy`: thread i = ctaid.x * ntid.x + tid.x reads
 /// x[i + `shift`] and writes it to y[`destination`] (an LLVM IR expression
 /// of %i).
 std::string copyHostForm(int shift, const std::string &destination) {
-  return R"(
-@__inkling_emu_args_copy = constant [8 x i64] [i64 1, i64 2, i64 0, i64 1, i64 2, i64 5, i64 1, i64 2]
-declare i32 @__inkling_emu_sreg(i32)
-declare ptr @__inkling_emu_access(ptr, i64, i64, i32)
-define void @__inkling_emu_entry_copy(ptr %params) {
-  %px = getelementptr ptr, ptr %params, i64 1
-  %ax = load ptr, ptr %px
-  %x = load ptr, ptr %ax
-  %py = getelementptr ptr, ptr %params, i64 6
-  %ay = load ptr, ptr %py
-  %y = load ptr, ptr %ay
-  %tid = call i32 @__inkling_emu_sreg(i32 0)
-  %bid = call i32 @__inkling_emu_sreg(i32 6)
-  %ntid = call i32 @__inkling_emu_sreg(i32 3)
-  %base = mul i32 %bid, %ntid
-  %i32 = add i32 %base, %tid
-  %i = zext i32 %i32 to i64
-  %j = add i64 %i, )" +
+  return xyHostFormHead("copy") + R"(  %j = add i64 %i, )" +
          std::to_string(shift) + R"(
   %src = getelementptr i16, ptr %x, i64 %j
   %s = call ptr @__inkling_emu_access(ptr %src, i64 2, i64 1, i32 0)
@@ -74,44 +43,12 @@ define void @__inkling_emu_entry_copy(ptr %params) {
 )";
 }
 
-/// The copy kernel in the fake driver, executed from `hostForm`.
-struct CopyLaunch : FakeKernel {
+/// The copy kernel in the fake driver, executed from `hostForm`, on 32
+/// threads a block; x has 8 elements more allocated than its descriptor
+/// holds, so that a read past the descriptor stays inside the allocation.
+struct CopyLaunch : XYLaunch {
   explicit CopyLaunch(const std::string &hostForm)
-      : FakeKernel(copyPtx(), "copy", /*execute=*/true, &hostForm) {}
-
-  /// Copies `n` elements with `blocks` x 32 threads (n = 32 * blocks);
-  /// x has one element more allocated than its descriptor holds, so a
-  /// read past the descriptor stays inside the allocation.
-  Status run(int64_t blocks) {
-    int64_t n = 32 * blocks;
-    auto x = DeviceBuffer::allocate(*driver, (n + 8) * 2);
-    auto y = DeviceBuffer::allocate(*driver, n * 2);
-    if (!x || !y)
-      return internalError("no device memory");
-    input.resize(n);
-    std::iota(input.begin(), input.end(), uint16_t(1));
-    if (Status s = driver->copyToDevice(x->address(), input.data(), n * 2);
-        !s.isOk())
-      return s;
-    if (Status s = driver->memset(y->address(), 0, n * 2); !s.isOk())
-      return s;
-    std::vector<uint64_t> words = {
-        x->address(), x->address(), 0, uint64_t(n), 1,
-        y->address(), y->address(), 0, uint64_t(n), 1};
-    std::vector<void *> params;
-    for (uint64_t &w : words)
-      params.push_back(&w);
-    params.push_back(nullptr);
-    Status launched =
-        driver->launch(function, {blocks, 1, 1}, {32, 1, 1}, params.data());
-    output.assign(n, 0);
-    if (Status s = driver->copyToHost(output.data(), y->address(), n * 2);
-        !s.isOk())
-      return s;
-    return launched;
-  }
-
-  std::vector<uint16_t> input, output;
+      : XYLaunch("copy", hostForm, /*threads=*/32, /*slack=*/8) {}
 };
 
 TEST(FakeCudaEmulator, RunsACorrectKernelInEveryOrder) {
@@ -193,7 +130,7 @@ TEST(FakeCudaEmulator, AKernelWithoutAHostFormCannotBeExecuted) {
   setenv("INKLING_FAKE_CUDA_EXECUTE", "1", 1);
   auto driver = Driver::load(INKLING_FAKE_CUDA_LIBRARY);
   ASSERT_TRUE(driver) << driver.status().toString();
-  auto module = (*driver)->loadModule(copyPtx());
+  auto module = (*driver)->loadModule(xyKernelPtx("copy"));
   ASSERT_TRUE(module);
   auto function = (*driver)->function(*module, "copy");
   ASSERT_TRUE(function);

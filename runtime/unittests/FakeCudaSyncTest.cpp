@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -24,44 +23,17 @@ using namespace inkling::cuda;
 
 namespace {
 
-/// `sync(x, y)`: two rank-1 i16 descriptors (10 parameters), 64 threads.
-std::string syncPtx() {
-  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                    ".visible .entry sync(\n";
-  for (int i = 0; i < 10; ++i) {
-    bool pointer = i % 5 < 2;
-    ptx += std::string("\t.param .u64 ") + (pointer ? ".ptr .align 2 " : "") +
-           "sync_param_" + std::to_string(i) + (i < 9 ? ",\n" : "\n");
-  }
-  return ptx + ")\n.maxntid 64, 1, 1\n{\n\tret;\n}\n";
-}
-
 /// The host form of `sync`: %x, %y (the descriptors' aligned pointers),
 /// %tid (i32), %i = ctaid.x * ntid.x + tid.x (i64) and %v = x[%i] (i32)
 /// are defined before `body`, which ends the function.
 std::string syncHostForm(const std::string &body) {
-  return R"(
-@__inkling_emu_args_sync = constant [8 x i64] [i64 1, i64 2, i64 0, i64 1, i64 2, i64 5, i64 1, i64 2]
-declare i32 @__inkling_emu_sreg(i32)
-declare ptr @__inkling_emu_access(ptr, i64, i64, i32)
-declare i64 @__inkling_emu_shfl(i32, i32, i32, i32, i32)
-declare void @__inkling_emu_barrier()
-declare ptr @__inkling_emu_workgroup(i32, i64, i64)
-declare ptr @__inkling_emu_shared_access(ptr, i64, i32)
-define void @__inkling_emu_entry_sync(ptr %params) {
-  %px = getelementptr ptr, ptr %params, i64 1
-  %ax = load ptr, ptr %px
-  %x = load ptr, ptr %ax
-  %py = getelementptr ptr, ptr %params, i64 6
-  %ay = load ptr, ptr %py
-  %y = load ptr, ptr %ay
-  %tid = call i32 @__inkling_emu_sreg(i32 0)
-  %bid = call i32 @__inkling_emu_sreg(i32 6)
-  %ntid = call i32 @__inkling_emu_sreg(i32 3)
-  %base = mul i32 %bid, %ntid
-  %i32 = add i32 %base, %tid
-  %i = zext i32 %i32 to i64
-  %src = getelementptr i16, ptr %x, i64 %i
+  return xyHostFormHead(
+             "sync",
+             "declare i64 @__inkling_emu_shfl(i32, i32, i32, i32, i32)\n"
+             "declare void @__inkling_emu_barrier()\n"
+             "declare ptr @__inkling_emu_workgroup(i32, i64, i64)\n"
+             "declare ptr @__inkling_emu_shared_access(ptr, i64, i32)\n") +
+         R"(  %src = getelementptr i16, ptr %x, i64 %i
   %s = call ptr @__inkling_emu_access(ptr %src, i64 2, i64 1, i32 0)
   %v16 = load i16, ptr %s
   %v = zext i16 %v16 to i32
@@ -97,41 +69,11 @@ std::string butterfly(const std::vector<int> &offsets,
   return body;
 }
 
-struct SyncLaunch : FakeKernel {
+/// The sync kernel in the fake driver, executed from `hostForm`, on 64
+/// threads a block.
+struct SyncLaunch : XYLaunch {
   explicit SyncLaunch(const std::string &hostForm)
-      : FakeKernel(syncPtx(), "sync", /*execute=*/true, &hostForm) {}
-
-  /// Runs `blocks` x 64 threads on x = 1, 2, ..., y zeroed.
-  Status run(int64_t blocks) {
-    int64_t n = 64 * blocks;
-    auto x = DeviceBuffer::allocate(*driver, n * 2);
-    auto y = DeviceBuffer::allocate(*driver, n * 2);
-    if (!x || !y)
-      return internalError("no device memory");
-    input.resize(n);
-    std::iota(input.begin(), input.end(), uint16_t(1));
-    if (Status s = driver->copyToDevice(x->address(), input.data(), n * 2);
-        !s.isOk())
-      return s;
-    if (Status s = driver->memset(y->address(), 0, n * 2); !s.isOk())
-      return s;
-    std::vector<uint64_t> words = {
-        x->address(), x->address(), 0, uint64_t(n), 1,
-        y->address(), y->address(), 0, uint64_t(n), 1};
-    std::vector<void *> params;
-    for (uint64_t &w : words)
-      params.push_back(&w);
-    params.push_back(nullptr);
-    Status launched =
-        driver->launch(function, {blocks, 1, 1}, {64, 1, 1}, params.data());
-    output.assign(n, 0);
-    if (Status s = driver->copyToHost(output.data(), y->address(), n * 2);
-        !s.isOk())
-      return s;
-    return launched;
-  }
-
-  std::vector<uint16_t> input, output;
+      : XYLaunch("sync", hostForm, /*threads=*/64) {}
 };
 
 constexpr const char *kOrders[] = {"shuffle", "reverse", "forward"};
