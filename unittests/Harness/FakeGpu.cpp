@@ -2,7 +2,7 @@
 
 #include "Harness/FakeGpu.h"
 
-#include "inkling/InitInkling.h"
+#include "Harness/JitHarness.h"
 #include "inkling/KernelBundle.h"
 #include "inkling/Runtime/Cuda.h"
 
@@ -21,17 +21,6 @@ using namespace inkling;
 using namespace inkling::harness;
 
 namespace {
-
-mlir::MLIRContext *gpuContext() {
-  static mlir::MLIRContext *context = [] {
-    mlir::DialectRegistry registry;
-    inkling::registerAllDialects(registry);
-    auto *ctx = new mlir::MLIRContext(registry);
-    ctx->loadAllAvailableDialects();
-    return ctx;
-  }();
-  return context;
-}
 
 /// A memref descriptor's words: allocated, aligned, offset, sizes, strides.
 struct Descriptor {
@@ -62,7 +51,7 @@ std::unique_ptr<FakeGpuLayer> FakeGpuLayer::create(const std::string &source,
                                                    const std::string &function,
                                                    sconv::FusionStrategy fusion,
                                                    std::string &error) {
-  mlir::MLIRContext *context = gpuContext();
+  mlir::MLIRContext *context = harnessContext();
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {

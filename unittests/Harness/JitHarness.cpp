@@ -126,10 +126,7 @@ void harness::initializeNativeTarget() {
   });
 }
 
-namespace {
-/// The one MLIRContext of the process.
-mlir::MLIRContext *jitContext() {
-  // Never destroyed: the engines' code outlives any test or benchmark.
+mlir::MLIRContext *harness::harnessContext() {
   static mlir::MLIRContext *context = [] {
     mlir::DialectRegistry registry;
     inkling::registerAllDialects(registry);
@@ -140,10 +137,11 @@ mlir::MLIRContext *jitContext() {
   return context;
 }
 
+namespace {
 /// Parses `source`, collecting diagnostics into `diagnostics`.
 mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
                                         std::string &diagnostics) {
-  mlir::MLIRContext *context = jitContext();
+  mlir::MLIRContext *context = harnessContext();
   llvm::raw_string_ostream diagOs(diagnostics);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
     diagOs << d.getLocation() << ": " << d << "\n";
@@ -164,7 +162,7 @@ harness::countOpsAfterFusion(const std::string &source,
     error = "cannot parse the module: " + diagnostics;
     return counts;
   }
-  mlir::PassManager pm(jitContext());
+  mlir::PassManager pm(harnessContext());
   sconv::buildFusionPipeline(pm, strategy);
   if (mlir::failed(pm.run(*module))) {
     error = "sconv-fuse failed";
@@ -201,7 +199,7 @@ std::unique_ptr<exec::JitEngine>
 lowerAndJit(mlir::ModuleOp module, const CompileOptions &compileOptions,
             std::string &diagnostics, std::string &error) {
   // Diagnostics of the pipeline (e.g. a fusion or lowering error).
-  mlir::MLIRContext *context = jitContext();
+  mlir::MLIRContext *context = harnessContext();
   llvm::raw_string_ostream diagOs(diagnostics);
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &d) {
     diagOs << d.getLocation() << ": " << d << "\n";

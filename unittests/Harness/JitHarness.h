@@ -30,6 +30,10 @@
 #include <utility>
 #include <vector>
 
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
 namespace inkling::exec {
 class JitEngine;
 } // namespace inkling::exec
@@ -229,6 +233,10 @@ int64_t *branchCounter(exec::JitEngine &engine, cpu::Branch branch);
 
 /// Initializes the native target (once).
 void initializeNativeTarget();
+
+/// The one MLIRContext of the process, every dialect of inkling-opt loaded;
+/// never destroyed, since the engines' code outlives any test or benchmark.
+mlir::MLIRContext *harnessContext();
 
 //===----------------------------------------------------------------------===//
 // Steps
