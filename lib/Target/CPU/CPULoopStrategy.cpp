@@ -26,14 +26,35 @@ using namespace mlir;
 using namespace inkling;
 using namespace inkling::loops;
 
-Value cpu::emitTokenRunsChosen(const ConvNestBuilder &nest, OpBuilder &b,
-                               Location loc, Value realTokens) {
+// Whether a step of `realTokens` real tokens takes the token-run forms.
+static Value emitTokenRunsChosen(const ConvNestBuilder &nest, OpBuilder &b,
+                                 Location loc, Value realTokens) {
   Value batch = nest.batch();
   return arith::AndIOp::create(
       b, loc,
       cmp(b, loc, arith::CmpIPredicate::uge, realTokens,
           ArithBuilder(b, loc).mul(batch, cIndex(b, loc, nest.kernel()))),
       cmp(b, loc, arith::CmpIPredicate::ugt, batch, cIndex(b, loc, 0)));
+}
+
+void cpu::emitRunsOrDecode(
+    const ConvNestBuilder &nest, OpBuilder &b, Location loc,
+    const CPULoopOptions &options,
+    function_ref<void(OpBuilder &, Location, Value)> runs,
+    function_ref<void(OpBuilder &, Location)> decode) {
+  Value realTokens = emitRealTokens(b, loc, nest.step());
+  emitIfElse(
+      b, loc, emitTokenRunsChosen(nest, b, loc, realTokens),
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
+        runs(b, loc, realTokens);
+      },
+      [&](OpBuilder &b, Location loc) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
+        decode(b, loc);
+      });
 }
 
 void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
@@ -54,21 +75,12 @@ void cpu::CPULoopStrategy::emitConvNest(ConvNestBuilder &nest, OpBuilder &b,
     decode(b, loc);
     return;
   }
-  // Runs when the sequences average at least `kernel` real tokens (most
-  // windows come from x); else the decode form.
-  Value realTokens = emitRealTokens(b, loc, nest.step());
-  emitIfElse(
-      b, loc, emitTokenRunsChosen(nest, b, loc, realTokens),
-      [&](OpBuilder &b, Location loc) {
-        if (options.branchCounters)
-          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
+  emitRunsOrDecode(
+      nest, b, loc, options,
+      [&](OpBuilder &b, Location loc, Value realTokens) {
         emitTokenRunNest(nest, b, loc, realTokens, options);
       },
-      [&](OpBuilder &b, Location loc) {
-        if (options.branchCounters)
-          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
-        decode(b, loc);
-      });
+      decode);
 }
 
 namespace {

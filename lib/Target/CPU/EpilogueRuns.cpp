@@ -2,7 +2,7 @@
 //
 // The CPU's forms of `sconv.fused_conv_kv_write` (K: conv -> k_norm -> KV
 // write; V: conv -> KV write). The steps that take the token-run nest
-// (emitTokenRunsChosen) run the nest below; the others (decode) a nest over
+// (emitRunsOrDecode) run the nest below; the others (decode) a nest over
 // (run of kRunTokens tokens of any sequences, head), buildDecode: a whole
 // run whose tokens are live and whose taps are all history rows (the usual
 // decode step) takes the streams below with each token's taps from its
@@ -668,17 +668,12 @@ void cpu::CPULoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
     LoopStrategy::emitKvWriteNest(nest, b, loc, epilogue);
     return;
   }
-  Value realTokens = emitRealTokens(b, loc, nest.step());
-  emitIfElse(
-      b, loc, emitTokenRunsChosen(nest, b, loc, realTokens),
-      [&](OpBuilder &b, Location loc) {
-        if (options.branchCounters)
-          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOn);
+  emitRunsOrDecode(
+      nest, b, loc, options,
+      [&](OpBuilder &b, Location loc, Value realTokens) {
         emitKvRunNest(nest, b, loc, realTokens, epilogue, options);
       },
       [&](OpBuilder &b, Location loc) {
-        if (options.branchCounters)
-          emitBranchCount(b, loc, nest.op(), Branch::TokenRunsOff);
         KvRunNest(nest, epilogue, options).buildDecode(b, loc);
       });
 }

@@ -132,12 +132,18 @@ void emitTokenRunNest(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                       mlir::Location loc, mlir::Value realTokens,
                       const CPULoopOptions &options);
 
-/// Whether a step of `realTokens` real tokens takes the token-run forms:
-/// its sequences average at least `kernel` real tokens (most windows come
-/// from x) (CPULoopStrategy.cpp).
-mlir::Value emitTokenRunsChosen(const loops::ConvNestBuilder &nest,
-                                mlir::OpBuilder &b, mlir::Location loc,
-                                mlir::Value realTokens);
+/// The run-time choice between a nest's two CPU forms (CPULoopStrategy.cpp):
+/// `runs`, given the step's real token count, when its sequences average at
+/// least `kernel` real tokens (most windows come from x: prefill), else
+/// `decode`; each branch counted (TokenRunsOn, TokenRunsOff) when
+/// `options.branchCounters`.
+void emitRunsOrDecode(
+    const loops::ConvNestBuilder &nest, mlir::OpBuilder &b, mlir::Location loc,
+    const CPULoopOptions &options,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                            mlir::Value realTokens)>
+        runs,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> decode);
 
 /// The token-run form of an `sconv.fused_conv_kv_write`: `nest`'s conv and
 /// `epilogue` over the step's first `realTokens` tokens (EpilogueRuns.cpp).
