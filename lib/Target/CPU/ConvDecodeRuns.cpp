@@ -133,33 +133,18 @@ void DecodeRunNest::storeOut(OpBuilder &b, Location loc, const ConvPart &part,
 }
 
 // The usual decode run in one chunk (every token live, every tap a history
-// row): every load of the run's tokens (x, the history rows) before any of
-// their stores (slot rows, outputs). A page's rows lie D elements apart, a
-// power of two (4 KiB at the real layout's D = 2048), so the same column of
-// a token's slot row and of its history rows share their low 12 address
-// bits, which cores compare first to let a load pass an earlier store (4K
-// aliasing). Issued after the slot store, the history loads ran slower: a
-// hand-written kernel in that order 1.24-1.37x at T = 8 and 64
-// (docs/fusion.md).
-// The reordering is the fusion's own legality: a conv reads the cache only
-// below num_computed, an insert writes only at or above it.
+// row): every load of the run's tokens (loadDecodeRun: x, the history rows)
+// before any of their stores (slot rows, outputs). Issued after the slot
+// store, the history loads ran slower: a hand-written kernel in that order
+// 1.24-1.37x at T = 8 and 64 (docs/fusion.md).
 void DecodeRunNest::tokensFromCache(OpBuilder &b, Location loc,
                                     const ConvPart &part, const RunChunk &chunk,
                                     ArrayRef<ConvRow> rows) const {
-  SmallVector<Value> xs;
-  SmallVector<SmallVector<Value>> taps;
-  for (const ConvRow &row : rows) {
-    xs.push_back(part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes));
-    Value col = nest.cacheCol(b, loc, part, chunk.c);
-    SmallVector<Value> &values = taps.emplace_back();
-    for (const TapSource &tap : row.taps)
-      values.push_back(nest.cacheTap(b, loc, part, tap.block, chunk.h, tap.row,
-                                     col, chunk.lanes, chunk.order));
-  }
+  DecodeRunLoads loads = loadDecodeRun(nest, b, loc, part, chunk, rows);
   SmallVector<Value> outs;
-  for (auto [x, values] : llvm::zip_equal(xs, taps))
+  for (auto [x, values] : llvm::zip_equal(loads.xs, loads.taps))
     outs.push_back(convolve(b, loc, chunk, x, values));
-  for (auto [row, x, out] : llvm::zip_equal(rows, xs, outs)) {
+  for (auto [row, x, out] : llvm::zip_equal(rows, loads.xs, outs)) {
     storeSlot(b, loc, part, chunk, row, x);
     storeOut(b, loc, part, chunk, row, out);
   }

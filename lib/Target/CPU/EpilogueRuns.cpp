@@ -143,13 +143,6 @@ Value pairwiseTreeOfLanes(OpBuilder &b, Location loc, Value sums) {
   return vector::ExtractOp::create(b, loc, sums, ArrayRef<int64_t>{0});
 }
 
-/// Marks a 64-byte line store that is line-aligned whenever its base is.
-void markLine(Operation *store, bool aligned, int64_t lanes) {
-  if (store && aligned && lanes == kLineLanes)
-    store->setAttr(cpu::kLineAlignedAttrName,
-                   UnitAttr::get(store->getContext()));
-}
-
 /// One chunk of channels c.. of a stream (the groups, then the 16-byte
 /// chunks, then a scalar tail).
 struct Piece {
@@ -354,9 +347,9 @@ void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
     const KvRow &row = dest[i];
     emitIf(b, loc, row.stored, [&](OpBuilder &b, Location loc) {
       for (auto [p, piece] : llvm::enumerate(pieces))
-        markLine(row.storeAt(b, loc, outs[i][p], h, cIndex(b, loc, piece.c),
-                             piece.lanes),
-                 row.lineAligned, piece.lanes);
+        cpu::markLine(row.storeAt(b, loc, outs[i][p], h,
+                                  cIndex(b, loc, piece.c), piece.lanes),
+                      row.lineAligned);
     });
   }
 }
@@ -444,10 +437,10 @@ void KvRunNest::stagedNormedStream(OpBuilder &b, Location loc, int64_t width,
                        kRunLanes, laneOrder);
           Value out = arith::MulFOp::create(
               b, loc, arith::MulFOp::create(b, loc, y, invs[i]), w);
-          markLine(row.store(b, loc,
-                             truncToBf16(b, loc, out, kRunLanes, laneOrder), h,
-                             c, kRunLanes),
-                   row.lineAligned, kRunLanes);
+          cpu::markLine(
+              row.store(b, loc, truncToBf16(b, loc, out, kRunLanes, laneOrder),
+                        h, c, kRunLanes),
+              row.lineAligned);
         }
         scf::YieldOp::create(b, loc);
       });
@@ -461,8 +454,7 @@ void KvRunNest::plainStream(OpBuilder &b, Location loc, int64_t width,
   auto store = [&](OpBuilder &b, Location loc, Value c, int64_t lanes) {
     SmallVector<Value> values = conv(b, loc, c, lanes);
     for (auto [i, row] : llvm::enumerate(dest))
-      markLine(row.store(b, loc, values[i], h, c, lanes), row.lineAligned,
-               lanes);
+      cpu::markLine(row.store(b, loc, values[i], h, c, lanes), row.lineAligned);
   };
   int64_t groups = width / kRunLanes;
   scf::ForOp::create(
@@ -534,35 +526,25 @@ void KvRunNest::row(OpBuilder &b, Location loc, Value t, Value h) const {
 // The conv of channels c.. of head h for the decode run's tokens, every one
 // live with every tap a history row (bf16 in channel order, one per token):
 // the weights once, every token's x and history rows loaded before any
-// slot store (a slot row and the history rows of a page lie D elements
-// apart, 4 KiB at the real layout, and alias in the low 12 address bits:
-// ConvDecodeRuns.cpp), then each token convolved as the conv nest does.
-// Legal as the decode-run nest's order is: a conv reads the cache only
-// below num_computed, an insert writes only at or above it.
+// slot store (loadDecodeRun), then each token convolved as the conv nest
+// does.
 SmallVector<Value> KvRunNest::decodeRunConv(OpBuilder &b, Location loc,
                                             const ConvPart &part,
                                             ArrayRef<ConvRow> rows, Value h,
                                             Value c, int64_t lanes) const {
   cpu::RunChunk chunk =
       cpu::loadRunChunk(nest, options, b, loc, part, h, c, lanes);
-  LaneOrder laneOrder = chunk.order;
-  Value col = nest.cacheCol(b, loc, part, c);
-  SmallVector<Value> xs;
-  SmallVector<SmallVector<Value>> taps;
-  for (const ConvRow &row : rows) {
-    xs.push_back(part.x.load(b, loc, row.t, h, c, lanes));
-    SmallVector<Value> &values = taps.emplace_back();
-    for (const TapSource &tap : row.taps)
-      values.push_back(nest.cacheTap(b, loc, part, tap.block, h, tap.row, col,
-                                     lanes, laneOrder));
-  }
-  if (nest.insert())
-    for (auto [row, xRaw] : llvm::zip_equal(rows, xs))
+  cpu::DecodeRunLoads loads =
+      cpu::loadDecodeRun(nest, b, loc, part, chunk, rows);
+  if (nest.insert()) {
+    Value col = nest.cacheCol(b, loc, part, c);
+    for (auto [row, xRaw] : llvm::zip_equal(rows, loads.xs))
       cpu::storeAtSlot(nest, b, loc, part, row.slot, h, col, xRaw);
+  }
   SmallVector<Value> values;
-  for (auto [xRaw, history] : llvm::zip_equal(xs, taps))
+  for (auto [xRaw, history] : llvm::zip_equal(loads.xs, loads.taps))
     values.push_back(convolve(b, loc, chunk, history,
-                              extToF32(b, loc, xRaw, lanes, laneOrder)));
+                              extToF32(b, loc, xRaw, lanes, chunk.order)));
   return values;
 }
 

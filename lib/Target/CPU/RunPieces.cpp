@@ -83,6 +83,24 @@ Value cpu::rowsFromCache(OpBuilder &b, Location loc, ArrayRef<ConvRow> rows) {
   return all;
 }
 
+cpu::DecodeRunLoads cpu::loadDecodeRun(const ConvNestBuilder &nest,
+                                       OpBuilder &b, Location loc,
+                                       const ConvPart &part,
+                                       const RunChunk &chunk,
+                                       ArrayRef<ConvRow> rows) {
+  Value col = nest.cacheCol(b, loc, part, chunk.c);
+  DecodeRunLoads loads;
+  for (const ConvRow &row : rows) {
+    loads.xs.push_back(
+        part.x.load(b, loc, row.t, chunk.h, chunk.c, chunk.lanes));
+    SmallVector<Value> &values = loads.taps.emplace_back();
+    for (const TapSource &tap : row.taps)
+      values.push_back(nest.cacheTap(b, loc, part, tap.block, chunk.h, tap.row,
+                                     col, chunk.lanes, chunk.order));
+  }
+  return loads;
+}
+
 void cpu::storeAtSlot(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
                       const ConvPart &part, const SlotInfo &slot, Value h,
                       Value col, Value x) {
@@ -95,7 +113,7 @@ void cpu::storeAtSlot(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
 }
 
 void cpu::markLine(Operation *store, bool aligned) {
-  auto vector = dyn_cast<vector::StoreOp>(store);
+  auto vector = dyn_cast_if_present<vector::StoreOp>(store);
   if (aligned && vector &&
       vector.getValueToStore().getType().getNumElements() == kLineLanes)
     store->setAttr(kLineAlignedAttrName, UnitAttr::get(store->getContext()));

@@ -62,6 +62,24 @@ loops::ConvRow decodeRow(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
 mlir::Value rowsFromCache(mlir::OpBuilder &b, mlir::Location loc,
                           llvm::ArrayRef<loops::ConvRow> rows);
 
+/// The loads of a decode run in one chunk, when every one of `rows` is live
+/// with every tap a history row (rowsFromCache): each token's x (bf16, as
+/// stored) and its taps' cache rows (f32 in the chunk's lane order, oldest
+/// first). Emitted before any store of the run: a slot row and the history
+/// rows of a page lie D elements apart (4 KiB at the real layout) and alias
+/// in the low 12 address bits, which made loads issued after the slot
+/// stores wait (docs/fusion.md). The order is the fusion's own legality: a
+/// conv reads the cache only below num_computed, an insert writes only at
+/// or above it.
+struct DecodeRunLoads {
+  llvm::SmallVector<mlir::Value> xs;
+  llvm::SmallVector<llvm::SmallVector<mlir::Value>> taps;
+};
+DecodeRunLoads loadDecodeRun(const loops::ConvNestBuilder &nest,
+                             mlir::OpBuilder &b, mlir::Location loc,
+                             const loops::ConvPart &part, const RunChunk &chunk,
+                             llvm::ArrayRef<loops::ConvRow> rows);
+
 /// x stored at its conv-cache slot, cache[slot.block, h, slot.row, col..]
 /// (a masked slot stores nothing), a line store marked as markLine does.
 void storeAtSlot(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
