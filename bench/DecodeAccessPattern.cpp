@@ -29,6 +29,32 @@ bool accessPatternAligned(const HandDecodeShape &shape,
   });
 }
 
+int64_t accessPatternMismatches(const HandDecodeShape &shape,
+                                const std::vector<HandDecodeToken> &tokens,
+                                const uint16_t *cache,
+                                const uint16_t *const x[4],
+                                const uint16_t *const w[4],
+                                const uint16_t *const y[4]) {
+  int64_t mismatches = 0;
+  for (int s = 0; s < 4; ++s) {
+    const int64_t width = shape.width[s], row = shape.heads * width;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      for (int64_t h = 0; h < shape.heads; ++h)
+        for (int64_t c = 0; c < width; ++c) {
+          const int64_t col = h * shape.headStride + shape.offset[s] + c;
+          const int64_t at = static_cast<int64_t>(t) * row + h * width + c;
+          uint16_t expected = x[s][at];
+          for (int64_t history : tokens[t].history)
+            expected ^= cache[history + col];
+          const int64_t line = c - c % 32;
+          for (int64_t k = 0; k < 4; ++k)
+            expected ^= w[s][(h * width + line) * 4 + 32 * k + c % 32];
+          mismatches += y[s][at] != expected;
+        }
+  }
+  return mismatches;
+}
+
 #if defined(__x86_64__)
 
 bool accessPatternSupported() { return handDecodeSupported(); }

@@ -8,7 +8,8 @@
 // buffers; the layer's rows are 2.5 KiB
 // pieces (one head's part of a page row) scattered over the cache's pages,
 // and this kernel measures what those pieces cost on their own. Not part of
-// the product: inkling-bench-fusion checks its output (below) and times it.
+// the product: inkling-bench-fusion (the layer) and inkling-bench-epilogue
+// (the fused K/V op) check its output (below) and time it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,18 @@ void decodeAccessPattern(AccessOrder order, const HandDecodeShape &shape,
                          const std::vector<HandDecodeToken> &tokens,
                          uint16_t *cache, const uint16_t *const x[4],
                          const uint16_t *const w[4], uint16_t *const y[4]);
+
+/// The number of elements of y (every stream, token, head and channel) that
+/// differ from what decodeAccessPattern must compute (above), computed here
+/// element by element from `cache` as it was before the call (its history
+/// rows). A kernel that skipped a row or a line would differ: the floor it
+/// gives is then of the whole traffic.
+int64_t accessPatternMismatches(const HandDecodeShape &shape,
+                                const std::vector<HandDecodeToken> &tokens,
+                                const uint16_t *cache,
+                                const uint16_t *const x[4],
+                                const uint16_t *const w[4],
+                                const uint16_t *const y[4]);
 
 } // namespace inkling::bench
 

@@ -81,6 +81,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchSteps.h"
 #include "ColdCaches.h"
 #include "DecodeAccessPattern.h"
 #include "HandDecodeKernel.h"
@@ -268,9 +269,7 @@ Engines &engines() {
   return *e;
 }
 
-/// Decode (T <= 256): T sequences of one token at position 6 (its three
-/// history taps, positions 3..5, in the cache: two blocks per sequence).
-/// Prefill: one sequence of T tokens from position 0 (taps from x).
+/// Decode (T <= 256) or prefill (T = 8192), as bench::benchStep builds them.
 Workload &workload(int64_t tokens) {
   Engines &e = engines();
   auto &slot = e.workloads[tokens];
@@ -281,40 +280,11 @@ Workload &workload(int64_t tokens) {
   const Layout &layout = e.layout;
   int64_t n = layout.blockSize, h = layout.headsPerRank;
   w.tokens = tokens;
-  int64_t numBlocks;
-  if (tokens < kPrefillTokens) {
-    w.meta.blockTableWidth = 2;
-    for (int64_t b = 0; b < tokens; ++b) {
-      w.meta.queryStartLoc.push_back(static_cast<int32_t>(b));
-      w.meta.numComputed.push_back(6);
-      int32_t first = static_cast<int32_t>(1 + 2 * b);
-      w.meta.blockTable.push_back(first);
-      w.meta.blockTable.push_back(first + 1);
-      w.meta.slotMapping.push_back((first + 1) * n + 6 % n);
-    }
-    w.meta.queryStartLoc.push_back(static_cast<int32_t>(tokens));
-    numBlocks = 1 + 2 * tokens;
-    int64_t d = layout.headSize, blockStride = e.pageBytes / 2;
-    auto rowAt = [&](int64_t b, int64_t position) {
-      int64_t block = w.meta.blockTable[b * 2 + position / n];
-      return block * blockStride + (position % n) * d;
-    };
-    for (int64_t b = 0; b < tokens; ++b) {
-      int32_t slot = w.meta.slotMapping[b];
-      w.handTokens.push_back({{rowAt(b, 3), rowAt(b, 4), rowAt(b, 5)},
-                              (slot / n) * blockStride + (slot % n) * d});
-    }
-  } else {
-    int64_t blocks = (tokens + n - 1) / n;
-    w.meta.blockTableWidth = blocks;
-    w.meta.queryStartLoc = {0, static_cast<int32_t>(tokens)};
-    w.meta.numComputed = {0};
-    for (int64_t j = 0; j < blocks; ++j)
-      w.meta.blockTable.push_back(static_cast<int32_t>(1 + j));
-    for (int64_t t = 0; t < tokens; ++t)
-      w.meta.slotMapping.push_back((1 + t / n) * n + t % n);
-    numBlocks = 1 + blocks;
-  }
+  bench::BenchStep step = bench::benchStep(tokens, kPrefillTokens, n);
+  w.meta = step.meta;
+  int64_t numBlocks = step.numBlocks;
+  if (tokens < kPrefillTokens)
+    w.handTokens = bench::handDecodeTokens(w.meta, layout, e.pageBytes / 2);
   std::mt19937_64 rng(7);
   int64_t blockStride = e.pageBytes / 2;
   w.cache =
@@ -580,15 +550,7 @@ void BM_LayerTrafficCopyThreads(benchmark::State &state) {
 
 /// The hand-written kernel's geometry at the real layout.
 bench::HandDecodeShape handShape() {
-  const Layout &layout = engines().layout;
-  bench::HandDecodeShape shape;
-  shape.heads = layout.headsPerRank;
-  shape.headStride = layout.headStride();
-  for (Stream s : kAllStreams) {
-    shape.width[static_cast<int>(s)] = layout.range(s).width;
-    shape.offset[static_cast<int>(s)] = layout.range(s).offset;
-  }
-  return shape;
+  return bench::handDecodeShape(engines().layout, kAllStreams);
 }
 
 /// The workload's per-stream buffers as the hand-written kernels take them.
@@ -663,10 +625,8 @@ void callAccessPattern(Workload &w, bench::AccessOrder order) {
 
 /// The number of bf16 elements where the access-pattern kernel's output
 /// differs from what it must compute: its cache as layer/conv-insert's (both
-/// store x at the slot rows) and y the xor of x, the three history rows and
-/// the line's weights (DecodeAccessPattern.h), computed here element by
-/// element. A kernel that skipped a row or a line would differ: the floor
-/// it gives is of the layer's whole traffic.
+/// store x at the slot rows) and y as bench::accessPatternMismatches
+/// computes it.
 int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
   callLayer(w, *engines().engines[FusionStrategy::ConvInsert]);
   std::vector<uint16_t> cache(w.cache->data, w.cache->data + w.cache->size);
@@ -676,23 +636,10 @@ int64_t accessPatternMismatches(Workload &w, bench::AccessOrder order) {
   int64_t mismatches = 0;
   for (size_t i = 0; i < cache.size(); ++i)
     mismatches += cache[i] != w.cache->data[i];
-  bench::HandDecodeShape shape = handShape();
-  for (int s = 0; s < 4; ++s) {
-    int64_t width = shape.width[s], row = shape.heads * width;
-    for (int64_t t = 0; t < w.tokens; ++t)
-      for (int64_t h = 0; h < shape.heads; ++h)
-        for (int64_t c = 0; c < width; ++c) {
-          int64_t col = h * shape.headStride + shape.offset[s] + c;
-          uint16_t expected = w.xs[s]->data[t * row + h * width + c];
-          for (int64_t history : w.handTokens[t].history)
-            expected ^= cache[history + col];
-          int64_t line = c - c % 32;
-          for (int64_t k = 0; k < 4; ++k)
-            expected ^= w.ws[s]->data[(h * width + line) * 4 + 32 * k + c % 32];
-          mismatches += w.ys[s]->data[t * row + h * width + c] != expected;
-        }
-  }
-  return mismatches;
+  StreamPointers p(w);
+  return mismatches + bench::accessPatternMismatches(handShape(), w.handTokens,
+                                                     cache.data(), p.x,
+                                                     p.weights, p.y);
 }
 
 /// Set when an access-pattern kernel's output is wrong: the binary then

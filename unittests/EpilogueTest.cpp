@@ -428,6 +428,80 @@ TEST_P(EpilogueTest, DecodeBatchesMatchReference) {
   EXPECT_GT(*branchCounter(*engine, cpu::Branch::DecodeRunsPartial), 0);
 }
 
+/// With avx512-bf16 (on by default where the host has it), the decode
+/// nest rounds its 64-byte lines (its convs' and K's normed rows) with
+/// vcvtne2ps2bf16 unless a lane is a NaN or a denormal, which the
+/// instruction rounds otherwise: such a line takes the software rounding.
+/// The reference's bits in every case, and the counters show the software
+/// branch taken exactly where the data asks for it.
+TEST_P(EpilogueTest, DecodeLinesRoundedByAvx512Bf16UnlessNanOrDenormal) {
+  if (GetParam().name != "real")
+    GTEST_SKIP() << "the real layout's case covers the rounding";
+  if (!cpu::hostHasAvx512Bf16())
+    GTEST_SKIP() << "the host has no AVX512-BF16 (or AVX512-BW/DQ): the "
+                    "avx512-bf16 code cannot run here";
+  const Layout &layout = compiled(nullptr).layout;
+  const int64_t stride = layout.headsPerRank * layout.config.headDim;
+  CompileOptions options;
+  options.branchCounters = true;
+  options.avx512Bf16 = true;
+  std::string error;
+  auto engine = compile(compiled(nullptr).source, options, error);
+  ASSERT_TRUE(engine) << error;
+  struct Lines {
+    int64_t fromCache, x86, software;
+  };
+  auto lines = [&](const char *what,
+                   const std::function<void(KvStep &)> &edit) -> Lines {
+    for (cpu::Branch branch : cpu::kBranches)
+      if (int64_t *counter = branchCounter(*engine, branch))
+        *counter = 0;
+    std::mt19937_64 rng(3000);
+    KvStep s = makeStep(rng, randomDecodeStep(rng, layout, 12));
+    edit(s);
+    // The CPU's NaN outputs are 0x7fc0, where the reference keeps the
+    // payload (docs/Design.md); the poison of unwritten rows stays.
+    Expected want = expected(s);
+    for (std::vector<uint16_t> *rows : {&want.kc, &want.vc})
+      for (uint16_t &bits : *rows)
+        if ((bits & 0x7fff) > 0x7f80 && bits != kPoison)
+          bits = 0x7fc0;
+    EXPECT_TRUE(same(want, run(*engine, s), what));
+    // -1: the program has no such branch.
+    auto count = [&](cpu::Branch branch) {
+      int64_t *counter = branchCounter(*engine, branch);
+      return counter ? *counter : -1;
+    };
+    return {count(cpu::Branch::DecodeRunsFromCache),
+            count(cpu::Branch::X86RoundedLine),
+            count(cpu::Branch::SoftwareRoundedLine)};
+  };
+  Lines plain = lines("plain", [](KvStep &) {});
+  EXPECT_GT(plain.fromCache, 0);
+  EXPECT_GT(plain.x86, 0);
+  EXPECT_EQ(plain.software, 0);
+  // A quiet NaN with a payload in every token's K input (head 0, channel
+  // 5): that head's K conv line and every line of its normed row are NaN.
+  Lines nan = lines("NaN", [&](KvStep &s) {
+    for (int64_t t = 0; t < s.tokens; ++t)
+      s.k->x.buffer.data[t * stride + 5] = 0x7fd3;
+  });
+  EXPECT_GT(nan.software, 0);
+  EXPECT_LT(nan.x86, plain.x86);
+  // Tiny V weights (2^-133) and every token's V inputs of head 0 denormal:
+  // those outputs are denormal.
+  Lines denormal = lines("denormal", [&](KvStep &s) {
+    for (size_t i = 0; i < s.v->weights.size; ++i)
+      s.v->weights.data[i] = i % 3 ? 0x0001 : 0x8001;
+    for (int64_t t = 0; t < s.tokens; ++t)
+      for (int64_t c = 0; c < layout.config.headDim; ++c)
+        s.v->x.buffer.data[t * stride + c] =
+            static_cast<uint16_t>(((c * 37) % 63 + 1) | (c % 2 ? 0x8000 : 0));
+  });
+  EXPECT_GT(denormal.software, 0);
+  EXPECT_LT(denormal.x86, plain.x86);
+}
+
 /// The fused K/V kernel compiled for the GPU (a row's chunks across a
 /// block's threads, the sum of squares by warp shuffles) and executed by
 /// the fake CUDA driver through the runtime's launcher, threads shuffled

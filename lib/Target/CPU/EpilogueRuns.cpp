@@ -34,7 +34,11 @@
 // shared nest and the unfused ops): the chunk sums are the same halving
 // tree, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), its adds done for all of a
 // group's chunks at once on shuffled lanes; the chunk tree is level by
-// level over the sums, padded with zeros to a power of two.
+// level over the sums, padded with zeros to a power of two. With
+// avx512-bf16 the decode nest rounds its 64-byte lines (the convs' and K's
+// normed rows) with vcvtne2ps2bf16 where that gives the same bits
+// (X86Bf16.h), as the conv's decode-run nest does: 6-10% faster at T = 1
+// and 64 (docs/fusion.md); the prefill nest keeps the software rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +49,7 @@
 #include "inkling/Target/CPU/LoopStrategy.h"
 
 #include "RunPieces.h"
+#include "X86Bf16.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -157,9 +162,11 @@ using PieceConv =
 /// The forms of one fused_conv_kv_write.
 class KvRunNest {
 public:
+  /// `decode`: the nest of buildDecode, whose roundings take
+  /// vcvtne2ps2bf16 with avx512-bf16 (round).
   KvRunNest(const ConvNestBuilder &nest, const KvEpilogue &epilogue,
-            const CPULoopOptions &options)
-      : nest(nest), epilogue(epilogue), options(options) {}
+            const CPULoopOptions &options, bool decode = false)
+      : nest(nest), epilogue(epilogue), options(options), decode(decode) {}
 
   /// The token-run nest.
   void build(OpBuilder &b, Location loc, Value realTokens) const;
@@ -173,6 +180,10 @@ private:
   LaneOrder order(int64_t lanes) const {
     return cpu::runLaneOrder(options, lanes);
   }
+  /// `v` (f32) rounded to bf16: truncToBf16's bits, by vcvtne2ps2bf16
+  /// where that is exact in a decode nest with avx512-bf16 (X86Bf16.h).
+  Value round(OpBuilder &b, Location loc, Value v, int64_t lanes,
+              LaneOrder laneOrder) const;
   Value wholeRun(OpBuilder &b, Location loc, Value t0, Value realTokens) const;
   SmallVector<Value> runConv(OpBuilder &b, Location loc, const ConvPart &part,
                              Value t0, Value h, Value c, int64_t lanes,
@@ -210,6 +221,7 @@ private:
   const ConvNestBuilder &nest;
   const KvEpilogue &epilogue;
   const CPULoopOptions &options;
+  const bool decode;
 };
 
 } // namespace
@@ -242,6 +254,20 @@ Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
       });
 }
 
+Value KvRunNest::round(OpBuilder &b, Location loc, Value v, int64_t lanes,
+                       LaneOrder laneOrder) const {
+  if (!decode || !options.avx512Bf16)
+    return truncToBf16(b, loc, v, lanes, laneOrder);
+  return cpu::truncToBf16Avx512(
+      b, loc, v, lanes, laneOrder,
+      [&](OpBuilder &b, Location loc, bool software) {
+        if (options.branchCounters)
+          cpu::emitBranchCount(b, loc, nest.op(),
+                               software ? cpu::Branch::SoftwareRoundedLine
+                                        : cpu::Branch::X86RoundedLine);
+      });
+}
+
 // A token's conv output in bf16: the fma chain over its W - 1 earlier
 // inputs `taps` (f32, oldest first) and its own x, `xt`.
 Value KvRunNest::convolve(OpBuilder &b, Location loc,
@@ -253,7 +279,7 @@ Value KvRunNest::convolve(OpBuilder &b, Location loc,
         return j < static_cast<int64_t>(taps.size()) ? taps[j] : xt;
       },
       chunk.bias, xt, chunk.lanes);
-  return truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
+  return round(b, loc, acc, chunk.lanes, chunk.order);
 }
 
 // The conv of channels c.. of head h for the run's tokens (bf16 in channel
@@ -339,8 +365,7 @@ void KvRunNest::normedStream(OpBuilder &b, Location loc, int64_t width,
           inverseRoot(b, loc, sum, width, epilogue.epsilon, piece.lanes);
       Value out = arith::MulFOp::create(
           b, loc, arith::MulFOp::create(b, loc, ys[i][p], inv), weights[p]);
-      outs[i].push_back(
-          truncToBf16(b, loc, out, piece.lanes, order(piece.lanes)));
+      outs[i].push_back(round(b, loc, out, piece.lanes, order(piece.lanes)));
     }
   }
   for (size_t i = 0; i < dest.size(); ++i) {
@@ -437,10 +462,10 @@ void KvRunNest::stagedNormedStream(OpBuilder &b, Location loc, int64_t width,
                        kRunLanes, laneOrder);
           Value out = arith::MulFOp::create(
               b, loc, arith::MulFOp::create(b, loc, y, invs[i]), w);
-          cpu::markLine(
-              row.store(b, loc, truncToBf16(b, loc, out, kRunLanes, laneOrder),
-                        h, c, kRunLanes),
-              row.lineAligned);
+          cpu::markLine(row.store(b, loc,
+                                  round(b, loc, out, kRunLanes, laneOrder), h,
+                                  c, kRunLanes),
+                        row.lineAligned);
         }
         scf::YieldOp::create(b, loc);
       });
@@ -656,6 +681,6 @@ void cpu::CPULoopStrategy::emitKvWriteNest(ConvNestBuilder &nest, OpBuilder &b,
         emitKvRunNest(nest, b, loc, realTokens, epilogue, options);
       },
       [&](OpBuilder &b, Location loc) {
-        KvRunNest(nest, epilogue, options).buildDecode(b, loc);
+        KvRunNest(nest, epilogue, options, /*decode=*/true).buildDecode(b, loc);
       });
 }

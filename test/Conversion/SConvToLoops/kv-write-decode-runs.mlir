@@ -1,4 +1,5 @@
 // RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true decode-runs=true" --canonicalize | FileCheck %s
+// RUN: inkling-opt %s --inkling-cpu-lower-to-loops="hoist-taps=true token-runs=true decode-runs=true avx512-bf16=true" --canonicalize | FileCheck %s --check-prefix=X86
 
 #l = #sconv.layout<kv_heads = 2, head_dim = 32, hidden = 64, kernel = 4, tp = 1>
 !cache = memref<?x2x4x128xbf16, strided<[1024, 512, 128, 1]>>
@@ -55,6 +56,31 @@
 // CHECK:               scf.for
 // CHECK:                 math.sqrt
 // CHECK:         scf.reduce
+// avx512-bf16: the decode nest rounds its 64-byte lines as the conv's
+// decode-run nest does (conv-decode-runs.mlir): vcvtne2ps2bf16 unless a
+// lane is a NaN or a denormal. In the whole run from the cache: K's 4
+// convs, then (after the 4 roots) K's 4 normed rows, then V's 4 convs. The
+// prefill nest (token runs) keeps the software rounding.
+// X86-LABEL: func.func @kv_decode
+// X86-NOT:     cvtne2ps2bf16
+// X86:         } else {
+// X86:           scf.parallel
+// X86:             memref.alloca() {{.*}} : memref<4x32xbf16>
+// X86-COUNT-4:     llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86-NOT:         math.sqrt
+// X86-COUNT-4:     vector.store %{{.+}}, %alloca[
+// X86-COUNT-4:     math.sqrt
+// X86:             llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:             vector.store %{{.+}}, %arg10[
+// X86:             llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:             vector.store %{{.+}}, %arg10[
+// X86:             llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:             vector.store %{{.+}}, %arg10[
+// X86:             llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:             vector.store %{{.+}}, %arg10[
+// X86-NOT:         vector.store %{{.+}}, %arg11[
+// X86-COUNT-4:     llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:             vector.store %{{.+}}, %arg11[
 func.func @kv_decode(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
                      %bt: memref<?x?xi32>, %slots: memref<?xi64>,
                      %k: memref<?x2x32xbf16>, %v: memref<?x2x32xbf16>,

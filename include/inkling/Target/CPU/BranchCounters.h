@@ -46,7 +46,8 @@ enum class Branch {
   /// inkling-cpu-parallel-dispatch: the parallel nest, or the scf.for one.
   Threaded,
   Sequential,
-  /// With avx512-bf16, per 64-byte line of a decode-run output: rounded by
+  /// With avx512-bf16, per 64-byte line of a decode nest's output (a conv's
+  /// decode-run nest, the fused K/V op's decode nest): rounded by
   /// vcvtne2ps2bf16, or (a NaN or denormal lane) by the software rounding.
   X86RoundedLine,
   SoftwareRoundedLine,

@@ -59,8 +59,9 @@ struct CPULoopOptions {
   /// In the run nests, a chunk's f32 lanes in even-odd order.
   bool evenOddLanes = false;
   /// The target has AVX512-F/BW/DQ and AVX512-BF16 (hostHasAvx512Bf16):
-  /// the decode-run nest rounds its outputs' 64-byte lines with
-  /// vcvtne2ps2bf16 where that gives the same bits (X86Bf16.cpp).
+  /// the decode nests (a conv's, the fused K/V op's) round their outputs'
+  /// 64-byte lines with vcvtne2ps2bf16 where that gives the same bits
+  /// (X86Bf16.cpp).
   bool avx512Bf16 = false;
   /// Count each run-time branch taken (BranchCounters.h).
   bool branchCounters = false;

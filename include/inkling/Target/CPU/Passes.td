@@ -72,7 +72,8 @@ def CPULowerToLoopsPass : Pass<"inkling-cpu-lower-to-loops"> {
            "order needs a lane-crossing widen and narrow per vector">,
     Option<"avx512Bf16", "avx512-bf16", "bool", /*default=*/"false",
            "The target has AVX512-F, -BW, -DQ and AVX512-BF16: the "
-           "decode-run nest rounds each 64-byte line of its outputs with one "
+           "decode nests (a conv's decode-run nest, the fused K/V op's "
+           "decode nest) round each 64-byte line of their outputs with one "
            "vcvtne2ps2bf16, unless a lane is a NaN or a denormal (one "
            "vfpclassps per 16 lanes and a branch), which the instruction "
            "rounds otherwise; such a line takes the software rounding. The "
