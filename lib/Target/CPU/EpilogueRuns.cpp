@@ -7,7 +7,10 @@
 // run whose tokens are live and whose taps are all history rows (the usual
 // decode step) takes the streams below with each token's taps from its
 // history rows (decodeRunConv: every load of a group before its slot
-// stores, as ConvDecodeRuns.cpp orders them); other runs go row by row:
+// stores, as ConvDecodeRuns.cpp orders them); the step's other tokens go
+// one by one by the same pieces (decodeToken: the conv decode-run nest's
+// form of a token with selected taps, the row's norm in registers). The
+// token-run nest:
 //
 //   scf.parallel (run r of kRunTokens tokens from t0, h) {
 //     if the run is whole (kRunTokens real tokens of one sequence, every
@@ -37,7 +40,7 @@
 // level over the sums, padded with zeros to a power of two. With
 // avx512-bf16 the decode nest rounds its 64-byte lines (the convs' and K's
 // normed rows) with vcvtne2ps2bf16 where that gives the same bits
-// (X86Bf16.h), as the conv's decode-run nest does: 6-10% faster at T = 1
+// (X86Bf16.h), as the conv's decode-run nest does: 6-13% faster at T = 1
 // and 64 (docs/fusion.md); the prefill nest keeps the software rounding.
 //
 //===----------------------------------------------------------------------===//
@@ -209,13 +212,22 @@ private:
                                    const ConvPart &part, ArrayRef<ConvRow> rows,
                                    Value h, Value c, int64_t lanes) const;
   void decodeRun(OpBuilder &b, Location loc, Value t0, Value h) const;
+  SmallVector<Value> decodeTokenConv(OpBuilder &b, Location loc,
+                                     const ConvPart &part, const ConvRow &row,
+                                     Value h, Value c, int64_t lanes) const;
+  /// One token of a decode step outside a run from the cache (a partial
+  /// run's, a run with taps in the step, a padding token), by the run
+  /// form's pieces: decodeTokenConv, the row's norm in registers.
+  void decodeToken(OpBuilder &b, Location loc, const ConvRow &row,
+                   Value h) const;
   /// The nest over (run of kRunTokens tokens, head): `whole` for a run that
-  /// `isWhole` (its tokens [t0, t1)), else the run's rows one by one; each
-  /// side counted as `wholeBranch` and `rowsBranch`.
+  /// `isWhole` (its tokens [t0, t1)), else `rowOf` each of the run's tokens;
+  /// each side counted as `wholeBranch` and `rowsBranch`.
   void runsOrRows(
       OpBuilder &b, Location loc,
       function_ref<Value(OpBuilder &, Location, Value t0, Value t1)> isWhole,
       function_ref<void(OpBuilder &, Location, Value t0, Value h)> whole,
+      function_ref<void(OpBuilder &, Location, Value t, Value h)> rowOf,
       cpu::Branch wholeBranch, cpu::Branch rowsBranch) const;
 
   const ConvNestBuilder &nest;
@@ -599,15 +611,51 @@ void KvRunNest::decodeRun(OpBuilder &b, Location loc, Value t0, Value h) const {
                 });
       },
       [&](OpBuilder &b, Location loc) {
-        for (Value t : tokens)
-          row(b, loc, t, h);
+        for (const ConvRow &row : rows)
+          decodeToken(b, loc, row, h);
       });
+}
+
+// One token's conv of channels c.. of head h, its taps selected (x, the
+// cache or 0) as the conv's decode-run nest selects them: x loaded once;
+// a live token's taps loaded, then x stored at its slot, then the conv
+// rounded; a padding token's value is its x.
+SmallVector<Value> KvRunNest::decodeTokenConv(OpBuilder &b, Location loc,
+                                              const ConvPart &part,
+                                              const ConvRow &row, Value h,
+                                              Value c, int64_t lanes) const {
+  cpu::RunChunk chunk =
+      cpu::loadRunChunk(nest, options, b, loc, part, h, c, lanes);
+  Value xRaw = part.x.load(b, loc, row.t, h, c, lanes);
+  return {emitIfValue(
+      b, loc, row.live,
+      [&](OpBuilder &b, Location loc) -> Value {
+        SmallVector<Value> taps;
+        for (const TapSource &tap : row.taps)
+          taps.push_back(cpu::CPUTapHoisting().tapValue(
+              nest, b, loc, part, tap, h, c, lanes, chunk.order));
+        if (nest.insert())
+          cpu::storeAtSlot(nest, b, loc, part, row.slot, h,
+                           nest.cacheCol(b, loc, part, c), xRaw);
+        return convolve(b, loc, chunk, taps,
+                        extToF32(b, loc, xRaw, lanes, chunk.order));
+      },
+      [&](OpBuilder &b, Location loc) -> Value { return xRaw; })};
+}
+
+void KvRunNest::decodeToken(OpBuilder &b, Location loc, const ConvRow &row,
+                            Value h) const {
+  streams(b, loc, row.t, h, /*staged=*/false,
+          [&](OpBuilder &b, Location loc, unsigned p, Value c, int64_t lanes) {
+            return decodeTokenConv(b, loc, nest.parts()[p], row, h, c, lanes);
+          });
 }
 
 void KvRunNest::runsOrRows(
     OpBuilder &b, Location loc,
     function_ref<Value(OpBuilder &, Location, Value, Value)> isWhole,
     function_ref<void(OpBuilder &, Location, Value, Value)> whole,
+    function_ref<void(OpBuilder &, Location, Value, Value)> rowOf,
     cpu::Branch wholeBranch, cpu::Branch rowsBranch) const {
   auto count = [&](OpBuilder &b, Location loc, cpu::Branch branch) {
     if (options.branchCounters)
@@ -627,7 +675,7 @@ void KvRunNest::runsOrRows(
               scf::ForOp::create(
                   b, loc, t0, t1, cIndex(b, loc, 1), ValueRange{},
                   [&](OpBuilder &b, Location loc, Value t, ValueRange) {
-                    row(b, loc, t, h);
+                    rowOf(b, loc, t, h);
                     scf::YieldOp::create(b, loc);
                   });
             });
@@ -647,6 +695,9 @@ void KvRunNest::buildDecode(OpBuilder &b, Location loc) const {
       [&](OpBuilder &b, Location loc, Value t0, Value h) {
         decodeRun(b, loc, t0, h);
       },
+      [&](OpBuilder &b, Location loc, Value t, Value h) {
+        decodeToken(b, loc, cpu::decodeRow(nest, b, loc, t, h), h);
+      },
       cpu::Branch::DecodeRunsWhole, cpu::Branch::DecodeRunsPartial);
 }
 
@@ -659,6 +710,7 @@ void KvRunNest::build(OpBuilder &b, Location loc, Value realTokens) const {
       [&](OpBuilder &b, Location loc, Value t0, Value h) {
         run(b, loc, t0, h);
       },
+      [&](OpBuilder &b, Location loc, Value t, Value h) { row(b, loc, t, h); },
       cpu::Branch::RunsUnrolled, cpu::Branch::RunsLooped);
 }
 
