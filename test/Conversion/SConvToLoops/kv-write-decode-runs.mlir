@@ -81,6 +81,11 @@
 // X86-NOT:         vector.store %{{.+}}, %arg11[
 // X86-COUNT-4:     llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
 // X86:             vector.store %{{.+}}, %arg11[
+// The step's last, partial run token by token, by the same pieces (the
+// conv's taps selected): K's conv, K's normed row, V's conv.
+// X86:           scf.for %{{.+}} = %{{[0-9]+}} to %{{[0-9]+}} step %c1 {
+// X86-COUNT-3:       llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"
+// X86:           scf.reduce
 func.func @kv_decode(%buffer: memref<?xi8>, %qsl: memref<?xi32>, %nc: memref<?xi32>,
                      %bt: memref<?x?xi32>, %slots: memref<?xi64>,
                      %k: memref<?x2x32xbf16>, %v: memref<?x2x32xbf16>,
