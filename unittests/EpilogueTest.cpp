@@ -432,8 +432,8 @@ TEST_P(EpilogueTest, DecodeBatchesMatchReference) {
 /// nest rounds its 64-byte lines (its convs' and K's normed rows) with
 /// vcvtne2ps2bf16 unless a lane is a NaN or a denormal, which the
 /// instruction rounds otherwise: such a line takes the software rounding.
-/// The reference's bits in every case, and the counters show the software
-/// branch taken exactly where the data asks for it.
+/// The reference's bits in every case; the counters show the software
+/// branch taken where the data asks for it and nowhere on plain inputs.
 TEST_P(EpilogueTest, DecodeLinesRoundedByAvx512Bf16UnlessNanOrDenormal) {
   if (GetParam().name != "real")
     GTEST_SKIP() << "the real layout's case covers the rounding";
