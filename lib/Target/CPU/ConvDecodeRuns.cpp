@@ -42,7 +42,6 @@
 #include "inkling/Target/CPU/LoopStrategy.h"
 
 #include "RunPieces.h"
-#include "X86Bf16.h"
 
 using namespace mlir;
 using namespace inkling;
@@ -113,14 +112,7 @@ Value DecodeRunNest::convolve(OpBuilder &b, Location loc, const RunChunk &chunk,
   Value acc = nest.convResult(
       b, loc, chunk.tapWeights, [&](int64_t j) { return tapValues[j]; },
       chunk.bias, xt, chunk.lanes);
-  if (!options.avx512Bf16)
-    return truncToBf16(b, loc, acc, chunk.lanes, chunk.order);
-  return truncToBf16Avx512(b, loc, acc, chunk.lanes, chunk.order,
-                           [&](OpBuilder &b, Location loc, bool software) {
-                             count(b, loc,
-                                   software ? Branch::SoftwareRoundedLine
-                                            : Branch::X86RoundedLine);
-                           });
+  return roundDecodeLine(nest, options, b, loc, acc, chunk.lanes, chunk.order);
 }
 
 // The output line of the token (read by the next op at once: cached).

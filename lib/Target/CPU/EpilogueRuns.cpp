@@ -52,7 +52,6 @@
 #include "inkling/Target/CPU/LoopStrategy.h"
 
 #include "RunPieces.h"
-#include "X86Bf16.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -184,7 +183,7 @@ private:
     return cpu::runLaneOrder(options, lanes);
   }
   /// `v` (f32) rounded to bf16: truncToBf16's bits, by vcvtne2ps2bf16
-  /// where that is exact in a decode nest with avx512-bf16 (X86Bf16.h).
+  /// where that is exact in a decode nest (roundDecodeLine).
   Value round(OpBuilder &b, Location loc, Value v, int64_t lanes,
               LaneOrder laneOrder) const;
   Value wholeRun(OpBuilder &b, Location loc, Value t0, Value realTokens) const;
@@ -268,16 +267,9 @@ Value KvRunNest::wholeRun(OpBuilder &b, Location loc, Value t0,
 
 Value KvRunNest::round(OpBuilder &b, Location loc, Value v, int64_t lanes,
                        LaneOrder laneOrder) const {
-  if (!decode || !options.avx512Bf16)
+  if (!decode)
     return truncToBf16(b, loc, v, lanes, laneOrder);
-  return cpu::truncToBf16Avx512(
-      b, loc, v, lanes, laneOrder,
-      [&](OpBuilder &b, Location loc, bool software) {
-        if (options.branchCounters)
-          cpu::emitBranchCount(b, loc, nest.op(),
-                               software ? cpu::Branch::SoftwareRoundedLine
-                                        : cpu::Branch::X86RoundedLine);
-      });
+  return cpu::roundDecodeLine(nest, options, b, loc, v, lanes, laneOrder);
 }
 
 // A token's conv output in bf16: the fma chain over its W - 1 earlier

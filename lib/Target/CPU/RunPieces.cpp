@@ -3,6 +3,9 @@
 #include "RunPieces.h"
 
 #include "inkling/Conversion/SConvToLoops/Alignment.h"
+#include "inkling/Target/CPU/BranchCounters.h"
+
+#include "X86Bf16.h"
 
 using namespace mlir;
 using namespace inkling;
@@ -110,6 +113,21 @@ void cpu::storeAtSlot(const ConvNestBuilder &nest, OpBuilder &b, Location loc,
                         part.cacheAlign),
              part.cacheLineAligned);
   });
+}
+
+Value cpu::roundDecodeLine(const ConvNestBuilder &nest,
+                           const CPULoopOptions &options, OpBuilder &b,
+                           Location loc, Value v, int64_t lanes,
+                           LaneOrder order) {
+  if (!options.avx512Bf16)
+    return truncToBf16(b, loc, v, lanes, order);
+  return truncToBf16Avx512(
+      b, loc, v, lanes, order, [&](OpBuilder &b, Location loc, bool software) {
+        if (options.branchCounters)
+          emitBranchCount(b, loc, nest.op(),
+                          software ? Branch::SoftwareRoundedLine
+                                   : Branch::X86RoundedLine);
+      });
 }
 
 void cpu::markLine(Operation *store, bool aligned) {

@@ -87,6 +87,15 @@ void storeAtSlot(const loops::ConvNestBuilder &nest, mlir::OpBuilder &b,
                  const loops::SlotInfo &slot, mlir::Value h, mlir::Value col,
                  mlir::Value x);
 
+/// `v` (f32, `lanes` lanes in `order`) rounded to bf16 in a decode nest:
+/// truncToBf16's bits, by vcvtne2ps2bf16 where that is exact when the
+/// target has avx512-bf16 (X86Bf16.h), each line's branch counted with
+/// branch counters (X86RoundedLine, SoftwareRoundedLine).
+mlir::Value roundDecodeLine(const loops::ConvNestBuilder &nest,
+                            const CPULoopOptions &options, mlir::OpBuilder &b,
+                            mlir::Location loc, mlir::Value v, int64_t lanes,
+                            loops::LaneOrder order);
+
 /// Marks a store of one 64-byte line that `aligned` proves line-aligned
 /// whenever its memref's base is (kLineAlignedAttrName).
 void markLine(mlir::Operation *store, bool aligned);
